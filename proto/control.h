@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT
+ * control.h -- the daemon's command protocol (nng req/rep) and the
+ * environment contract between trainparity-run and the agent.
+ *
+ * A request is a MessagePack map {"cmd": str, ...arguments}; a reply is a map
+ * {"ok": bool, ["error": str,] ...results}.  Commands:
+ *   ping                                   -> version, db
+ *   run.create  name check params          -> run
+ *   exec.create run role argv              -> exec
+ *   exec.finish exec status signal         -> pending, complete, processes
+ *   seen        exec pid                   -> seq (last contiguous, -1), bye
+ *   ingest      path                       -> events, bad
+ *   query       what ("runs"|"run"|"steps") id -> text
+ *   verdict     run                        -> outcome, text, json
+ *   shutdown                               -> (nothing) */
+#ifndef TP_PROTO_CONTROL_H
+#define TP_PROTO_CONTROL_H
+
+#include <stddef.h>
+
+#include "proto/tp_err.h"
+
+/* Environment read by the agent (set by trainparity-run). */
+#define TP_ENV_DAEMON "TRAINPARITY_DAEMON"         /* ingest URL */
+#define TP_ENV_CONTROL "TRAINPARITY_CONTROL"       /* control URL (else derived) */
+#define TP_ENV_RUN "TRAINPARITY_RUN"               /* run id */
+#define TP_ENV_EXEC "TRAINPARITY_EXEC"             /* execution id */
+#define TP_ENV_ROLE "TRAINPARITY_ROLE"             /* execution role label */
+#define TP_ENV_SPOOL "TRAINPARITY_SPOOL"           /* spool directory */
+#define TP_ENV_CAPTURE "TRAINPARITY_CAPTURE"       /* "digests" | "values" */
+#define TP_ENV_INTERRUPT_AT "TRAINPARITY_INTERRUPT_AT" /* optimizer step K */
+#define TP_ENV_UPDATE_NORM "TRAINPARITY_UPDATE_NORM"   /* "1": exact update norms */
+#define TP_ENV_TOKEN "TRAINPARITY_TOKEN"           /* shared token for tcp:// */
+#define TP_ENV_DEBUG "TRAINPARITY_DEBUG"           /* "1": agent logs to stderr */
+#define TP_ENV_SAMPLE_ID "TRAINPARITY_SAMPLE_ID"   /* Python expression over a batch */
+
+/* Exit status of a process the agent ended on request (resume's execution I). */
+#define TP_INTERRUPT_STATUS 0
+
+/* tp_url_control derives the control URL from an ingest URL: "ipc://P" gives
+ * "ipc://P.ctl", "tcp://H:N" gives "tcp://H:N+1".  TP_EINVAL for other forms
+ * or when out (n bytes) is too small. */
+tp_err tp_url_control(const char *ingest, char *out, size_t n);
+
+#endif

@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: MIT
+ * event.h -- the wire schema (version 1) shared by the agent and the daemon:
+ * event kinds, the batch envelope, tensor leaves, the encoder helpers and the
+ * strict decoder.  proto/SCHEMA.md is the prose version of this file.
+ *
+ * A message is one MessagePack map (a batch):
+ *   {"v": 1, "run": int, "exec": int, "pid": int, "rank": int,
+ *    ["tok": str,] "events": [event, ...]}
+ * An event is an array [seq, time_ns, step, kind, body] where body is a map
+ * whose keys and types are fixed per kind by proto/schema.c.  The decoder
+ * checks the whole message (envelope, every body, every leaf) before the
+ * caller sees any of it. */
+#ifndef TP_PROTO_EVENT_H
+#define TP_PROTO_EVENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/mp.h"
+#include "proto/tp_err.h"
+
+#define TP_SCHEMA_VERSION 1
+#define TP_MAX_MESSAGE (512u << 20) /* bytes; larger messages are rejected */
+#define TP_MAX_DIMS 16
+#define TP_DIGEST_LEN 16
+
+typedef enum tp_kind {
+    TP_K_NONE = 0,
+    TP_K_HELLO,    /* boot: versions, argv, cwd, role, rank/world */
+    TP_K_BYE,      /* exit: reason, events sent, dropped */
+    TP_K_SNAPSHOT, /* training state: model, optimizer, scheduler, scaler, rng */
+    TP_K_BACKWARD, /* each backward(): loss value, count since last step */
+    TP_K_STEP,     /* optimizer.step() pre and post */
+    TP_K_SCHED,    /* each scheduler step: flattened state */
+    TP_K_SAVE,     /* torch.save / safetensors save */
+    TP_K_LOAD,     /* torch.load / safetensors load */
+    TP_K_RESTORE,  /* load_state_dict, RNG setters and seeding */
+    TP_K_BATCH,    /* each DataLoader batch: sample ids */
+    TP_K_AMP,      /* GradScaler scale/unscale_/step/update */
+    TP_K_CLIP,     /* clip_grad_norm_ / clip_grad_value_ */
+    TP_K_BLOB,     /* tensor bytes for the blob store (capture=values) */
+    TP_K_ERROR,    /* an agent hook caught an error */
+    TP_K__COUNT
+} tp_kind;
+
+/* tp_kind_name returns the wire name of k ("snapshot"), or NULL. */
+const char *tp_kind_name(tp_kind k);
+/* tp_kind_parse maps a wire name to its kind; TP_K_NONE if unknown. */
+tp_kind tp_kind_parse(const char *s, size_t n);
+
+typedef struct tp_header {
+    int64_t run;  /* run id, from the daemon */
+    int64_t exec; /* execution id, from the daemon */
+    int64_t pid;
+    int64_t rank; /* -1 when unknown */
+    const char *tok; /* shared token (tcp listeners); NULL when absent */
+    uint32_t tok_len;
+} tp_header;
+
+typedef struct tp_event {
+    uint64_t seq;     /* per-process sequence number, from 0 */
+    uint64_t time_ns; /* CLOCK_MONOTONIC */
+    int64_t step;     /* optimizer-step index the event belongs to */
+    tp_kind kind;
+    const uint8_t *body; /* the validated body map, inside the message */
+    size_t body_len;
+} tp_event;
+
+typedef struct tp_batch {
+    tp_header hdr;
+    size_t n;
+    tp_event *ev; /* n events, owned by the batch */
+} tp_batch;
+
+/* ---- tensor leaves ----
+ * A leaf is one flattened value of a state: an array whose first element is
+ * its kind.
+ *   tensor: ["t", path, dtype, [shape...], digest(bin16), sum, l2, maxabs,
+ *            nonfinite, device, blob(bool)]
+ *   value:  ["v", path, nil|bool|int|float|str]
+ *   digest: ["d", path, digest(bin16), nitems]  (an opaque value: RNG state,
+ *            a long sequence of numbers, bytes) */
+
+typedef struct tp_stats {
+    double sum;
+    double l2;     /* Euclidean norm */
+    double maxabs; /* max |x| over finite values */
+    uint64_t nonfinite;
+} tp_stats;
+
+typedef enum tp_vtype { TP_V_NIL, TP_V_BOOL, TP_V_INT, TP_V_FLOAT, TP_V_STR } tp_vtype;
+
+typedef struct tp_leaf {
+    char kind; /* 't', 'v' or 'd' */
+    const char *path;
+    uint32_t path_len;
+    /* 't' */
+    const char *dtype;
+    uint32_t dtype_len;
+    uint32_t ndim;
+    int64_t shape[TP_MAX_DIMS];
+    tp_stats stats;
+    const char *device;
+    uint32_t device_len;
+    bool blob;
+    /* 't' and 'd' */
+    uint8_t digest[TP_DIGEST_LEN];
+    uint64_t nitems; /* 'd' */
+    /* 'v' */
+    tp_vtype vtype;
+    bool b;
+    int64_t i;
+    double f;
+    const char *s;
+    uint32_t s_len;
+} tp_leaf;
+
+/* ---- encoding (agent side) ---- */
+
+/* tp_enc_batch_begin writes the envelope and opens the events array; returns
+ * the offset to hand to tp_enc_batch_end with the number of events written. */
+size_t tp_enc_batch_begin(tp_buf *b, const tp_header *h);
+void tp_enc_batch_end(tp_buf *b, size_t offset, uint32_t nevents);
+/* tp_enc_event_begin writes [seq, time, step, kind, and leaves the body map to
+ * the caller, who writes exactly one map next. */
+void tp_enc_event_begin(tp_buf *b, uint64_t seq, uint64_t time_ns, int64_t step, tp_kind k);
+void tp_enc_leaf_tensor(tp_buf *b, const char *path, size_t path_len, const char *dtype,
+                        const int64_t *shape, uint32_t ndim, const uint8_t digest[16],
+                        const tp_stats *st, const char *device, bool blob);
+void tp_enc_leaf_digest(tp_buf *b, const char *path, size_t path_len, const uint8_t digest[16],
+                        uint64_t nitems);
+/* Value leaves: the caller writes ["v", path, then exactly one value. */
+void tp_enc_leaf_value_begin(tp_buf *b, const char *path, size_t path_len);
+
+/* ---- decoding (daemon side) ---- */
+
+/* tp_batch_decode checks the whole message and fills *out.  On error *out is
+ * untouched and why (if not NULL) receives a one-line reason.  The events
+ * point into buf, which must outlive *out.  Errors: TP_EPROTO (malformed,
+ * truncated, oversized, wrong type, unknown kind or key), TP_EVERSION,
+ * TP_ENOMEM. */
+tp_err tp_batch_decode(const void *buf, size_t len, tp_batch *out, char *why, size_t whylen);
+/* tp_batch_free releases what tp_batch_decode allocated.  NULL is a no-op. */
+void tp_batch_free(tp_batch *b);
+
+/* tp_body_find positions *field at the value of key in a validated body.
+ * TP_ENOENT when the key is absent. */
+tp_err tp_body_find(const tp_event *e, const char *key, tp_mpr *field);
+/* Typed getters over tp_body_find.  TP_ENOENT when absent or nil, TP_EPROTO on
+ * a type mismatch (cannot happen for a body the schema validated). */
+tp_err tp_body_int(const tp_event *e, const char *key, int64_t *v);
+tp_err tp_body_f64(const tp_event *e, const char *key, double *v);
+tp_err tp_body_bool(const tp_event *e, const char *key, bool *v);
+tp_err tp_body_str(const tp_event *e, const char *key, const char **s, uint32_t *n);
+tp_err tp_body_digest(const tp_event *e, const char *key, uint8_t d[16]);
+
+/* tp_leaf_read reads one leaf (validated or not) from r. */
+tp_err tp_leaf_read(tp_mpr *r, tp_leaf *out);
+
+/* tp_body_validate checks a body map of kind k against the schema.
+ * Exposed for tests; tp_batch_decode calls it on every event. */
+tp_err tp_body_validate(tp_kind k, const uint8_t *p, size_t n, char *why, size_t whylen);
+
+#endif

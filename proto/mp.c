@@ -1,0 +1,434 @@
+/* SPDX-License-Identifier: MIT
+ * mp.c -- MessagePack writer (msgpack-c's packer into a tp_buf) and the strict
+ * reader.  The reader decodes by hand so that it can bound every count by the
+ * bytes that remain before anything is trusted or allocated. */
+#include <msgpack.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/mp.h"
+
+/* ---- output buffer ---- */
+
+void tp_buf_init(tp_buf *b)
+{
+    memset(b, 0, sizeof *b);
+}
+
+void tp_buf_reset(tp_buf *b)
+{
+    b->len = 0;
+    b->oom = 0;
+}
+
+void tp_buf_free(tp_buf *b)
+{
+    free(b->data);
+    memset(b, 0, sizeof *b);
+}
+
+static int grow(tp_buf *b, size_t need)
+{
+    size_t cap = b->cap ? b->cap : 256;
+    uint8_t *p;
+    while (cap < need) {
+        if (cap > SIZE_MAX / 2) return -1;
+        cap *= 2;
+    }
+    p = realloc(b->data, cap);
+    if (p == NULL) return -1;
+    b->data = p;
+    b->cap = cap;
+    return 0;
+}
+
+void tp_buf_append(tp_buf *b, const void *p, size_t n)
+{
+    if (b->oom || n == 0) return;
+    if (b->len + n < b->len || (b->len + n > b->cap && grow(b, b->len + n) != 0)) {
+        b->oom = 1;
+        return;
+    }
+    memcpy(b->data + b->len, p, n);
+    b->len += n;
+}
+
+uint8_t *tp_buf_steal(tp_buf *b, size_t *len)
+{
+    uint8_t *p = b->data;
+    *len = b->len;
+    memset(b, 0, sizeof *b);
+    return p;
+}
+
+/* ---- writers ---- */
+
+static int buf_write(void *data, const char *p, size_t n)
+{
+    tp_buf_append(data, p, n);
+    return 0;
+}
+
+#define PACKER(b)                                                                                  \
+    msgpack_packer pk;                                                                             \
+    msgpack_packer_init(&pk, (b), buf_write)
+
+void tp_mp_nil(tp_buf *b)
+{
+    PACKER(b);
+    msgpack_pack_nil(&pk);
+}
+
+void tp_mp_bool(tp_buf *b, bool v)
+{
+    PACKER(b);
+    if (v) msgpack_pack_true(&pk);
+    else msgpack_pack_false(&pk);
+}
+
+void tp_mp_int(tp_buf *b, int64_t v)
+{
+    PACKER(b);
+    msgpack_pack_int64(&pk, v);
+}
+
+void tp_mp_uint(tp_buf *b, uint64_t v)
+{
+    PACKER(b);
+    msgpack_pack_uint64(&pk, v);
+}
+
+void tp_mp_f64(tp_buf *b, double v)
+{
+    PACKER(b);
+    msgpack_pack_double(&pk, v);
+}
+
+void tp_mp_str(tp_buf *b, const char *s, size_t n)
+{
+    PACKER(b);
+    msgpack_pack_str(&pk, n);
+    msgpack_pack_str_body(&pk, s, n);
+}
+
+void tp_mp_cstr(tp_buf *b, const char *s)
+{
+    if (s == NULL) tp_mp_nil(b);
+    else tp_mp_str(b, s, strlen(s));
+}
+
+void tp_mp_bin(tp_buf *b, const void *p, size_t n)
+{
+    PACKER(b);
+    msgpack_pack_bin(&pk, n);
+    msgpack_pack_bin_body(&pk, p, n);
+}
+
+void tp_mp_array(tp_buf *b, uint32_t n)
+{
+    PACKER(b);
+    msgpack_pack_array(&pk, n);
+}
+
+void tp_mp_map(tp_buf *b, uint32_t n)
+{
+    PACKER(b);
+    msgpack_pack_map(&pk, n);
+}
+
+size_t tp_mp_array32(tp_buf *b)
+{
+    static const uint8_t hdr[5] = {0xdd, 0, 0, 0, 0};
+    size_t off = b->len;
+    tp_buf_append(b, hdr, sizeof hdr);
+    return off;
+}
+
+void tp_mp_patch32(tp_buf *b, size_t off, uint32_t n)
+{
+    if (b->oom || off + 5 > b->len) return;
+    b->data[off + 1] = (uint8_t)(n >> 24);
+    b->data[off + 2] = (uint8_t)(n >> 16);
+    b->data[off + 3] = (uint8_t)(n >> 8);
+    b->data[off + 4] = (uint8_t)n;
+}
+
+/* ---- strict reader ---- */
+
+void tp_mpr_init(tp_mpr *r, const void *p, size_t n)
+{
+    r->p = p;
+    r->end = r->p + n;
+}
+
+size_t tp_mpr_left(const tp_mpr *r)
+{
+    return (size_t)(r->end - r->p);
+}
+
+static uint64_t be(const uint8_t *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < n; i++) v = (v << 8) | p[i];
+    return v;
+}
+
+/* need reports whether n more bytes follow the current position + off. */
+static int need(const tp_mpr *r, size_t off, uint64_t n)
+{
+    size_t left = tp_mpr_left(r);
+    return off <= left && n <= left - off;
+}
+
+tp_err tp_mpr_peek(const tp_mpr *r, tp_mptype *t)
+{
+    uint8_t c;
+    if (!need(r, 0, 1)) return TP_EPROTO;
+    c = r->p[0];
+    if (c <= 0x7f || c >= 0xe0) *t = TP_MP_INT;
+    else if (c <= 0x8f) *t = TP_MP_MAP;
+    else if (c <= 0x9f) *t = TP_MP_ARRAY;
+    else if (c <= 0xbf) *t = TP_MP_STR;
+    else if (c == 0xc0) *t = TP_MP_NIL;
+    else if (c == 0xc2 || c == 0xc3) *t = TP_MP_BOOL;
+    else if (c >= 0xc4 && c <= 0xc6) *t = TP_MP_BIN;
+    else if ((c >= 0xc7 && c <= 0xc9) || (c >= 0xd4 && c <= 0xd8)) *t = TP_MP_EXT;
+    else if (c == 0xca || c == 0xcb) *t = TP_MP_FLOAT;
+    else if (c >= 0xcc && c <= 0xd3) *t = TP_MP_INT;
+    else if (c >= 0xd9 && c <= 0xdb) *t = TP_MP_STR;
+    else if (c == 0xdc || c == 0xdd) *t = TP_MP_ARRAY;
+    else if (c == 0xde || c == 0xdf) *t = TP_MP_MAP;
+    else return TP_EPROTO; /* 0xc1 is never used */
+    return TP_OK;
+}
+
+tp_err tp_mpr_nil(tp_mpr *r)
+{
+    if (!need(r, 0, 1) || r->p[0] != 0xc0) return TP_EPROTO;
+    r->p++;
+    return TP_OK;
+}
+
+tp_err tp_mpr_bool(tp_mpr *r, bool *v)
+{
+    if (!need(r, 0, 1) || (r->p[0] != 0xc2 && r->p[0] != 0xc3)) return TP_EPROTO;
+    *v = r->p[0] == 0xc3;
+    r->p++;
+    return TP_OK;
+}
+
+/* read_integer decodes any integer into a sign flag and magnitude. */
+static tp_err read_integer(tp_mpr *r, int *neg, uint64_t *mag)
+{
+    uint8_t c;
+    int w;
+    if (!need(r, 0, 1)) return TP_EPROTO;
+    c = r->p[0];
+    if (c <= 0x7f) {
+        *neg = 0, *mag = c;
+        r->p++;
+        return TP_OK;
+    }
+    if (c >= 0xe0) {
+        *neg = 1, *mag = (uint64_t)(-(int64_t)(int8_t)c);
+        r->p++;
+        return TP_OK;
+    }
+    switch (c) {
+    case 0xcc: case 0xd0: w = 1; break;
+    case 0xcd: case 0xd1: w = 2; break;
+    case 0xce: case 0xd2: w = 4; break;
+    case 0xcf: case 0xd3: w = 8; break;
+    default: return TP_EPROTO;
+    }
+    if (!need(r, 1, (uint64_t)w)) return TP_EPROTO;
+    uint64_t raw = be(r->p + 1, w);
+    if (c >= 0xd0) { /* signed */
+        int64_t s;
+        switch (w) {
+        case 1: s = (int8_t)raw; break;
+        case 2: s = (int16_t)raw; break;
+        case 4: s = (int32_t)raw; break;
+        default: s = (int64_t)raw; break;
+        }
+        *neg = s < 0;
+        *mag = s < 0 ? (uint64_t)0 - (uint64_t)s : (uint64_t)s;
+    } else {
+        *neg = 0, *mag = raw;
+    }
+    r->p += 1 + w;
+    return TP_OK;
+}
+
+tp_err tp_mpr_int(tp_mpr *r, int64_t *v)
+{
+    tp_mpr save = *r;
+    int neg;
+    uint64_t mag;
+    if (read_integer(r, &neg, &mag) != TP_OK) return TP_EPROTO;
+    if ((!neg && mag > (uint64_t)INT64_MAX) || (neg && mag > (uint64_t)INT64_MAX + 1)) {
+        *r = save;
+        return TP_EPROTO;
+    }
+    *v = neg ? (int64_t)(0 - mag) : (int64_t)mag;
+    return TP_OK;
+}
+
+tp_err tp_mpr_uint(tp_mpr *r, uint64_t *v)
+{
+    tp_mpr save = *r;
+    int neg;
+    uint64_t mag;
+    if (read_integer(r, &neg, &mag) != TP_OK) return TP_EPROTO;
+    if (neg && mag != 0) {
+        *r = save;
+        return TP_EPROTO;
+    }
+    *v = mag;
+    return TP_OK;
+}
+
+tp_err tp_mpr_f64(tp_mpr *r, double *v)
+{
+    if (!need(r, 0, 1)) return TP_EPROTO;
+    if (r->p[0] == 0xcb && need(r, 1, 8)) {
+        uint64_t raw = be(r->p + 1, 8);
+        memcpy(v, &raw, 8);
+        r->p += 9;
+        return TP_OK;
+    }
+    if (r->p[0] == 0xca && need(r, 1, 4)) {
+        uint32_t raw = (uint32_t)be(r->p + 1, 4);
+        float f;
+        memcpy(&f, &raw, 4);
+        *v = f;
+        r->p += 5;
+        return TP_OK;
+    }
+    return TP_EPROTO;
+}
+
+/* read_blob reads a str or bin header (by the given first bytes) and body. */
+static tp_err read_blob(tp_mpr *r, int is_str, const uint8_t **p, uint32_t *n)
+{
+    uint8_t c;
+    uint64_t len;
+    int w;
+    if (!need(r, 0, 1)) return TP_EPROTO;
+    c = r->p[0];
+    if (is_str && c >= 0xa0 && c <= 0xbf) {
+        len = c & 0x1f, w = 0;
+    } else if ((is_str && c == 0xd9) || (!is_str && c == 0xc4)) {
+        w = 1;
+    } else if ((is_str && c == 0xda) || (!is_str && c == 0xc5)) {
+        w = 2;
+    } else if ((is_str && c == 0xdb) || (!is_str && c == 0xc6)) {
+        w = 4;
+    } else {
+        return TP_EPROTO;
+    }
+    if (w) {
+        if (!need(r, 1, (uint64_t)w)) return TP_EPROTO;
+        len = be(r->p + 1, w);
+    }
+    if (!need(r, 1 + (size_t)w, len)) return TP_EPROTO;
+    *p = r->p + 1 + w;
+    *n = (uint32_t)len;
+    r->p += 1 + w + len;
+    return TP_OK;
+}
+
+tp_err tp_mpr_str(tp_mpr *r, const char **s, uint32_t *n)
+{
+    const uint8_t *p;
+    tp_err rc = read_blob(r, 1, &p, n);
+    if (rc == TP_OK) *s = (const char *)p;
+    return rc;
+}
+
+tp_err tp_mpr_bin(tp_mpr *r, const uint8_t **p, uint32_t *n)
+{
+    return read_blob(r, 0, p, n);
+}
+
+/* read_container reads an array (is_map = 0) or map header. */
+static tp_err read_container(tp_mpr *r, int is_map, uint32_t *n)
+{
+    uint8_t c;
+    uint64_t cnt;
+    int w = 0;
+    if (!need(r, 0, 1)) return TP_EPROTO;
+    c = r->p[0];
+    if (!is_map && c >= 0x90 && c <= 0x9f) cnt = c & 0x0f;
+    else if (is_map && c >= 0x80 && c <= 0x8f) cnt = c & 0x0f;
+    else if ((!is_map && c == 0xdc) || (is_map && c == 0xde)) w = 2;
+    else if ((!is_map && c == 0xdd) || (is_map && c == 0xdf)) w = 4;
+    else return TP_EPROTO;
+    if (w) {
+        if (!need(r, 1, (uint64_t)w)) return TP_EPROTO;
+        cnt = be(r->p + 1, w);
+    }
+    /* every element needs at least one byte */
+    if (!need(r, 1 + (size_t)w, cnt * (is_map ? 2 : 1))) return TP_EPROTO;
+    *n = (uint32_t)cnt;
+    r->p += 1 + w;
+    return TP_OK;
+}
+
+tp_err tp_mpr_array(tp_mpr *r, uint32_t *n)
+{
+    return read_container(r, 0, n);
+}
+
+tp_err tp_mpr_map(tp_mpr *r, uint32_t *n)
+{
+    return read_container(r, 1, n);
+}
+
+static tp_err skip(tp_mpr *r, int depth)
+{
+    tp_mptype t;
+    uint32_t n;
+    const uint8_t *p;
+    int64_t i;
+    uint64_t u;
+    bool b;
+    double d;
+    if (depth > TP_MP_MAX_DEPTH) return TP_EPROTO;
+    if (tp_mpr_peek(r, &t) != TP_OK) return TP_EPROTO;
+    switch (t) {
+    case TP_MP_NIL: return tp_mpr_nil(r);
+    case TP_MP_BOOL: return tp_mpr_bool(r, &b);
+    case TP_MP_INT:
+        if (tp_mpr_int(r, &i) == TP_OK) return TP_OK;
+        return tp_mpr_uint(r, &u);
+    case TP_MP_FLOAT: return tp_mpr_f64(r, &d);
+    case TP_MP_STR: return read_blob(r, 1, &p, &n);
+    case TP_MP_BIN: return read_blob(r, 0, &p, &n);
+    case TP_MP_ARRAY:
+    case TP_MP_MAP: {
+        tp_mpr save = *r;
+        int is_map = t == TP_MP_MAP;
+        if (read_container(r, is_map, &n) != TP_OK) return TP_EPROTO;
+        for (uint64_t k = 0; k < (uint64_t)n * (is_map ? 2 : 1); k++) {
+            if (skip(r, depth + 1) != TP_OK) {
+                *r = save;
+                return TP_EPROTO;
+            }
+        }
+        return TP_OK;
+    }
+    case TP_MP_EXT: return TP_EPROTO; /* the schema uses no extension types */
+    }
+    return TP_EPROTO;
+}
+
+tp_err tp_mpr_skip(tp_mpr *r)
+{
+    return skip(r, 0);
+}
+
+bool tp_mp_str_eq(const char *s, uint32_t n, const char *key)
+{
+    return strlen(key) == n && memcmp(s, key, n) == 0;
+}

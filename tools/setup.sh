@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# setup.sh -- installs what TrainParity needs and is missing: Debian packages
+# (apt-get) and a project venv with torch 2.13 and NumPy.  Re-running it when
+# everything is there takes well under a second.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { printf 'setup: %s\n' "$*" >&2; }
+
+debs=(pkg-config libnng-dev libmsgpack-dev check libsubunit-dev libxxhash-dev
+      libsqlite3-dev python3-torch python3-numpy clang-format)
+command -v cmake >/dev/null 2>&1 || debs+=(cmake)
+command -v cc >/dev/null 2>&1 || debs+=(build-essential)
+command -v python3 >/dev/null 2>&1 || debs+=(python3 python3-venv)
+
+missing=()
+for p in "${debs[@]}"; do
+    st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+    [ "$st" = "install ok installed" ] || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    say "installing Debian packages: ${missing[*]}"
+    sudo=()
+    [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+    export DEBIAN_FRONTEND=noninteractive
+    "${sudo[@]}" apt-get update -qq
+    "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+want="torch==2.13.0 numpy"
+stamp=.venv/.trainparity-ready
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+    py=${TRAINPARITY_PYTHON:-python3}
+    [ -x .venv/bin/python ] || { say "creating .venv with $($py --version 2>&1)"; "$py" -m venv .venv; }
+    say "installing $want into .venv"
+    .venv/bin/python -m pip install -q --disable-pip-version-check $want
+    .venv/bin/python -c 'import torch, numpy' 
+    printf '%s' "$want" >"$stamp"
+fi
