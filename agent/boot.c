@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: MIT
+ * boot.c -- the agent's entry: the library constructor, the CPython audit
+ * hook that boots the glue, fork handling and the destructor.
+ *
+ * The constructor runs in every process the preload reaches.  It does
+ * nothing unless TRAINPARITY_EXEC is set and the process is a CPython
+ * interpreter (Py_IsInitialized is visible).  Then it registers an audit hook
+ * before the interpreter starts; the first `cpython.run_*` event (the main
+ * script, -c, -m, stdin) boots the glue: the `_trainparity_agent` module of C
+ * functions and the embedded Python that patches torch when it is imported.
+ * Polling and dlopen interposition were measured to miss boots (FACTS.md). */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/bridge.h"
+#include "agent/config.h"
+#include "agent/emit.h"
+#include "agent/log.h"
+#include "agent/pyapi.h"
+#include "agent/send.h"
+
+#define P tpa_py
+
+extern const char tpa_glue_py[];
+
+static int hooked;   /* the audit hook is registered */
+static int booted;   /* the glue ran (or failed to) */
+static int forked;   /* this is a forked child of a booted process */
+
+static void log_python_error(const char *what)
+{
+    PyObject *t = NULL, *v = NULL, *tb = NULL, *s;
+    P.PyErr_Fetch(&t, &v, &tb);
+    if (tpa_cfg.debug && v != NULL && (s = P.PyObject_Repr(v)) != NULL) {
+        Py_ssize_t n;
+        const char *u = P.PyUnicode_AsUTF8AndSize(s, &n);
+        TPA_LOG("%s: %.*s", what, u ? (int)n : 0, u ? u : "");
+        P.Py_DecRef(s);
+    }
+    P.PyErr_Clear();
+    if (t) P.Py_DecRef(t);
+    if (v) P.Py_DecRef(v);
+    if (tb) P.Py_DecRef(tb);
+}
+
+static void boot(void)
+{
+    PyObject *mods, *agent = NULL, *glue = NULL, *dict, *code = NULL, *res = NULL;
+    const char *rank = getenv("RANK");
+    booted = 1;
+    tpa_emit_init(rank ? atoll(rank) : -1);
+    mods = P.PyImport_GetModuleDict();
+    agent = tpa_bridge_module();
+    glue = P.PyModule_New("_trainparity_glue");
+    if (mods == NULL || agent == NULL || glue == NULL) goto fail;
+    if (P.PyDict_SetItemString(mods, "_trainparity_agent", agent) != 0) goto fail;
+    if (P.PyDict_SetItemString(mods, "_trainparity_glue", glue) != 0) goto fail;
+    dict = P.PyModule_GetDict(glue);
+    if (P.PyDict_SetItemString(dict, "__builtins__", P.PyEval_GetBuiltins()) != 0) goto fail;
+    if (P.PyDict_SetItemString(dict, "_tp", agent) != 0) goto fail;
+    code = P.Py_CompileString(tpa_glue_py, "<trainparity-glue>", TPA_PY_FILE_INPUT);
+    if (code == NULL) goto fail;
+    res = P.PyEval_EvalCode(code, dict, dict);
+    if (res == NULL) goto fail;
+    TPA_LOG("booted");
+    goto done;
+fail:
+    log_python_error("boot failed; the agent stays inert");
+    tpa_emit_disable();
+done:
+    if (res) P.Py_DecRef(res);
+    if (code) P.Py_DecRef(code);
+    if (glue) P.Py_DecRef(glue);
+    if (agent) P.Py_DecRef(agent);
+}
+
+static int audit(const char *event, PyObject *args, void *data)
+{
+    (void)args, (void)data;
+    if (booted || forked) return 0;
+    if (event[0] == 'c' && strncmp(event, "cpython.run_", 12) == 0) {
+        if (P.PyErr_Occurred()) return 0; /* never boot over a pending error */
+        boot();
+    }
+    return 0;
+}
+
+static void atfork_child(void)
+{
+    forked = 1;
+    tpa_emit_atfork_child();
+    tpa_send_atfork_child();
+}
+
+__attribute__((constructor)) static void tpa_init(void)
+{
+    tpa_config_load();
+    if (!tpa_cfg.active) return;
+    if (dlsym(RTLD_DEFAULT, "Py_IsInitialized") == NULL) return; /* not Python */
+    if (tpa_pyapi_resolve() != 0) {
+        TPA_LOG("incomplete CPython API; staying inert");
+        return;
+    }
+    if (P.Py_IsInitialized()) return; /* loaded into a running interpreter: not ours */
+    if (P.PySys_AddAuditHook(audit, NULL) != 0) return;
+    hooked = 1;
+    pthread_atfork(NULL, NULL, atfork_child);
+}
+
+__attribute__((destructor)) static void tpa_fini(void)
+{
+    /* the glue's exit hook normally said bye; this covers exit() from C */
+    if (hooked && booted && !forked && tpa_emit_count() > 0) tpa_bridge_bye("exit", 0, 0, NULL);
+}

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT
+ * config.c -- reads TRAINPARITY_* variables into tpa_cfg. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/config.h"
+#include "proto/control.h"
+
+tpa_config tpa_cfg;
+
+static void copy_env(char *dst, size_t n, const char *name)
+{
+    const char *v = getenv(name);
+    dst[0] = '\0';
+    if (v != NULL && strlen(v) < n) memcpy(dst, v, strlen(v) + 1);
+}
+
+static int64_t env_int(const char *name, int64_t dflt)
+{
+    const char *v = getenv(name);
+    char *end;
+    long long x;
+    if (v == NULL || *v == '\0') return dflt;
+    x = strtoll(v, &end, 10);
+    return *end == '\0' ? (int64_t)x : dflt;
+}
+
+void tpa_config_load(void)
+{
+    const char *cap = getenv(TP_ENV_CAPTURE);
+    memset(&tpa_cfg, 0, sizeof tpa_cfg);
+    tpa_cfg.exec = env_int(TP_ENV_EXEC, 0);
+    tpa_cfg.run = env_int(TP_ENV_RUN, 0);
+    tpa_cfg.active = tpa_cfg.exec > 0;
+    copy_env(tpa_cfg.daemon, sizeof tpa_cfg.daemon, TP_ENV_DAEMON);
+    copy_env(tpa_cfg.control, sizeof tpa_cfg.control, TP_ENV_CONTROL);
+    if (tpa_cfg.control[0] == '\0' && tpa_cfg.daemon[0] != '\0' &&
+        tp_url_control(tpa_cfg.daemon, tpa_cfg.control, sizeof tpa_cfg.control) != TP_OK)
+        tpa_cfg.control[0] = '\0';
+    copy_env(tpa_cfg.spool, sizeof tpa_cfg.spool, TP_ENV_SPOOL);
+    copy_env(tpa_cfg.role, sizeof tpa_cfg.role, TP_ENV_ROLE);
+    copy_env(tpa_cfg.token, sizeof tpa_cfg.token, TP_ENV_TOKEN);
+    tpa_cfg.capture_values = cap != NULL && strcmp(cap, "values") == 0;
+    tpa_cfg.update_norm = env_int(TP_ENV_UPDATE_NORM, 0) != 0;
+    tpa_cfg.interrupt_at = env_int(TP_ENV_INTERRUPT_AT, -1);
+    tpa_cfg.debug = env_int(TP_ENV_DEBUG, 0) != 0;
+    tpa_cfg.send_timeout_ms = (int)env_int("TRAINPARITY_SEND_TIMEOUT_MS", 1000);
+    if (tpa_cfg.send_timeout_ms < 10) tpa_cfg.send_timeout_ms = 10;
+}

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT
+ * digest.h -- tensor digests and statistics over raw memory.
+ *
+ * A digest is XXH3-128 over the dtype name, the shape (int64 little-endian)
+ * and the bytes, so equal digests mean equal dtype, shape and contents.  The
+ * statistics (sum, L2 norm, max |x| over finite elements, non-finite count)
+ * are computed in the same pass, chunk by chunk while the chunk is in cache.
+ * Pure C, no Python, thread-safe; callers may release the GIL around it. */
+#ifndef TP_AGENT_DIGEST_H
+#define TP_AGENT_DIGEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/event.h"
+
+typedef enum tpa_dtype {
+    TPA_DT_OTHER = 0, /* digest only; statistics are NaN */
+    TPA_DT_F32,
+    TPA_DT_F64,
+    TPA_DT_F16,
+    TPA_DT_BF16,
+    TPA_DT_I8,
+    TPA_DT_I16,
+    TPA_DT_I32,
+    TPA_DT_I64,
+    TPA_DT_U8,
+    TPA_DT_U16,
+    TPA_DT_U32,
+    TPA_DT_U64,
+    TPA_DT_BOOL,
+} tpa_dtype;
+
+/* tpa_dtype_parse maps "torch.float32", "float32", "uint32"... to a code. */
+tpa_dtype tpa_dtype_parse(const char *name);
+
+/* tpa_digest_tensor digests nbytes at data as a tensor of the given dtype name
+ * and shape, and fills *st (NaN statistics for TPA_DT_OTHER).  data may be
+ * NULL when nbytes is 0. */
+void tpa_digest_tensor(const char *dtype_name, const int64_t *shape, int ndim, const void *data,
+                       size_t nbytes, tpa_dtype dt, uint8_t out[TP_DIGEST_LEN], tp_stats *st);
+
+/* tpa_digest_bytes is XXH3-128 of n bytes. */
+void tpa_digest_bytes(const void *p, size_t n, uint8_t out[TP_DIGEST_LEN]);
+
+#endif
