@@ -26,9 +26,9 @@
 
 extern const char tpa_glue_py[];
 
-static int hooked;   /* the audit hook is registered */
-static int booted;   /* the glue ran (or failed to) */
-static int forked;   /* this is a forked child of a booted process */
+static int hooked; /* the audit hook is registered */
+static int booted; /* the glue ran (or failed to) */
+static int forked; /* this is a forked child of a booted process */
 
 static void log_python_error(const char *what)
 {

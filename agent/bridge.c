@@ -21,7 +21,7 @@
 #include "agent/update.h"
 #include "proto/control.h"
 
-#define P tpa_py
+#define P           tpa_py
 #define MAX_RECORDS 8192
 
 static uint64_t errors;
@@ -99,8 +99,7 @@ static int encode_value(tp_buf *b, PyObject *v, int depth)
         PyObject *k, *x;
         tp_mp_map(b, (uint32_t)P.PyDict_Size(v));
         while (P.PyDict_Next(v, &pos, &k, &x))
-            if (encode_value(b, k, depth + 1) != 0 || encode_value(b, x, depth + 1) != 0)
-                return -1;
+            if (encode_value(b, k, depth + 1) != 0 || encode_value(b, x, depth + 1) != 0) return -1;
     } else {
         return type_error("unsupported value in an event body");
     }
@@ -110,8 +109,8 @@ static int encode_value(tp_buf *b, PyObject *v, int depth)
 /* emit(kind, body, key=None, items=None, manifest=False) -> seq or -1 */
 static PyObject *py_emit(PyObject *self, PyObject *args)
 {
-    PyObject *kind = arg(args, 0), *body = arg(args, 1), *key = arg(args, 2),
-             *items = arg(args, 3), *manifest = arg(args, 4);
+    PyObject *kind = arg(args, 0), *body = arg(args, 1), *key = arg(args, 2), *items = arg(args, 3),
+             *manifest = arg(args, 4);
     Py_ssize_t kn, keyn = 0, pos = 0;
     const char *ks = text(kind, &kn), *keys = NULL;
     PyObject *k, *v;
@@ -347,8 +346,10 @@ void tpa_bridge_bye(const char *reason, int has_code, long long code, const char
     tp_mp_cstr(&b, "reason");
     tp_mp_cstr(&b, reason);
     tp_mp_cstr(&b, "code");
-    if (has_code) tp_mp_int(&b, code);
-    else tp_mp_nil(&b);
+    if (has_code)
+        tp_mp_int(&b, code);
+    else
+        tp_mp_nil(&b);
     tp_mp_cstr(&b, "sent");
     tp_mp_uint(&b, tpa_emit_count() + 1);
     tp_mp_cstr(&b, "dropped");
@@ -447,9 +448,8 @@ static PyObject *py_config(PyObject *self, PyObject *args)
     set_item(d, "run", P.PyLong_FromLongLong(tpa_cfg.run));
     set_item(d, "exec", P.PyLong_FromLongLong(tpa_cfg.exec));
     set_item(d, "role", P.PyUnicode_FromString(tpa_cfg.role));
-    set_item(d, "interrupt_at", tpa_cfg.interrupt_at >= 0
-                                    ? P.PyLong_FromLongLong(tpa_cfg.interrupt_at)
-                                    : none());
+    set_item(d, "interrupt_at",
+             tpa_cfg.interrupt_at >= 0 ? P.PyLong_FromLongLong(tpa_cfg.interrupt_at) : none());
     set_item(d, "capture", P.PyUnicode_FromString(tpa_cfg.capture_values ? "values" : "digests"));
     set_item(d, "update_norm", P.PyBool_FromLong(tpa_cfg.update_norm));
     set_item(d, "debug", P.PyBool_FromLong(tpa_cfg.debug));

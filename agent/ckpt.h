@@ -23,9 +23,9 @@ typedef struct tpa_record {
 bool tpa_records_digest(const tpa_record *r, size_t n, uint8_t out[16]);
 
 typedef struct tpa_ckpt_digest {
-    bool have;          /* out is valid */
-    bool zip;           /* a torch zip archive: records are filled */
-    uint64_t nbytes;    /* size of the file or buffer */
+    bool have;       /* out is valid */
+    bool zip;        /* a torch zip archive: records are filled */
+    uint64_t nbytes; /* size of the file or buffer */
     uint8_t out[16];
     tpa_record *records; /* malloc'ed (zip only); free() it */
     size_t nrecords;

@@ -8,19 +8,19 @@
 #include <stdint.h>
 
 typedef struct tpa_config {
-    bool active;              /* TRAINPARITY_EXEC is set: observe and send */
-    int64_t run;              /* TRAINPARITY_RUN */
-    int64_t exec;             /* TRAINPARITY_EXEC */
-    char daemon[512];         /* ingest URL, "" for none */
-    char control[512];        /* control URL, "" for none */
-    char spool[512];          /* spool directory, "" for none */
-    char role[64];            /* execution role label */
-    char token[128];          /* shared token for tcp:// */
-    bool capture_values;      /* TRAINPARITY_CAPTURE=values */
-    bool update_norm;         /* TRAINPARITY_UPDATE_NORM=1 */
-    int64_t interrupt_at;     /* TRAINPARITY_INTERRUPT_AT, -1 when unset */
-    bool debug;               /* TRAINPARITY_DEBUG=1 */
-    int send_timeout_ms;      /* TRAINPARITY_SEND_TIMEOUT_MS, default 1000 */
+    bool active;          /* TRAINPARITY_EXEC is set: observe and send */
+    int64_t run;          /* TRAINPARITY_RUN */
+    int64_t exec;         /* TRAINPARITY_EXEC */
+    char daemon[512];     /* ingest URL, "" for none */
+    char control[512];    /* control URL, "" for none */
+    char spool[512];      /* spool directory, "" for none */
+    char role[64];        /* execution role label */
+    char token[128];      /* shared token for tcp:// */
+    bool capture_values;  /* TRAINPARITY_CAPTURE=values */
+    bool update_norm;     /* TRAINPARITY_UPDATE_NORM=1 */
+    int64_t interrupt_at; /* TRAINPARITY_INTERRUPT_AT, -1 when unset */
+    bool debug;           /* TRAINPARITY_DEBUG=1 */
+    int send_timeout_ms;  /* TRAINPARITY_SEND_TIMEOUT_MS, default 1000 */
 } tpa_config;
 
 /* tpa_cfg is filled by tpa_config_load() in the constructor, then read-only. */

@@ -86,14 +86,17 @@ typedef void *(*get2_fn)(void *, void *, const void *, uint64_t, uint64_t);
 
 /* ---- writeRecord ---- */
 
-#define WR11 _ZN6caffe29serialize19PyTorchStreamWriter11writeRecordERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEEPKvmb
+#define WR11                                                                                       \
+    _ZN6caffe29serialize19PyTorchStreamWriter11writeRecordERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEEPKvmb
 #define WRCOW _ZN6caffe29serialize19PyTorchStreamWriter11writeRecordERKSsPKvmb
-#define GR11 _ZN6caffe29serialize19PyTorchStreamReader9getRecordERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE
+#define GR11                                                                                       \
+    _ZN6caffe29serialize19PyTorchStreamReader9getRecordERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE
 #define GRCOW _ZN6caffe29serialize19PyTorchStreamReader9getRecordERKSs
-#define GA11 _ZN6caffe29serialize19PyTorchStreamReader9getRecordERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEESt8optionalIPN3c109AllocatorEE
+#define GA11                                                                                       \
+    _ZN6caffe29serialize19PyTorchStreamReader9getRecordERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEESt8optionalIPN3c109AllocatorEE
 #define GACOW _ZN6caffe29serialize19PyTorchStreamReader9getRecordERKSsSt8optionalIPN3c109AllocatorEE
 #define S2(x) #x
-#define S(x) S2(x)
+#define S(x)  S2(x)
 
 EXPORT void WR11(void *self, const str11 *name, const void *data, size_t size, bool compress);
 EXPORT void WRCOW(void *self, const char *const *name, const void *data, size_t size,
@@ -146,8 +149,7 @@ void *GRCOW(void *sret, void *self, const char *const *name)
 {
     static get1_fn real;
     void *r;
-    if (real == NULL)
-        real = (get1_fn)resolve(S(GRCOW), __builtin_return_address(0), (void *)GRCOW);
+    if (real == NULL) real = (get1_fn)resolve(S(GRCOW), __builtin_return_address(0), (void *)GRCOW);
     r = real(sret, self, name);
     noted_get(sret, *name, cow_len(*name));
     return r;
@@ -167,8 +169,7 @@ void *GACOW(void *sret, void *self, const char *const *name, uint64_t a0, uint64
 {
     static get2_fn real;
     void *r;
-    if (real == NULL)
-        real = (get2_fn)resolve(S(GACOW), __builtin_return_address(0), (void *)GACOW);
+    if (real == NULL) real = (get2_fn)resolve(S(GACOW), __builtin_return_address(0), (void *)GACOW);
     r = real(sret, self, name, a0, a1);
     noted_get(sret, *name, cow_len(*name));
     return r;

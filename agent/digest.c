@@ -27,12 +27,12 @@ static const struct {
     const char *name;
     tpa_dtype dt;
 } dtypes[] = {
-    {"float32", TPA_DT_F32}, {"float", TPA_DT_F32},     {"float64", TPA_DT_F64},
-    {"double", TPA_DT_F64},  {"float16", TPA_DT_F16},   {"half", TPA_DT_F16},
+    {"float32", TPA_DT_F32},   {"float", TPA_DT_F32},   {"float64", TPA_DT_F64},
+    {"double", TPA_DT_F64},    {"float16", TPA_DT_F16}, {"half", TPA_DT_F16},
     {"bfloat16", TPA_DT_BF16}, {"int8", TPA_DT_I8},     {"int16", TPA_DT_I16},
-    {"short", TPA_DT_I16},   {"int32", TPA_DT_I32},     {"int", TPA_DT_I32},
-    {"int64", TPA_DT_I64},   {"long", TPA_DT_I64},      {"uint8", TPA_DT_U8},
-    {"uint16", TPA_DT_U16},  {"uint32", TPA_DT_U32},    {"uint64", TPA_DT_U64},
+    {"short", TPA_DT_I16},     {"int32", TPA_DT_I32},   {"int", TPA_DT_I32},
+    {"int64", TPA_DT_I64},     {"long", TPA_DT_I64},    {"uint8", TPA_DT_U8},
+    {"uint16", TPA_DT_U16},    {"uint32", TPA_DT_U32},  {"uint64", TPA_DT_U64},
     {"bool", TPA_DT_BOOL},
 };
 
@@ -54,7 +54,7 @@ static inline void add(acc *a, int lane, double v)
 }
 
 __attribute__((target_clones("avx2", "default"))) static void stats_f32(acc *a, const float *p,
-                                                                         size_t n)
+                                                                        size_t n)
 {
     size_t i = 0;
     for (; i + LANES <= n; i += LANES) {
@@ -71,13 +71,15 @@ __attribute__((target_clones("avx2", "default"))) static void stats_f32(acc *a, 
     }
     for (; i < n; i++) {
         float v = p[i];
-        if (fabsf(v) <= FLT_MAX) add(a, 0, v);
-        else a->nf++;
+        if (fabsf(v) <= FLT_MAX)
+            add(a, 0, v);
+        else
+            a->nf++;
     }
 }
 
 __attribute__((target_clones("avx2", "default"))) static void stats_f64(acc *a, const double *p,
-                                                                         size_t n)
+                                                                        size_t n)
 {
     size_t i = 0;
     for (; i + LANES <= n; i += LANES) {
@@ -93,8 +95,10 @@ __attribute__((target_clones("avx2", "default"))) static void stats_f64(acc *a, 
         }
     }
     for (; i < n; i++) {
-        if (fabs(p[i]) <= DBL_MAX) add(a, 0, p[i]);
-        else a->nf++;
+        if (fabs(p[i]) <= DBL_MAX)
+            add(a, 0, p[i]);
+        else
+            a->nf++;
     }
 }
 
@@ -152,11 +156,25 @@ STATS_INT(stats_u64, uint64_t)
 static size_t elem_size(tpa_dtype dt)
 {
     switch (dt) {
-    case TPA_DT_F64: case TPA_DT_I64: case TPA_DT_U64: return 8;
-    case TPA_DT_F32: case TPA_DT_I32: case TPA_DT_U32: return 4;
-    case TPA_DT_F16: case TPA_DT_BF16: case TPA_DT_I16: case TPA_DT_U16: return 2;
-    case TPA_DT_I8: case TPA_DT_U8: case TPA_DT_BOOL: return 1;
-    default: return 1;
+    case TPA_DT_F64:
+    case TPA_DT_I64:
+    case TPA_DT_U64:
+        return 8;
+    case TPA_DT_F32:
+    case TPA_DT_I32:
+    case TPA_DT_U32:
+        return 4;
+    case TPA_DT_F16:
+    case TPA_DT_BF16:
+    case TPA_DT_I16:
+    case TPA_DT_U16:
+        return 2;
+    case TPA_DT_I8:
+    case TPA_DT_U8:
+    case TPA_DT_BOOL:
+        return 1;
+    default:
+        return 1;
     }
 }
 
@@ -164,19 +182,45 @@ static void stats_chunk(acc *a, tpa_dtype dt, const void *p, size_t nbytes)
 {
     size_t n = nbytes / elem_size(dt);
     switch (dt) {
-    case TPA_DT_F32: stats_f32(a, p, n); break;
-    case TPA_DT_F64: stats_f64(a, p, n); break;
-    case TPA_DT_F16: stats_half(a, p, n, 0); break;
-    case TPA_DT_BF16: stats_half(a, p, n, 1); break;
-    case TPA_DT_I8: stats_i8(a, p, n); break;
-    case TPA_DT_I16: stats_i16(a, p, n); break;
-    case TPA_DT_I32: stats_i32(a, p, n); break;
-    case TPA_DT_I64: stats_i64(a, p, n); break;
-    case TPA_DT_U8: case TPA_DT_BOOL: stats_u8(a, p, n); break;
-    case TPA_DT_U16: stats_u16(a, p, n); break;
-    case TPA_DT_U32: stats_u32(a, p, n); break;
-    case TPA_DT_U64: stats_u64(a, p, n); break;
-    default: break;
+    case TPA_DT_F32:
+        stats_f32(a, p, n);
+        break;
+    case TPA_DT_F64:
+        stats_f64(a, p, n);
+        break;
+    case TPA_DT_F16:
+        stats_half(a, p, n, 0);
+        break;
+    case TPA_DT_BF16:
+        stats_half(a, p, n, 1);
+        break;
+    case TPA_DT_I8:
+        stats_i8(a, p, n);
+        break;
+    case TPA_DT_I16:
+        stats_i16(a, p, n);
+        break;
+    case TPA_DT_I32:
+        stats_i32(a, p, n);
+        break;
+    case TPA_DT_I64:
+        stats_i64(a, p, n);
+        break;
+    case TPA_DT_U8:
+    case TPA_DT_BOOL:
+        stats_u8(a, p, n);
+        break;
+    case TPA_DT_U16:
+        stats_u16(a, p, n);
+        break;
+    case TPA_DT_U32:
+        stats_u32(a, p, n);
+        break;
+    case TPA_DT_U64:
+        stats_u64(a, p, n);
+        break;
+    default:
+        break;
     }
 }
 

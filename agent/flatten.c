@@ -19,10 +19,10 @@
 #include "agent/flatten.h"
 #include "proto/event.h"
 
-#define MAX_DEPTH 32
-#define SCALAR_RUN 16
-#define MAX_STR_VALUE 4096
-#define RELEASE_GIL_BYTES (1u << 20)
+#define MAX_DEPTH          32
+#define SCALAR_RUN         16
+#define MAX_STR_VALUE      4096
+#define RELEASE_GIL_BYTES  (1u << 20)
 #define DEFAULT_MAX_LEAVES 1000000u
 
 tpa_types tpa_types_reg;
@@ -69,16 +69,26 @@ static kind classify(PyObject *o)
     if (t == P.Unicode_Type) return K_STR;
     if (t == P.Dict_Type) return K_DICT;
     if (t == P.List_Type || t == P.Tuple_Type) return K_SEQ;
-    if (isinst(o, tpa_types_reg.marker)) k = K_MARKER;
-    else if (isinst(o, tpa_types_reg.tensor)) k = K_TENSOR;
-    else if (isinst(o, tpa_types_reg.ndarray)) k = K_NDARRAY;
-    else if (isinst(o, P.Bool_Type)) k = K_BOOL;
-    else if (isinst(o, P.Long_Type)) k = K_INT;
-    else if (isinst(o, P.Float_Type)) k = K_FLOAT;
-    else if (isinst(o, P.Unicode_Type)) k = K_STR;
-    else if (isinst(o, P.Bytes_Type)) k = K_BYTES;
-    else if (isinst(o, P.Dict_Type)) k = K_DICT;
-    else if (isinst(o, P.List_Type) || isinst(o, P.Tuple_Type)) k = K_SEQ;
+    if (isinst(o, tpa_types_reg.marker))
+        k = K_MARKER;
+    else if (isinst(o, tpa_types_reg.tensor))
+        k = K_TENSOR;
+    else if (isinst(o, tpa_types_reg.ndarray))
+        k = K_NDARRAY;
+    else if (isinst(o, P.Bool_Type))
+        k = K_BOOL;
+    else if (isinst(o, P.Long_Type))
+        k = K_INT;
+    else if (isinst(o, P.Float_Type))
+        k = K_FLOAT;
+    else if (isinst(o, P.Unicode_Type))
+        k = K_STR;
+    else if (isinst(o, P.Bytes_Type))
+        k = K_BYTES;
+    else if (isinst(o, P.Dict_Type))
+        k = K_DICT;
+    else if (isinst(o, P.List_Type) || isinst(o, P.Tuple_Type))
+        k = K_SEQ;
     return k;
 }
 
@@ -430,8 +440,7 @@ static int ndarray_leaf(tpa_flat *f, PyObject *a, XXH3_state_t *parent)
     if (room(f)) {
         size_t pl;
         const char *path = leaf_path(f, &pl);
-        tp_enc_leaf_tensor(f->out, path, pl, dtname, shape, (uint32_t)ndim, d, &st, "numpy",
-                           false);
+        tp_enc_leaf_tensor(f->out, path, pl, dtname, shape, (uint32_t)ndim, d, &st, "numpy", false);
         f->nleaves++;
     }
     P.Py_DecRef(bytes);
@@ -534,7 +543,8 @@ static int walk_dict(tpa_flat *f, PyObject *o, int depth, XXH3_state_t *h)
             s = P.PyObject_Str(k);
             key = s ? utf8(s, &n) : NULL;
         }
-        if (key == NULL) rc = -1;
+        if (key == NULL)
+            rc = -1;
         else {
             feed(h, 'K', key, (size_t)n);
             old = push_key(f, key, (size_t)n);
@@ -659,13 +669,16 @@ static int walk(tpa_flat *f, PyObject *o, int depth, XXH3_state_t *parent)
         feed(parent, 'M', d, 16);
         return 0;
     }
-    case K_TENSOR: return tensor_leaf(f, o, parent);
-    case K_NDARRAY: return ndarray_leaf(f, o, parent);
+    case K_TENSOR:
+        return tensor_leaf(f, o, parent);
+    case K_NDARRAY:
+        return ndarray_leaf(f, o, parent);
     case K_NONE:
     case K_BOOL:
     case K_INT:
     case K_FLOAT:
-    case K_STR: return scalar(f, o, k, parent);
+    case K_STR:
+        return scalar(f, o, k, parent);
     case K_BYTES: {
         char *p;
         Py_ssize_t n;
@@ -685,8 +698,10 @@ static int walk(tpa_flat *f, PyObject *o, int depth, XXH3_state_t *parent)
         feed(parent, 'D', d, 16);
         return 0;
     }
-    case K_SEQ: return walk_seq(f, o, depth, parent);
-    case K_OTHER: return walk_object(f, o, depth, parent);
+    case K_SEQ:
+        return walk_seq(f, o, depth, parent);
+    case K_OTHER:
+        return walk_object(f, o, depth, parent);
     }
     return 0;
 }

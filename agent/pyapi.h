@@ -26,9 +26,9 @@ typedef struct PyMethodDef {
     const char *ml_doc;
 } PyMethodDef;
 
-#define TPA_METH_VARARGS 0x0001
-#define TPA_METH_NOARGS 0x0004
-#define TPA_METH_O 0x0008
+#define TPA_METH_VARARGS  0x0001
+#define TPA_METH_NOARGS   0x0004
+#define TPA_METH_O        0x0008
 #define TPA_PY_FILE_INPUT 257
 
 typedef struct tpa_pyapi {

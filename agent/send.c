@@ -23,7 +23,7 @@
 
 #define QUEUE_MAX_BYTES ((size_t)512 << 20)
 #define QUEUE_MAX_ITEMS 4096
-#define FULL_WAIT_MS 2000
+#define FULL_WAIT_MS    2000
 
 typedef struct item {
     struct item *next;
@@ -200,8 +200,10 @@ void tpa_send_submit(uint8_t *data, size_t len, uint32_t nevents)
         free(it);
         return;
     }
-    if (tail) tail->next = it;
-    else head = it;
+    if (tail)
+        tail->next = it;
+    else
+        head = it;
     tail = it;
     q_bytes += len;
     q_items++;

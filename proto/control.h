@@ -21,18 +21,18 @@
 #include "proto/tp_err.h"
 
 /* Environment read by the agent (set by trainparity-run). */
-#define TP_ENV_DAEMON "TRAINPARITY_DAEMON"         /* ingest URL */
-#define TP_ENV_CONTROL "TRAINPARITY_CONTROL"       /* control URL (else derived) */
-#define TP_ENV_RUN "TRAINPARITY_RUN"               /* run id */
-#define TP_ENV_EXEC "TRAINPARITY_EXEC"             /* execution id */
-#define TP_ENV_ROLE "TRAINPARITY_ROLE"             /* execution role label */
-#define TP_ENV_SPOOL "TRAINPARITY_SPOOL"           /* spool directory */
-#define TP_ENV_CAPTURE "TRAINPARITY_CAPTURE"       /* "digests" | "values" */
+#define TP_ENV_DAEMON       "TRAINPARITY_DAEMON"       /* ingest URL */
+#define TP_ENV_CONTROL      "TRAINPARITY_CONTROL"      /* control URL (else derived) */
+#define TP_ENV_RUN          "TRAINPARITY_RUN"          /* run id */
+#define TP_ENV_EXEC         "TRAINPARITY_EXEC"         /* execution id */
+#define TP_ENV_ROLE         "TRAINPARITY_ROLE"         /* execution role label */
+#define TP_ENV_SPOOL        "TRAINPARITY_SPOOL"        /* spool directory */
+#define TP_ENV_CAPTURE      "TRAINPARITY_CAPTURE"      /* "digests" | "values" */
 #define TP_ENV_INTERRUPT_AT "TRAINPARITY_INTERRUPT_AT" /* optimizer step K */
-#define TP_ENV_UPDATE_NORM "TRAINPARITY_UPDATE_NORM"   /* "1": exact update norms */
-#define TP_ENV_TOKEN "TRAINPARITY_TOKEN"           /* shared token for tcp:// */
-#define TP_ENV_DEBUG "TRAINPARITY_DEBUG"           /* "1": agent logs to stderr */
-#define TP_ENV_SAMPLE_ID "TRAINPARITY_SAMPLE_ID"   /* Python expression over a batch */
+#define TP_ENV_UPDATE_NORM  "TRAINPARITY_UPDATE_NORM"  /* "1": exact update norms */
+#define TP_ENV_TOKEN        "TRAINPARITY_TOKEN"        /* shared token for tcp:// */
+#define TP_ENV_DEBUG        "TRAINPARITY_DEBUG"        /* "1": agent logs to stderr */
+#define TP_ENV_SAMPLE_ID    "TRAINPARITY_SAMPLE_ID"    /* Python expression over a batch */
 
 /* Exit status of a process the agent ended on request (resume's execution I). */
 #define TP_INTERRUPT_STATUS 0

@@ -8,11 +8,11 @@
 #include "proto/event.h"
 
 static const char *const kind_names[TP_K__COUNT] = {
-    [TP_K_HELLO] = "hello",     [TP_K_BYE] = "bye",         [TP_K_SNAPSHOT] = "snapshot",
-    [TP_K_BACKWARD] = "backward", [TP_K_STEP] = "step",     [TP_K_SCHED] = "sched",
-    [TP_K_SAVE] = "save",       [TP_K_LOAD] = "load",       [TP_K_RESTORE] = "restore",
-    [TP_K_BATCH] = "batch",     [TP_K_AMP] = "amp",         [TP_K_CLIP] = "clip",
-    [TP_K_BLOB] = "blob",       [TP_K_ERROR] = "error",
+    [TP_K_HELLO] = "hello",       [TP_K_BYE] = "bye",     [TP_K_SNAPSHOT] = "snapshot",
+    [TP_K_BACKWARD] = "backward", [TP_K_STEP] = "step",   [TP_K_SCHED] = "sched",
+    [TP_K_SAVE] = "save",         [TP_K_LOAD] = "load",   [TP_K_RESTORE] = "restore",
+    [TP_K_BATCH] = "batch",       [TP_K_AMP] = "amp",     [TP_K_CLIP] = "clip",
+    [TP_K_BLOB] = "blob",         [TP_K_ERROR] = "error",
 };
 
 const char *tp_kind_name(tp_kind k)
@@ -146,8 +146,7 @@ static tp_err read_tensor_leaf(tp_mpr *r, tp_leaf *l)
     if (read_number(r, &l->stats.sum) != TP_OK || read_number(r, &l->stats.l2) != TP_OK ||
         read_number(r, &l->stats.maxabs) != TP_OK || tp_mpr_uint(r, &l->stats.nonfinite) != TP_OK)
         return TP_EPROTO;
-    if (tp_mpr_str(r, &l->device, &l->device_len) != TP_OK || l->device_len > 64)
-        return TP_EPROTO;
+    if (tp_mpr_str(r, &l->device, &l->device_len) != TP_OK || l->device_len > 64) return TP_EPROTO;
     return tp_mpr_bool(r, &l->blob);
 }
 
@@ -156,15 +155,24 @@ static tp_err read_value_leaf(tp_mpr *r, tp_leaf *l)
     tp_mptype t;
     if (read_path(r, l) != TP_OK || tp_mpr_peek(r, &t) != TP_OK) return TP_EPROTO;
     switch (t) {
-    case TP_MP_NIL: l->vtype = TP_V_NIL; return tp_mpr_nil(r);
-    case TP_MP_BOOL: l->vtype = TP_V_BOOL; return tp_mpr_bool(r, &l->b);
-    case TP_MP_INT: l->vtype = TP_V_INT; return tp_mpr_int(r, &l->i);
-    case TP_MP_FLOAT: l->vtype = TP_V_FLOAT; return tp_mpr_f64(r, &l->f);
+    case TP_MP_NIL:
+        l->vtype = TP_V_NIL;
+        return tp_mpr_nil(r);
+    case TP_MP_BOOL:
+        l->vtype = TP_V_BOOL;
+        return tp_mpr_bool(r, &l->b);
+    case TP_MP_INT:
+        l->vtype = TP_V_INT;
+        return tp_mpr_int(r, &l->i);
+    case TP_MP_FLOAT:
+        l->vtype = TP_V_FLOAT;
+        return tp_mpr_f64(r, &l->f);
     case TP_MP_STR:
         l->vtype = TP_V_STR;
         if (tp_mpr_str(r, &l->s, &l->s_len) != TP_OK || l->s_len > 65536) return TP_EPROTO;
         return TP_OK;
-    default: return TP_EPROTO;
+    default:
+        return TP_EPROTO;
     }
 }
 
@@ -178,8 +186,10 @@ tp_err tp_leaf_read(tp_mpr *r, tp_leaf *out)
     memset(&l, 0, sizeof l);
     if (tp_mpr_array(r, &n) != TP_OK || tp_mpr_str(r, &k, &klen) != TP_OK || klen != 1) goto fail;
     l.kind = k[0];
-    if (l.kind == 't' && n == 11) rc = read_tensor_leaf(r, &l);
-    else if (l.kind == 'v' && n == 3) rc = read_value_leaf(r, &l);
+    if (l.kind == 't' && n == 11)
+        rc = read_tensor_leaf(r, &l);
+    else if (l.kind == 'v' && n == 3)
+        rc = read_value_leaf(r, &l);
     else if (l.kind == 'd' && n == 4) {
         if (read_path(r, &l) == TP_OK && read_digest(r, l.digest) == TP_OK &&
             tp_mpr_uint(r, &l.nitems) == TP_OK)
@@ -245,8 +255,9 @@ tp_err tp_batch_decode(const void *buf, size_t len, tp_batch *out, char *why, si
         if (tp_mp_str_eq(key, klen, "v")) {
             if (have_v++ || tp_mpr_uint(&r, &v) != TP_OK) BAD("bad 'v'");
             if (v != TP_SCHEMA_VERSION) {
-                if (why) snprintf(why, whylen, "schema version %llu is not supported",
-                                  (unsigned long long)v);
+                if (why)
+                    snprintf(why, whylen, "schema version %llu is not supported",
+                             (unsigned long long)v);
                 rc = TP_EVERSION;
                 goto fail;
             }

@@ -21,9 +21,9 @@
 #include "proto/tp_err.h"
 
 #define TP_SCHEMA_VERSION 1
-#define TP_MAX_MESSAGE (512u << 20) /* bytes; larger messages are rejected */
-#define TP_MAX_DIMS 16
-#define TP_DIGEST_LEN 16
+#define TP_MAX_MESSAGE    (512u << 20) /* bytes; larger messages are rejected */
+#define TP_MAX_DIMS       16
+#define TP_DIGEST_LEN     16
 
 typedef enum tp_kind {
     TP_K_NONE = 0,
@@ -53,7 +53,7 @@ typedef struct tp_header {
     int64_t run;  /* run id, from the daemon */
     int64_t exec; /* execution id, from the daemon */
     int64_t pid;
-    int64_t rank; /* -1 when unknown */
+    int64_t rank;    /* -1 when unknown */
     const char *tok; /* shared token (tcp listeners); NULL when absent */
     uint32_t tok_len;
 } tp_header;

@@ -82,8 +82,10 @@ void tp_mp_nil(tp_buf *b)
 void tp_mp_bool(tp_buf *b, bool v)
 {
     PACKER(b);
-    if (v) msgpack_pack_true(&pk);
-    else msgpack_pack_false(&pk);
+    if (v)
+        msgpack_pack_true(&pk);
+    else
+        msgpack_pack_false(&pk);
 }
 
 void tp_mp_int(tp_buf *b, int64_t v)
@@ -113,8 +115,10 @@ void tp_mp_str(tp_buf *b, const char *s, size_t n)
 
 void tp_mp_cstr(tp_buf *b, const char *s)
 {
-    if (s == NULL) tp_mp_nil(b);
-    else tp_mp_str(b, s, strlen(s));
+    if (s == NULL)
+        tp_mp_nil(b);
+    else
+        tp_mp_str(b, s, strlen(s));
 }
 
 void tp_mp_bin(tp_buf *b, const void *p, size_t n)
@@ -185,20 +189,34 @@ tp_err tp_mpr_peek(const tp_mpr *r, tp_mptype *t)
     uint8_t c;
     if (!need(r, 0, 1)) return TP_EPROTO;
     c = r->p[0];
-    if (c <= 0x7f || c >= 0xe0) *t = TP_MP_INT;
-    else if (c <= 0x8f) *t = TP_MP_MAP;
-    else if (c <= 0x9f) *t = TP_MP_ARRAY;
-    else if (c <= 0xbf) *t = TP_MP_STR;
-    else if (c == 0xc0) *t = TP_MP_NIL;
-    else if (c == 0xc2 || c == 0xc3) *t = TP_MP_BOOL;
-    else if (c >= 0xc4 && c <= 0xc6) *t = TP_MP_BIN;
-    else if ((c >= 0xc7 && c <= 0xc9) || (c >= 0xd4 && c <= 0xd8)) *t = TP_MP_EXT;
-    else if (c == 0xca || c == 0xcb) *t = TP_MP_FLOAT;
-    else if (c >= 0xcc && c <= 0xd3) *t = TP_MP_INT;
-    else if (c >= 0xd9 && c <= 0xdb) *t = TP_MP_STR;
-    else if (c == 0xdc || c == 0xdd) *t = TP_MP_ARRAY;
-    else if (c == 0xde || c == 0xdf) *t = TP_MP_MAP;
-    else return TP_EPROTO; /* 0xc1 is never used */
+    if (c <= 0x7f || c >= 0xe0)
+        *t = TP_MP_INT;
+    else if (c <= 0x8f)
+        *t = TP_MP_MAP;
+    else if (c <= 0x9f)
+        *t = TP_MP_ARRAY;
+    else if (c <= 0xbf)
+        *t = TP_MP_STR;
+    else if (c == 0xc0)
+        *t = TP_MP_NIL;
+    else if (c == 0xc2 || c == 0xc3)
+        *t = TP_MP_BOOL;
+    else if (c >= 0xc4 && c <= 0xc6)
+        *t = TP_MP_BIN;
+    else if ((c >= 0xc7 && c <= 0xc9) || (c >= 0xd4 && c <= 0xd8))
+        *t = TP_MP_EXT;
+    else if (c == 0xca || c == 0xcb)
+        *t = TP_MP_FLOAT;
+    else if (c >= 0xcc && c <= 0xd3)
+        *t = TP_MP_INT;
+    else if (c >= 0xd9 && c <= 0xdb)
+        *t = TP_MP_STR;
+    else if (c == 0xdc || c == 0xdd)
+        *t = TP_MP_ARRAY;
+    else if (c == 0xde || c == 0xdf)
+        *t = TP_MP_MAP;
+    else
+        return TP_EPROTO; /* 0xc1 is never used */
     return TP_OK;
 }
 
@@ -235,21 +253,42 @@ static tp_err read_integer(tp_mpr *r, int *neg, uint64_t *mag)
         return TP_OK;
     }
     switch (c) {
-    case 0xcc: case 0xd0: w = 1; break;
-    case 0xcd: case 0xd1: w = 2; break;
-    case 0xce: case 0xd2: w = 4; break;
-    case 0xcf: case 0xd3: w = 8; break;
-    default: return TP_EPROTO;
+    case 0xcc:
+    case 0xd0:
+        w = 1;
+        break;
+    case 0xcd:
+    case 0xd1:
+        w = 2;
+        break;
+    case 0xce:
+    case 0xd2:
+        w = 4;
+        break;
+    case 0xcf:
+    case 0xd3:
+        w = 8;
+        break;
+    default:
+        return TP_EPROTO;
     }
     if (!need(r, 1, (uint64_t)w)) return TP_EPROTO;
     uint64_t raw = be(r->p + 1, w);
     if (c >= 0xd0) { /* signed */
         int64_t s;
         switch (w) {
-        case 1: s = (int8_t)raw; break;
-        case 2: s = (int16_t)raw; break;
-        case 4: s = (int32_t)raw; break;
-        default: s = (int64_t)raw; break;
+        case 1:
+            s = (int8_t)raw;
+            break;
+        case 2:
+            s = (int16_t)raw;
+            break;
+        case 4:
+            s = (int32_t)raw;
+            break;
+        default:
+            s = (int64_t)raw;
+            break;
         }
         *neg = s < 0;
         *mag = s < 0 ? (uint64_t)0 - (uint64_t)s : (uint64_t)s;
@@ -359,11 +398,16 @@ static tp_err read_container(tp_mpr *r, int is_map, uint32_t *n)
     int w = 0;
     if (!need(r, 0, 1)) return TP_EPROTO;
     c = r->p[0];
-    if (!is_map && c >= 0x90 && c <= 0x9f) cnt = c & 0x0f;
-    else if (is_map && c >= 0x80 && c <= 0x8f) cnt = c & 0x0f;
-    else if ((!is_map && c == 0xdc) || (is_map && c == 0xde)) w = 2;
-    else if ((!is_map && c == 0xdd) || (is_map && c == 0xdf)) w = 4;
-    else return TP_EPROTO;
+    if (!is_map && c >= 0x90 && c <= 0x9f)
+        cnt = c & 0x0f;
+    else if (is_map && c >= 0x80 && c <= 0x8f)
+        cnt = c & 0x0f;
+    else if ((!is_map && c == 0xdc) || (is_map && c == 0xde))
+        w = 2;
+    else if ((!is_map && c == 0xdd) || (is_map && c == 0xdf))
+        w = 4;
+    else
+        return TP_EPROTO;
     if (w) {
         if (!need(r, 1, (uint64_t)w)) return TP_EPROTO;
         cnt = be(r->p + 1, w);
@@ -397,14 +441,19 @@ static tp_err skip(tp_mpr *r, int depth)
     if (depth > TP_MP_MAX_DEPTH) return TP_EPROTO;
     if (tp_mpr_peek(r, &t) != TP_OK) return TP_EPROTO;
     switch (t) {
-    case TP_MP_NIL: return tp_mpr_nil(r);
-    case TP_MP_BOOL: return tp_mpr_bool(r, &b);
+    case TP_MP_NIL:
+        return tp_mpr_nil(r);
+    case TP_MP_BOOL:
+        return tp_mpr_bool(r, &b);
     case TP_MP_INT:
         if (tp_mpr_int(r, &i) == TP_OK) return TP_OK;
         return tp_mpr_uint(r, &u);
-    case TP_MP_FLOAT: return tp_mpr_f64(r, &d);
-    case TP_MP_STR: return read_blob(r, 1, &p, &n);
-    case TP_MP_BIN: return read_blob(r, 0, &p, &n);
+    case TP_MP_FLOAT:
+        return tp_mpr_f64(r, &d);
+    case TP_MP_STR:
+        return read_blob(r, 1, &p, &n);
+    case TP_MP_BIN:
+        return read_blob(r, 0, &p, &n);
     case TP_MP_ARRAY:
     case TP_MP_MAP: {
         tp_mpr save = *r;
@@ -418,7 +467,8 @@ static tp_err skip(tp_mpr *r, int depth)
         }
         return TP_OK;
     }
-    case TP_MP_EXT: return TP_EPROTO; /* the schema uses no extension types */
+    case TP_MP_EXT:
+        return TP_EPROTO; /* the schema uses no extension types */
     }
     return TP_EPROTO;
 }

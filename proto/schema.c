@@ -24,8 +24,8 @@ enum {
     F_RECORDS = 1 << 12 /* array of [name str, size uint, digest] */
 };
 
-#define REQ 1
-#define TP_MAX_STR (1u << 20)
+#define REQ         1
+#define TP_MAX_STR  (1u << 20)
 #define TP_MAX_PATH 4096u
 
 typedef struct field {
@@ -34,62 +34,103 @@ typedef struct field {
     int required;
 } field;
 
-static const field hello_f[] = {
-    {"schema", F_UINT, REQ},    {"agent", F_STR, REQ},         {"python", F_STR, REQ},
-    {"torch", F_STR | F_NIL, 0}, {"numpy", F_STR | F_NIL, 0},  {"argv", F_STRS, REQ},
-    {"cwd", F_STR, REQ},        {"exe", F_STR | F_NIL, 0},     {"role", F_STR, REQ},
-    {"rank", F_INT, REQ},       {"world", F_INT, REQ},         {"local_rank", F_INT, 0},
-    {"ppid", F_INT, REQ},       {"interrupt_at", F_INT | F_NIL, 0},
-    {"capture", F_STR, 0},      {"cxx", F_STR, 0},             {NULL, 0, 0}};
-static const field bye_f[] = {
-    {"reason", F_STR, REQ}, {"code", F_INT | F_NIL, 0}, {"sent", F_UINT, REQ},
-    {"dropped", F_UINT, REQ}, {"errors", F_UINT, REQ},  {"spooled", F_BOOL, 0},
-    {"exc", F_STR | F_NIL, 0}, {NULL, 0, 0}};
-static const field snapshot_f[] = {{"why", F_STR, REQ}, {"leaves", F_LEAVES, REQ}, {NULL, 0, 0}};
-static const field backward_f[] = {{"loss", F_F64 | F_NIL, REQ}, {"dtype", F_STR | F_NIL, 0},
-                                   {"count", F_UINT, REQ},       {"numel", F_UINT, 0},
-                                   {NULL, 0, 0}};
-static const field step_f[] = {
-    {"phase", F_STR, REQ},        {"opt", F_UINT, REQ},          {"cls", F_STR, REQ},
-    {"lrs", F_F64S, 0},           {"grads", F_LEAVES, 0},        {"gnorm", F_F64 | F_NIL, 0},
-    {"unorm", F_F64 | F_NIL, 0},  {"changed", F_BOOL | F_NIL, 0}, {"skipped", F_BOOL, 0},
-    {"nparams", F_UINT, 0},       {"ngrads", F_UINT, 0},         {"via", F_STR, 0},
-    {NULL, 0, 0}};
-static const field sched_f[] = {{"sched", F_UINT, REQ}, {"cls", F_STR, REQ},
-                                {"leaves", F_LEAVES, REQ}, {"metric", F_F64 | F_NIL, 0},
+static const field hello_f[] = {{"schema", F_UINT, REQ},
+                                {"agent", F_STR, REQ},
+                                {"python", F_STR, REQ},
+                                {"torch", F_STR | F_NIL, 0},
+                                {"numpy", F_STR | F_NIL, 0},
+                                {"argv", F_STRS, REQ},
+                                {"cwd", F_STR, REQ},
+                                {"exe", F_STR | F_NIL, 0},
+                                {"role", F_STR, REQ},
+                                {"rank", F_INT, REQ},
+                                {"world", F_INT, REQ},
+                                {"local_rank", F_INT, 0},
+                                {"ppid", F_INT, REQ},
+                                {"interrupt_at", F_INT | F_NIL, 0},
+                                {"capture", F_STR, 0},
+                                {"cxx", F_STR, 0},
                                 {NULL, 0, 0}};
-static const field saveload_f[] = {
-    {"api", F_STR, REQ},        {"target", F_STR, REQ},         {"name", F_STR | F_NIL, 0},
-    {"digest", F_DIGEST | F_NIL, 0}, {"via", F_STR, REQ},       {"records", F_RECORDS, 0},
-    {"manifest", F_LEAVES, 0},  {"bytes", F_UINT | F_NIL, 0},   {"error", F_STR | F_NIL, 0},
-    {"armed", F_BOOL, 0},       {NULL, 0, 0}};
-static const field restore_f[] = {
-    {"what", F_STR, REQ},      {"obj", F_STR, REQ},  {"op", F_STR, REQ},
-    {"load", F_INT | F_NIL, 0}, {"missing", F_STRS, 0}, {"unexpected", F_STRS, 0},
-    {"seed", F_INT | F_NIL, 0}, {NULL, 0, 0}};
-static const field batch_f[] = {
-    {"loader", F_UINT, REQ},        {"epoch", F_UINT, REQ},        {"pos", F_UINT, REQ},
-    {"ids", F_INTS | F_NIL, REQ},   {"worker", F_INT | F_NIL, REQ}, {"size", F_UINT | F_NIL, 0},
-    {"dataset_len", F_INT | F_NIL, 0}, {"sampler", F_STR | F_NIL, 0}, {"rank", F_INT, 0},
-    {"world", F_INT, 0},            {"total_size", F_INT | F_NIL, 0}, {"drop_last", F_BOOL, 0},
-    {"id_source", F_STR, 0},        {NULL, 0, 0}};
-static const field amp_f[] = {{"op", F_STR, REQ},           {"scale", F_F64 | F_NIL, 0},
-                              {"found_inf", F_BOOL | F_NIL, 0}, {"opt", F_INT | F_NIL, 0},
-                              {NULL, 0, 0}};
-static const field clip_f[] = {{"op", F_STR, REQ},        {"max", F_F64 | F_NIL, 0},
-                               {"norm", F_F64 | F_NIL, 0}, {"nparams", F_UINT, 0},
+static const field bye_f[] = {{"reason", F_STR, REQ},    {"code", F_INT | F_NIL, 0},
+                              {"sent", F_UINT, REQ},     {"dropped", F_UINT, REQ},
+                              {"errors", F_UINT, REQ},   {"spooled", F_BOOL, 0},
+                              {"exc", F_STR | F_NIL, 0}, {NULL, 0, 0}};
+static const field snapshot_f[] = {{"why", F_STR, REQ}, {"leaves", F_LEAVES, REQ}, {NULL, 0, 0}};
+static const field backward_f[] = {{"loss", F_F64 | F_NIL, REQ},
+                                   {"dtype", F_STR | F_NIL, 0},
+                                   {"count", F_UINT, REQ},
+                                   {"numel", F_UINT, 0},
+                                   {NULL, 0, 0}};
+static const field step_f[] = {{"phase", F_STR, REQ},
+                               {"opt", F_UINT, REQ},
+                               {"cls", F_STR, REQ},
+                               {"lrs", F_F64S, 0},
+                               {"grads", F_LEAVES, 0},
+                               {"gnorm", F_F64 | F_NIL, 0},
+                               {"unorm", F_F64 | F_NIL, 0},
+                               {"changed", F_BOOL | F_NIL, 0},
+                               {"skipped", F_BOOL, 0},
+                               {"nparams", F_UINT, 0},
+                               {"ngrads", F_UINT, 0},
+                               {"via", F_STR, 0},
                                {NULL, 0, 0}};
-static const field blob_f[] = {{"digest", F_DIGEST, REQ}, {"data", F_BIN, REQ},
-                               {"dtype", F_STR, 0},       {"shape", F_INTS, 0},
+static const field sched_f[] = {{"sched", F_UINT, REQ},
+                                {"cls", F_STR, REQ},
+                                {"leaves", F_LEAVES, REQ},
+                                {"metric", F_F64 | F_NIL, 0},
+                                {NULL, 0, 0}};
+static const field saveload_f[] = {{"api", F_STR, REQ},
+                                   {"target", F_STR, REQ},
+                                   {"name", F_STR | F_NIL, 0},
+                                   {"digest", F_DIGEST | F_NIL, 0},
+                                   {"via", F_STR, REQ},
+                                   {"records", F_RECORDS, 0},
+                                   {"manifest", F_LEAVES, 0},
+                                   {"bytes", F_UINT | F_NIL, 0},
+                                   {"error", F_STR | F_NIL, 0},
+                                   {"armed", F_BOOL, 0},
+                                   {NULL, 0, 0}};
+static const field restore_f[] = {{"what", F_STR, REQ},       {"obj", F_STR, REQ},
+                                  {"op", F_STR, REQ},         {"load", F_INT | F_NIL, 0},
+                                  {"missing", F_STRS, 0},     {"unexpected", F_STRS, 0},
+                                  {"seed", F_INT | F_NIL, 0}, {NULL, 0, 0}};
+static const field batch_f[] = {{"loader", F_UINT, REQ},
+                                {"epoch", F_UINT, REQ},
+                                {"pos", F_UINT, REQ},
+                                {"ids", F_INTS | F_NIL, REQ},
+                                {"worker", F_INT | F_NIL, REQ},
+                                {"size", F_UINT | F_NIL, 0},
+                                {"dataset_len", F_INT | F_NIL, 0},
+                                {"sampler", F_STR | F_NIL, 0},
+                                {"rank", F_INT, 0},
+                                {"world", F_INT, 0},
+                                {"total_size", F_INT | F_NIL, 0},
+                                {"drop_last", F_BOOL, 0},
+                                {"id_source", F_STR, 0},
+                                {NULL, 0, 0}};
+static const field amp_f[] = {{"op", F_STR, REQ},
+                              {"scale", F_F64 | F_NIL, 0},
+                              {"found_inf", F_BOOL | F_NIL, 0},
+                              {"opt", F_INT | F_NIL, 0},
+                              {NULL, 0, 0}};
+static const field clip_f[] = {{"op", F_STR, REQ},
+                               {"max", F_F64 | F_NIL, 0},
+                               {"norm", F_F64 | F_NIL, 0},
+                               {"nparams", F_UINT, 0},
+                               {NULL, 0, 0}};
+static const field blob_f[] = {{"digest", F_DIGEST, REQ},
+                               {"data", F_BIN, REQ},
+                               {"dtype", F_STR, 0},
+                               {"shape", F_INTS, 0},
                                {NULL, 0, 0}};
 static const field error_f[] = {{"where", F_STR, REQ}, {"msg", F_STR, REQ}, {NULL, 0, 0}};
 
 static const field *const bodies[TP_K__COUNT] = {
-    [TP_K_HELLO] = hello_f,     [TP_K_BYE] = bye_f,         [TP_K_SNAPSHOT] = snapshot_f,
+    [TP_K_HELLO] = hello_f,       [TP_K_BYE] = bye_f,       [TP_K_SNAPSHOT] = snapshot_f,
     [TP_K_BACKWARD] = backward_f, [TP_K_STEP] = step_f,     [TP_K_SCHED] = sched_f,
-    [TP_K_SAVE] = saveload_f,   [TP_K_LOAD] = saveload_f,   [TP_K_RESTORE] = restore_f,
-    [TP_K_BATCH] = batch_f,     [TP_K_AMP] = amp_f,         [TP_K_CLIP] = clip_f,
-    [TP_K_BLOB] = blob_f,       [TP_K_ERROR] = error_f,
+    [TP_K_SAVE] = saveload_f,     [TP_K_LOAD] = saveload_f, [TP_K_RESTORE] = restore_f,
+    [TP_K_BATCH] = batch_f,       [TP_K_AMP] = amp_f,       [TP_K_CLIP] = clip_f,
+    [TP_K_BLOB] = blob_f,         [TP_K_ERROR] = error_f,
 };
 
 #define BAD(...)                                                                                   \
@@ -123,12 +164,16 @@ static tp_err check_array_of(tp_mpr *r, unsigned elem)
         int64_t iv;
         double dv;
         tp_err rc = TP_EPROTO;
-        if (elem == F_STR) rc = check_str(r, TP_MAX_STR);
-        else if (elem == F_INT) rc = tp_mpr_int(r, &iv);
+        if (elem == F_STR)
+            rc = check_str(r, TP_MAX_STR);
+        else if (elem == F_INT)
+            rc = tp_mpr_int(r, &iv);
         else if (elem == F_F64) {
             tp_mptype t;
-            if (tp_mpr_peek(r, &t) == TP_OK && t == TP_MP_INT) rc = tp_mpr_int(r, &iv);
-            else rc = tp_mpr_f64(r, &dv);
+            if (tp_mpr_peek(r, &t) == TP_OK && t == TP_MP_INT)
+                rc = tp_mpr_int(r, &iv);
+            else
+                rc = tp_mpr_f64(r, &dv);
         }
         if (rc != TP_OK) return TP_EPROTO;
     }
@@ -198,7 +243,8 @@ static tp_err check_value(tp_mpr *r, unsigned types, char *why, size_t whylen)
         if (types & F_F64S) return check_array_of(r, F_F64);
         if (types & F_RECORDS) return check_records(r);
         break;
-    default: break;
+    default:
+        break;
     }
     return TP_EPROTO;
 }
@@ -218,7 +264,8 @@ tp_err tp_body_validate(tp_kind k, const uint8_t *p, size_t len, char *why, size
         const char *key;
         uint32_t klen;
         int j;
-        if (tp_mpr_str(&r, &key, &klen) != TP_OK) BAD("%s: body key is not a string", tp_kind_name(k));
+        if (tp_mpr_str(&r, &key, &klen) != TP_OK)
+            BAD("%s: body key is not a string", tp_kind_name(k));
         for (j = 0; fs[j].key; j++)
             if (tp_mp_str_eq(key, klen, fs[j].key)) break;
         if (fs[j].key == NULL)

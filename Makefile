@@ -1,0 +1,42 @@
+# SPDX-License-Identifier: MIT
+# The two commands: `make demo` and `make test`.  Both install what is
+# missing (Debian packages, the project venv with torch), configure and build.
+BUILD     ?= build
+ASAN      ?= build-asan
+GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo Ninja || echo "Unix Makefiles")
+JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
+
+.PHONY: all setup build demo test test-asan bench format clean
+
+all: build
+
+setup:
+	@tools/setup.sh
+
+$(BUILD)/CMakeCache.txt: | setup
+	@cmake -S . -B $(BUILD) -G "$(GENERATOR)" -DTP_WERROR=ON >/dev/null
+
+build: setup $(BUILD)/CMakeCache.txt
+	@cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	@tools/demo.sh $(BUILD)
+
+test: build
+	@ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 600
+	@$(MAKE) --no-print-directory test-asan
+
+# The unit tests again under AddressSanitizer and UndefinedBehaviorSanitizer.
+test-asan: setup
+	@[ -f $(ASAN)/CMakeCache.txt ] || cmake -S . -B $(ASAN) -G "$(GENERATOR)" -DTP_WERROR=ON -DTP_SANITIZE=ON >/dev/null
+	@cmake --build $(ASAN) -j $(JOBS)
+	@ctest --test-dir $(ASAN) --output-on-failure -j $(JOBS) -L unit
+
+bench: build
+	@bench/run.sh $(BUILD)
+
+format:
+	@clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	@rm -rf $(BUILD) $(ASAN)

@@ -1,0 +1,554 @@
+/* SPDX-License-Identifier: MIT
+ * control.c -- command dispatch for the control socket: request checking,
+ * the command table and the handlers of the built-in commands. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon/control.h"
+#include "daemon/judge.h"
+#include "daemon/query.h"
+#include "daemon/text.h"
+
+#ifndef TPD_VERSION
+#define TPD_VERSION "0.1.0"
+#endif
+
+#define MAX_ARGS 32
+
+struct tpd_control {
+    tpd_store *store;
+    tpd_ingest *ingest;
+    char *token;
+    bool shutdown;
+};
+
+typedef struct arg {
+    const char *key;
+    uint32_t klen;
+    tp_mpr val; /* positioned at the value */
+} arg;
+
+struct tpd_req {
+    int n;
+    arg a[MAX_ARGS];
+};
+
+struct tpd_reply {
+    tp_buf body; /* the result pairs */
+    uint32_t n;  /* their number */
+    char err[512];
+};
+
+/* ---- arguments ---- */
+
+tp_err tpd_req_find(const tpd_req *q, const char *key, tp_mpr *v)
+{
+    for (int i = 0; i < q->n; i++) {
+        if (tp_mp_str_eq(q->a[i].key, q->a[i].klen, key)) {
+            tp_mptype t;
+            if (tp_mpr_peek(&q->a[i].val, &t) != TP_OK) return TP_EPROTO;
+            if (t == TP_MP_NIL) return TP_ENOENT;
+            *v = q->a[i].val;
+            return TP_OK;
+        }
+    }
+    return TP_ENOENT;
+}
+
+tp_err tpd_req_int(const tpd_req *q, const char *key, int64_t *v)
+{
+    tp_mpr f;
+    tp_err err = tpd_req_find(q, key, &f);
+    return err != TP_OK ? err : tp_mpr_int(&f, v);
+}
+
+tp_err tpd_req_bool(const tpd_req *q, const char *key, bool *v)
+{
+    tp_mpr f;
+    tp_err err = tpd_req_find(q, key, &f);
+    return err != TP_OK ? err : tp_mpr_bool(&f, v);
+}
+
+tp_err tpd_req_str(const tpd_req *q, const char *key, const char **s, uint32_t *n)
+{
+    tp_mpr f;
+    tp_err err = tpd_req_find(q, key, &f);
+    return err != TP_OK ? err : tp_mpr_str(&f, s, n);
+}
+
+tp_err tpd_req_strdup(const tpd_req *q, const char *key, char **out)
+{
+    const char *s;
+    uint32_t n;
+    char *p;
+    tp_err err = tpd_req_str(q, key, &s, &n);
+    if (err != TP_OK) return err;
+    if (memchr(s, '\0', n)) return TP_EPROTO;
+    if ((p = malloc((size_t)n + 1)) == NULL) return TP_ENOMEM;
+    memcpy(p, s, n);
+    p[n] = '\0';
+    *out = p;
+    return TP_OK;
+}
+
+/* parse_req checks a request whole and indexes its keys. */
+static tp_err parse_req(const void *buf, size_t len, tpd_req *q, char *why, size_t whylen)
+{
+    tp_mpr r;
+    uint32_t n;
+    tp_mpr_init(&r, buf, len);
+    q->n = 0;
+    if (len == 0 || tp_mpr_map(&r, &n) != TP_OK) {
+        snprintf(why, whylen, "malformed request: not a map");
+        return TP_EPROTO;
+    }
+    if (n > MAX_ARGS) {
+        snprintf(why, whylen, "malformed request: more than %d keys", MAX_ARGS);
+        return TP_EPROTO;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        arg *a = &q->a[q->n];
+        if (tp_mpr_str(&r, &a->key, &a->klen) != TP_OK) {
+            snprintf(why, whylen, "malformed request: a key is not a string");
+            return TP_EPROTO;
+        }
+        for (int j = 0; j < q->n; j++) {
+            if (q->a[j].klen == a->klen && memcmp(q->a[j].key, a->key, a->klen) == 0) {
+                snprintf(why, whylen, "malformed request: duplicate key '%.*s'",
+                         (int)(a->klen > 64 ? 64 : a->klen), a->key);
+                return TP_EPROTO;
+            }
+        }
+        a->val = r;
+        if (tp_mpr_skip(&r) != TP_OK) {
+            snprintf(why, whylen, "malformed request: bad value for '%.*s'",
+                     (int)(a->klen > 64 ? 64 : a->klen), a->key);
+            return TP_EPROTO;
+        }
+        a->val.end = r.p;
+        q->n++;
+    }
+    if (tp_mpr_left(&r) != 0) {
+        snprintf(why, whylen, "malformed request: trailing bytes");
+        return TP_EPROTO;
+    }
+    return TP_OK;
+}
+
+/* ---- results ---- */
+
+static void key(tpd_reply *r, const char *k)
+{
+    tp_mp_cstr(&r->body, k);
+    r->n++;
+}
+
+void tpd_reply_int(tpd_reply *r, const char *k, int64_t v)
+{
+    key(r, k);
+    tp_mp_int(&r->body, v);
+}
+
+void tpd_reply_bool(tpd_reply *r, const char *k, bool v)
+{
+    key(r, k);
+    tp_mp_bool(&r->body, v);
+}
+
+void tpd_reply_f64(tpd_reply *r, const char *k, double v)
+{
+    key(r, k);
+    tp_mp_f64(&r->body, v);
+}
+
+void tpd_reply_nil(tpd_reply *r, const char *k)
+{
+    key(r, k);
+    tp_mp_nil(&r->body);
+}
+
+void tpd_reply_str(tpd_reply *r, const char *k, const char *s, size_t n)
+{
+    key(r, k);
+    tp_mp_str(&r->body, s, n);
+}
+
+void tpd_reply_cstr(tpd_reply *r, const char *k, const char *s)
+{
+    key(r, k);
+    tp_mp_cstr(&r->body, s);
+}
+
+tp_err tpd_reply_fail(tpd_reply *r, tp_err err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->err, sizeof r->err, fmt, ap);
+    va_end(ap);
+    return err;
+}
+
+/* need_int reads a required integer argument or fails the reply. */
+static tp_err need_int(const tpd_req *q, tpd_reply *r, const char *k, int64_t *v)
+{
+    tp_err err = tpd_req_int(q, k, v);
+    if (err == TP_ENOENT) return tpd_reply_fail(r, TP_EINVAL, "missing argument '%s'", k);
+    if (err != TP_OK) return tpd_reply_fail(r, TP_EINVAL, "argument '%s' is not an integer", k);
+    return TP_OK;
+}
+
+/* opt_str reads an optional string argument (NULL when absent or nil). */
+static tp_err opt_str(const tpd_req *q, tpd_reply *r, const char *k, char **out)
+{
+    tp_err err = tpd_req_strdup(q, k, out);
+    if (err == TP_ENOENT) {
+        *out = NULL;
+        return TP_OK;
+    }
+    if (err == TP_ENOMEM) return tpd_reply_fail(r, err, "out of memory");
+    if (err != TP_OK) return tpd_reply_fail(r, TP_EINVAL, "argument '%s' is not a string", k);
+    return TP_OK;
+}
+
+static tp_err need_str(const tpd_req *q, tpd_reply *r, const char *k, char **out)
+{
+    tp_err err = opt_str(q, r, k, out);
+    if (err == TP_OK && *out == NULL)
+        return tpd_reply_fail(r, TP_EINVAL, "missing argument '%s'", k);
+    return err;
+}
+
+/* store_fail words a store error for the reply. */
+static tp_err store_fail(tpd_control *c, tpd_reply *r, tp_err err)
+{
+    return tpd_reply_fail(r, err, "%s: %s", tp_strerror(err), tpd_store_errmsg(c->store));
+}
+
+/* ---- commands ---- */
+
+static tp_err cmd_ping(tpd_control *c, const tpd_req *q, tpd_reply *r)
+{
+    tpd_reply_cstr(r, "version", TPD_VERSION);
+    tpd_reply_cstr(r, "db", tpd_store_path(c->store));
+    tpd_reply_int(r, "pid", (int64_t)getpid());
+    return TP_OK;
+}
+
+static tp_err cmd_run_create(tpd_control *c, const tpd_req *q, tpd_reply *r)
+{
+    char *name = NULL, *check = NULL, *params = NULL;
+    int64_t run = 0;
+    tp_err err;
+    if ((err = opt_str(q, r, "name", &name)) != TP_OK) goto out;
+    if ((err = need_str(q, r, "check", &check)) != TP_OK) goto out;
+    if ((err = opt_str(q, r, "params", &params)) != TP_OK) goto out;
+    if ((err = tpd_store_run_create(c->store, name, check, params, &run)) != TP_OK) {
+        store_fail(c, r, err);
+        goto out;
+    }
+    tpd_reply_int(r, "run", run);
+out:
+    free(name);
+    free(check);
+    free(params);
+    return err;
+}
+
+static tp_err cmd_exec_create(tpd_control *c, const tpd_req *q, tpd_reply *r)
+{
+    char *role = NULL;
+    int64_t run, exec = 0;
+    tpd_str argv;
+    tp_mpr f;
+    tp_err err;
+    tpd_str_init(&argv);
+    if ((err = need_int(q, r, "run", &run)) != TP_OK) goto out;
+    if ((err = opt_str(q, r, "role", &role)) != TP_OK) goto out;
+    err = tpd_req_find(q, "argv", &f);
+    if (err == TP_OK && tpd_json_strs(&argv, &f) != TP_OK) err = TP_EPROTO;
+    if (err == TP_EPROTO) {
+        err = tpd_reply_fail(r, TP_EINVAL, "argument 'argv' is not an array of strings");
+        goto out;
+    }
+    if (argv.oom) {
+        err = tpd_reply_fail(r, TP_ENOMEM, "out of memory");
+        goto out;
+    }
+    err = tpd_store_exec_create(c->store, run, role, argv.s, &exec);
+    if (err == TP_ENOENT) {
+        tpd_reply_fail(r, err, "no run %lld", (long long)run);
+        goto out;
+    }
+    if (err != TP_OK) {
+        store_fail(c, r, err);
+        goto out;
+    }
+    tpd_reply_int(r, "exec", exec);
+out:
+    tpd_str_free(&argv);
+    free(role);
+    return err;
+}
+
+/* opt_int reads an optional integer into *v, setting *has. */
+static tp_err opt_int(const tpd_req *q, tpd_reply *r, const char *k, int64_t *v, bool *has)
+{
+    tp_err err = tpd_req_int(q, k, v);
+    *has = err == TP_OK;
+    if (err == TP_OK || err == TP_ENOENT) return TP_OK;
+    return tpd_reply_fail(r, TP_EINVAL, "argument '%s' is not an integer", k);
+}
+
+static tp_err cmd_exec_finish(tpd_control *c, const tpd_req *q, tpd_reply *r)
+{
+    int64_t exec, status = 0, sig = 0, wait_ms = 0, ngaps = 0;
+    bool has_status, has_sig, has_wait;
+    tpd_exec_state st;
+    tp_err err;
+    if ((err = need_int(q, r, "exec", &exec)) != TP_OK) return err;
+    if ((err = opt_int(q, r, "status", &status, &has_status)) != TP_OK) return err;
+    if ((err = opt_int(q, r, "signal", &sig, &has_sig)) != TP_OK) return err;
+    if ((err = opt_int(q, r, "wait_ms", &wait_ms, &has_wait)) != TP_OK) return err;
+    err = tpd_store_exec_finish(c->store, exec, has_status ? &status : NULL, has_sig ? &sig : NULL);
+    if (err == TP_OK) err = tpd_store_exec_state(c->store, exec, &st);
+    if (err == TP_ENOENT) return tpd_reply_fail(r, err, "no execution %lld", (long long)exec);
+    if (err != TP_OK) return store_fail(c, r, err);
+    /* An agent has the daemon confirm its last events before its process
+     * exits, so only a process without a bye can still be in flight; a
+     * command in which no process reported (not Python, or no torch) has
+     * nothing coming. */
+    if (st.with_bye < st.processes && (tpd_now_ns() - st.finished_ns) / 1000000 < wait_ms) {
+        tpd_reply_bool(r, "pending", true);
+        return TP_OK;
+    }
+    if ((err = tpd_store_gaps_compute(c->store, exec, &ngaps)) != TP_OK)
+        return store_fail(c, r, err);
+    tpd_reply_bool(r, "pending", false);
+    tpd_reply_bool(r, "complete", st.with_bye == st.processes);
+    tpd_reply_int(r, "processes", st.processes);
+    tpd_reply_int(r, "events", st.events);
+    tpd_reply_int(r, "gaps", ngaps);
+    tpd_reply_int(r, "dropped", st.dropped);
+    return TP_OK;
+}
+
+static tp_err cmd_seen(tpd_control *c, const tpd_req *q, tpd_reply *r)
+{
+    int64_t exec, pid, seq = -1;
+    bool bye = false;
+    tp_err err;
+    if ((err = need_int(q, r, "exec", &exec)) != TP_OK) return err;
+    if ((err = need_int(q, r, "pid", &pid)) != TP_OK) return err;
+    if ((err = tpd_store_seen(c->store, exec, pid, &seq, &bye)) != TP_OK)
+        return store_fail(c, r, err);
+    tpd_reply_int(r, "seq", seq);
+    tpd_reply_bool(r, "bye", bye);
+    return TP_OK;
+}
+
+static tp_err cmd_ingest(tpd_control *c, const tpd_req *q, tpd_reply *r)
+{
+    char *path = NULL, why[512];
+    tpd_spool_result res;
+    tp_err err;
+    if (c->ingest == NULL) return tpd_reply_fail(r, TP_EINVAL, "this daemon cannot ingest");
+    if ((err = need_str(q, r, "path", &path)) != TP_OK) return err;
+    err = tpd_ingest_spool(c->ingest, path, &res, why, sizeof why);
+    free(path);
+    if (err != TP_OK) return tpd_reply_fail(r, err, "%s", why);
+    tpd_reply_int(r, "events", (int64_t)res.events);
+    tpd_reply_int(r, "bad", (int64_t)res.bad);
+    tpd_reply_bool(r, "torn", res.torn);
+    tpd_reply_int(r, "frames", (int64_t)res.frames);
+    tpd_reply_int(r, "dup", (int64_t)res.dup);
+    if (why[0]) tpd_reply_cstr(r, "reason", why);
+    return TP_OK;
+}
+
+static tp_err cmd_query(tpd_control *c, const tpd_req *q, tpd_reply *r)
+{
+    char *what = NULL, why[512];
+    int64_t id = 0;
+    bool has_id;
+    tpd_str out;
+    tp_err err;
+    if ((err = need_str(q, r, "what", &what)) != TP_OK) return err;
+    if ((err = opt_int(q, r, "id", &id, &has_id)) != TP_OK) goto out;
+    if (!has_id && strcmp(what, "runs") != 0) {
+        err = tpd_reply_fail(r, TP_EINVAL, "missing argument 'id'");
+        goto out;
+    }
+    tpd_str_init(&out);
+    err = tpd_query(c->store, what, id, &out, why, sizeof why);
+    if (err == TP_OK && out.oom) {
+        snprintf(why, sizeof why, "out of memory");
+        err = TP_ENOMEM;
+    }
+    if (err == TP_OK)
+        tpd_reply_str(r, "text", tpd_str_cstr(&out), out.len);
+    else
+        tpd_reply_fail(r, err, "%s", why);
+    tpd_str_free(&out);
+out:
+    free(what);
+    return err;
+}
+
+/* opt_f64 reads an optional number (float or integer) into *v. */
+static tp_err opt_f64(const tpd_req *q, tpd_reply *r, const char *k, double *v, bool *has)
+{
+    tp_mpr f;
+    tp_mptype t;
+    int64_t i;
+    *has = false;
+    if (tpd_req_find(q, k, &f) != TP_OK) return TP_OK;
+    if (tp_mpr_peek(&f, &t) == TP_OK && t == TP_MP_INT && tp_mpr_int(&f, &i) == TP_OK) {
+        *v = (double)i;
+    } else if (tp_mpr_f64(&f, v) != TP_OK) {
+        return tpd_reply_fail(r, TP_EINVAL, "argument '%s' is not a number", k);
+    }
+    *has = true;
+    return TP_OK;
+}
+
+static tp_err cmd_verdict(tpd_control *c, const tpd_req *q, tpd_reply *r)
+{
+    int64_t run;
+    tpd_cmp_opts o = {false, 0, 0};
+    bool has_r, has_a;
+    tpd_result res;
+    char why[512];
+    tp_err err;
+    if ((err = need_int(q, r, "run", &run)) != TP_OK) return err;
+    if ((err = opt_f64(q, r, "rtol", &o.rtol, &has_r)) != TP_OK) return err;
+    if ((err = opt_f64(q, r, "atol", &o.atol, &has_a)) != TP_OK) return err;
+    o.tolerance = has_r || has_a;
+    if ((err = tpd_judge(c->store, run, &o, &res, why, sizeof why)) != TP_OK)
+        return tpd_reply_fail(r, err, "%s", why);
+    tpd_reply_cstr(r, "outcome", tpd_outcome_name(res.outcome));
+    tpd_reply_cstr(r, "text", res.text);
+    tpd_reply_cstr(r, "json", res.json);
+    if (res.has_step) tpd_reply_int(r, "step", res.step);
+    tpd_reply_cstr(r, "path", res.path);
+    tpd_result_clear(&res);
+    return TP_OK;
+}
+
+static tp_err cmd_shutdown(tpd_control *c, const tpd_req *q, tpd_reply *r)
+{
+    c->shutdown = true;
+    return TP_OK;
+}
+
+/* The command table: one row per command. */
+static const struct command {
+    const char *name;
+    tpd_cmd_fn fn;
+} commands[] = {
+    {"ping", cmd_ping},
+    {"run.create", cmd_run_create},
+    {"exec.create", cmd_exec_create},
+    {"exec.finish", cmd_exec_finish},
+    {"seen", cmd_seen},
+    {"ingest", cmd_ingest},
+    {"query", cmd_query},
+    {"verdict", cmd_verdict},
+    {"shutdown", cmd_shutdown},
+};
+
+/* ---- dispatch ---- */
+
+tp_err tpd_control_create(tpd_control **cp, tpd_store *s, tpd_ingest *in, const char *token)
+{
+    tpd_control *c;
+    if (cp == NULL || s == NULL) return TP_EINVAL;
+    c = calloc(1, sizeof *c);
+    if (c == NULL) return TP_ENOMEM;
+    c->store = s;
+    c->ingest = in;
+    if (token && token[0] && (c->token = strdup(token)) == NULL) {
+        free(c);
+        return TP_ENOMEM;
+    }
+    *cp = c;
+    return TP_OK;
+}
+
+void tpd_control_destroy(tpd_control *c)
+{
+    if (c == NULL) return;
+    free(c->token);
+    free(c);
+}
+
+bool tpd_control_shutdown(const tpd_control *c)
+{
+    return c->shutdown;
+}
+
+tpd_store *tpd_control_store(tpd_control *c)
+{
+    return c->store;
+}
+
+tpd_ingest *tpd_control_ingest(tpd_control *c)
+{
+    return c->ingest;
+}
+
+/* run_command checks the request and runs its handler. */
+static tp_err run_command(tpd_control *c, const void *buf, size_t len, tpd_req *q, tpd_reply *r)
+{
+    const char *cmd;
+    uint32_t n;
+    tp_err err = parse_req(buf, len, q, r->err, sizeof r->err);
+    if (err != TP_OK) return err;
+    if (c->token) {
+        const char *tok;
+        uint32_t tlen;
+        if (tpd_req_str(q, "tok", &tok, &tlen) != TP_OK || tlen != strlen(c->token) ||
+            memcmp(tok, c->token, tlen) != 0)
+            return tpd_reply_fail(r, TP_EINVAL, "missing or wrong token");
+    }
+    err = tpd_req_str(q, "cmd", &cmd, &n);
+    if (err == TP_ENOENT) return tpd_reply_fail(r, TP_EINVAL, "missing 'cmd'");
+    if (err != TP_OK) return tpd_reply_fail(r, TP_EINVAL, "'cmd' is not a string");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (tp_mp_str_eq(cmd, n, commands[i].name)) return commands[i].fn(c, q, r);
+    return tpd_reply_fail(r, TP_EINVAL, "unknown command '%.*s'", (int)(n > 64 ? 64 : n), cmd);
+}
+
+tp_err tpd_control_handle(tpd_control *c, const void *req, size_t len, tp_buf *reply)
+{
+    tpd_reply *r = calloc(1, sizeof *r);
+    tpd_req *q = calloc(1, sizeof *q);
+    tp_err err = TP_ENOMEM;
+    tp_buf_reset(reply);
+    if (r == NULL || q == NULL) goto out;
+    tp_buf_init(&r->body);
+    err = run_command(c, req, len, q, r);
+    if (err == TP_OK && !r->body.oom) {
+        tp_mp_map(reply, r->n + 1);
+        tp_mp_cstr(reply, "ok");
+        tp_mp_bool(reply, true);
+        tp_buf_append(reply, r->body.data, r->body.len);
+    } else {
+        if (err == TP_OK || r->body.oom) snprintf(r->err, sizeof r->err, "out of memory");
+        tp_buf_reset(reply);
+        tp_mp_map(reply, 2);
+        tp_mp_cstr(reply, "ok");
+        tp_mp_bool(reply, false);
+        tp_mp_cstr(reply, "error");
+        tp_mp_cstr(reply, r->err[0] ? r->err : tp_strerror(err));
+    }
+    err = reply->oom ? TP_ENOMEM : TP_OK;
+    tp_buf_free(&r->body);
+out:
+    free(r);
+    free(q);
+    return err;
+}

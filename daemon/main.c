@@ -1,0 +1,353 @@
+/* SPDX-License-Identifier: MIT
+ * main.c -- trainparity-daemon: serve, query and offline ingest.
+ * Exit status: 0 success, 1 error, 64 usage. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon/ingest.h"
+#include "daemon/query.h"
+#include "daemon/serve.h"
+#include "daemon/store.h"
+#include "proto/control.h"
+
+#define PROG       "trainparity-daemon"
+#define EX_USAGE_  64
+#define DEFAULT_DB ".trainparity/runs.db"
+#define MAX_LISTEN 16
+
+#ifndef TPD_VERSION
+#define TPD_VERSION "0.1.0"
+#endif
+
+static const char usage_main[] =
+    "usage: " PROG " serve [--db PATH] [--listen URL]... [--control URL] [--token T]\n"
+    "       " PROG " query [--db PATH] runs | run ID | steps ID\n"
+    "       " PROG " ingest [--db PATH] FILE...\n"
+    "       " PROG " --help | --version\n";
+
+static const char help_main[] =
+    "Stores what TrainParity agents observe (SQLite) and answers queries.\n"
+    "\n"
+    "commands:\n"
+    "  serve    receive agent batches and control commands until SIGINT/SIGTERM\n"
+    "  query    print the runs, one run, or a run's per-step table\n"
+    "  ingest   store spool files written while no daemon was reachable\n"
+    "\n"
+    "Run '" PROG " COMMAND --help' for a command's options.\n";
+
+static const char usage_serve[] =
+    "usage: " PROG " serve [--db PATH] [--listen URL]... [--control URL] [--token T]\n";
+static const char help_serve[] =
+    "  --db PATH       database (default " DEFAULT_DB "); blobs go to PATH.blobs/\n"
+    "  --listen URL    ingest URL, repeatable (default ipc://<db dir>/ingest.ipc);\n"
+    "                  tcp:// URLs need --token\n"
+    "  --control URL   control URL (default: derived from the first --listen,\n"
+    "                  ipc://P -> ipc://P.ctl, tcp://H:N -> tcp://H:N+1)\n"
+    "  --token T       shared token every batch must carry (default $" TP_ENV_TOKEN ")\n"
+    "Stops on SIGINT or SIGTERM, or on the control command shutdown.\n";
+
+static const char usage_query[] = "usage: " PROG " query [--db PATH] runs | run ID | steps ID\n";
+static const char help_query[] =
+    "  runs       one line per run: id, name, check, created, executions, verdict\n"
+    "  run ID     a run's executions and their processes\n"
+    "  steps ID   per optimizer step: loss, backward count, grad and update norms, lrs\n"
+    "  --db PATH  database (default " DEFAULT_DB "), opened read-only\n";
+
+static const char usage_ingest[] = "usage: " PROG " ingest [--db PATH] FILE...\n";
+static const char help_ingest[] =
+    "Stores the batches of spool files (4-byte big-endian length + batch frames)\n"
+    "without a running daemon; a torn last frame is reported and skipped.\n"
+    "  --db PATH  database (default " DEFAULT_DB ")\n";
+
+static int usage_error(const char *usage, const char *fmt, const char *arg)
+{
+    fprintf(stderr, PROG ": ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n%s", usage);
+    return EX_USAGE_;
+}
+
+/* bad_option reports the option getopt_long rejected. */
+static int bad_option(const char *usage, char **argv, int opt)
+{
+    if (opt == ':') return usage_error(usage, "option '%s' needs an argument", argv[optind - 1]);
+    return usage_error(usage, "unknown option '%s'", argv[optind - 1]);
+}
+
+static void log_stderr(void *arg, const char *line)
+{
+    fprintf(stderr, PROG ": %s\n", line);
+}
+
+/* make_db_dir creates the database's directory (0700) when it is missing. */
+static int make_db_dir(const char *db)
+{
+    char dir[4096], why[512];
+    const char *slash = strrchr(db, '/');
+    struct stat sb;
+    if (slash == NULL || slash == db) return 0;
+    snprintf(dir, sizeof dir, "%.*s", (int)(slash - db), db);
+    if (stat(dir, &sb) == 0) return 0;
+    if (tpd_private_dir(dir, why, sizeof why) != TP_OK) {
+        fprintf(stderr, PROG ": %s\n", why);
+        return -1;
+    }
+    return 0;
+}
+
+/* open_store opens db or says why not. */
+static tpd_store *open_store(const char *db, unsigned flags)
+{
+    tpd_store *s = NULL;
+    char why[512];
+    if (!(flags & TPD_STORE_READONLY) && make_db_dir(db) != 0) return NULL;
+    if (tpd_store_open(&s, db, flags, why, sizeof why) != TP_OK) {
+        fprintf(stderr, "%s: %s\n", db, why);
+        return NULL;
+    }
+    return s;
+}
+
+/* ---- serve ---- */
+
+static tpd_serve *g_serve;
+
+static void on_signal(int sig)
+{
+    if (g_serve) tpd_serve_stop(g_serve);
+}
+
+static int cmd_serve(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"db", required_argument, NULL, 'd'},      {"listen", required_argument, NULL, 'l'},
+        {"control", required_argument, NULL, 'c'}, {"token", required_argument, NULL, 't'},
+        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
+    const char *db = DEFAULT_DB, *control = NULL, *token = getenv(TP_ENV_TOKEN);
+    const char *listen[MAX_LISTEN];
+    char def_listen[4200], why[1024], urls[4096];
+    size_t nlisten = 0, w = 0;
+    tpd_serve_opts o;
+    tpd_store *s;
+    tpd_serve *sv = NULL;
+    struct sigaction sa;
+    tp_err err;
+    int c;
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'd':
+            db = optarg;
+            break;
+        case 'l':
+            if (nlisten == MAX_LISTEN)
+                return usage_error(usage_serve, "at most 16 --listen URLs%s", "");
+            listen[nlisten++] = optarg;
+            break;
+        case 'c':
+            control = optarg;
+            break;
+        case 't':
+            token = optarg;
+            break;
+        case 'h':
+            printf("%s%s", usage_serve, help_serve);
+            return 0;
+        default:
+            return bad_option(usage_serve, argv, c);
+        }
+    }
+    if (optind < argc) return usage_error(usage_serve, "unexpected argument '%s'", argv[optind]);
+    if ((s = open_store(db, 0)) == NULL) return 1;
+    if (nlisten == 0) {
+        if (tpd_serve_default_listen(db, def_listen, sizeof def_listen) != TP_OK) {
+            fprintf(stderr, PROG ": cannot derive an ingest URL from %s\n", db);
+            tpd_store_close(s);
+            return 1;
+        }
+        listen[nlisten++] = def_listen;
+    }
+    memset(&o, 0, sizeof o);
+    o.listen = listen;
+    o.nlisten = nlisten;
+    o.control = control;
+    o.token = token;
+    o.log = log_stderr;
+    if ((err = tpd_serve_open(&sv, s, &o, why, sizeof why)) != TP_OK) {
+        fprintf(stderr, PROG ": %s\n", why);
+        tpd_store_close(s);
+        return 1;
+    }
+    g_serve = sv;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sa.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &sa, NULL);
+    urls[0] = '\0';
+    for (size_t i = 0; i < nlisten && w < sizeof urls; i++)
+        w += (size_t)snprintf(urls + w, sizeof urls - w, "%s%s", i ? " " : "", listen[i]);
+    fprintf(stderr, PROG ": pid %d serving db %s, ingest %s, control %s\n", (int)getpid(), db, urls,
+            tpd_serve_control_url(sv));
+    err = tpd_serve_run(sv, why, sizeof why);
+    g_serve = NULL;
+    tpd_serve_close(sv);
+    tpd_store_close(s);
+    if (err != TP_OK) {
+        fprintf(stderr, PROG ": %s\n", why);
+        return 1;
+    }
+    return 0;
+}
+
+/* ---- query ---- */
+
+static int parse_id(const char *s, int64_t *id)
+{
+    char *end;
+    long long v;
+    errno = 0;
+    v = strtoll(s, &end, 10);
+    if (errno || end == s || *end != '\0') return -1;
+    *id = v;
+    return 0;
+}
+
+static int cmd_query(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"db", required_argument, NULL, 'd'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    const char *db = DEFAULT_DB, *what;
+    char why[512];
+    int64_t id = 0;
+    tpd_store *s;
+    tpd_str out;
+    tp_err err;
+    int c, rest;
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'd':
+            db = optarg;
+            break;
+        case 'h':
+            printf("%s%s", usage_query, help_query);
+            return 0;
+        default:
+            return bad_option(usage_query, argv, c);
+        }
+    }
+    rest = argc - optind;
+    if (rest == 0) return usage_error(usage_query, "what to query?%s", "");
+    what = argv[optind];
+    if (strcmp(what, "runs") == 0) {
+        if (rest != 1)
+            return usage_error(usage_query, "unexpected argument '%s'", argv[optind + 1]);
+    } else if (strcmp(what, "run") == 0 || strcmp(what, "steps") == 0) {
+        if (rest < 2) return usage_error(usage_query, "%s needs a run ID", what);
+        if (rest > 2) return usage_error(usage_query, "unexpected argument '%s'", argv[optind + 2]);
+        if (parse_id(argv[optind + 1], &id) != 0)
+            return usage_error(usage_query, "'%s' is not a run ID", argv[optind + 1]);
+    } else {
+        return usage_error(usage_query, "unknown query '%s'", what);
+    }
+    if ((s = open_store(db, TPD_STORE_READONLY)) == NULL) return 1;
+    tpd_str_init(&out);
+    err = tpd_query(s, what, id, &out, why, sizeof why);
+    if (err == TP_OK && out.oom) {
+        err = TP_ENOMEM;
+        snprintf(why, sizeof why, "out of memory");
+    }
+    if (err == TP_OK)
+        fputs(tpd_str_cstr(&out), stdout);
+    else
+        fprintf(stderr, PROG ": %s\n", why);
+    tpd_str_free(&out);
+    tpd_store_close(s);
+    if (err == TP_OK && (fflush(stdout) != 0 || ferror(stdout))) {
+        fprintf(stderr, PROG ": cannot write the output: %s\n", strerror(errno));
+        return 1;
+    }
+    return err == TP_OK ? 0 : 1;
+}
+
+/* ---- ingest ---- */
+
+static int cmd_ingest(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"db", required_argument, NULL, 'd'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    const char *db = DEFAULT_DB;
+    tpd_ingest *in = NULL;
+    tpd_store *s;
+    tp_err err;
+    int c, status = 0;
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'd':
+            db = optarg;
+            break;
+        case 'h':
+            printf("%s%s", usage_ingest, help_ingest);
+            return 0;
+        default:
+            return bad_option(usage_ingest, argv, c);
+        }
+    }
+    if (optind == argc) return usage_error(usage_ingest, "no spool file given%s", "");
+    if ((s = open_store(db, 0)) == NULL) return 1;
+    if ((err = tpd_ingest_create(&in, s, NULL)) != TP_OK) {
+        fprintf(stderr, PROG ": %s: %s\n", db, tp_strerror(err));
+        tpd_store_close(s);
+        return 1;
+    }
+    for (int i = optind; i < argc; i++) {
+        tpd_spool_result r;
+        char why[512];
+        err = tpd_ingest_spool(in, argv[i], &r, why, sizeof why);
+        if (err != TP_OK) {
+            fprintf(stderr, PROG ": %s\n", why);
+            status = 1;
+            continue;
+        }
+        printf("%s: %llu events stored, %llu duplicates, %llu frames, %llu bad%s\n", argv[i],
+               (unsigned long long)r.events, (unsigned long long)r.dup,
+               (unsigned long long)r.frames, (unsigned long long)r.bad,
+               r.torn ? ", torn last frame skipped" : "");
+        if (why[0]) fprintf(stderr, PROG ": %s: %s\n", argv[i], why);
+    }
+    tpd_ingest_destroy(in);
+    tpd_store_close(s);
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    const char *cmd;
+    opterr = 0;
+    if (argc < 2) {
+        fputs(usage_main, stderr);
+        return EX_USAGE_;
+    }
+    cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        printf("%s\n%s", usage_main, help_main);
+        return 0;
+    }
+    if (strcmp(cmd, "--version") == 0) {
+        printf(PROG " %s\n", TPD_VERSION);
+        return 0;
+    }
+    if (strcmp(cmd, "serve") == 0) return cmd_serve(argc - 1, argv + 1);
+    if (strcmp(cmd, "query") == 0) return cmd_query(argc - 1, argv + 1);
+    if (strcmp(cmd, "ingest") == 0) return cmd_ingest(argc - 1, argv + 1);
+    return usage_error(usage_main, cmd[0] == '-' ? "unknown option '%s'" : "unknown command '%s'",
+                       cmd);
+}

@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: MIT
+ * obs.h -- a run's observations, as verdict engines see them.
+ *
+ * tpd_obs_load reads a run from the store into plain structs (one arena):
+ * its executions, their processes, and for each process a timeline of
+ * comparable items sorted by (step, group, order of emission): data ids,
+ * the start-of-step snapshot leaves (model, optimizer, scheduler, scaler,
+ * rng), losses, gradients and updates; plus its checkpoint saves and loads,
+ * restores, and the snapshots taken at saves and at exit.  Verdict engines
+ * are pure functions of these structs, so tests build them by hand. */
+#ifndef TP_DAEMON_OBS_H
+#define TP_DAEMON_OBS_H
+
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "daemon/arena.h"
+#include "proto/event.h"
+
+/* Component groups, in the order that decides "first" within one step. */
+typedef enum tpd_group {
+    TPD_G_DATA = 0,
+    TPD_G_MODEL,
+    TPD_G_OPTIMIZER,
+    TPD_G_SCHEDULER,
+    TPD_G_SCALER,
+    TPD_G_RNG,
+    TPD_G_LOSS,
+    TPD_G_GRAD,
+    TPD_G_UPDATE,
+    TPD_G_OTHER,
+    TPD_G__COUNT
+} tpd_group;
+
+/* tpd_group_of classifies a component path by its first name. */
+tpd_group tpd_group_of(const char *path);
+/* tpd_group_name is "data", "model", ... */
+const char *tpd_group_name(tpd_group g);
+
+/* One observed value. */
+typedef struct tpd_val {
+    char kind; /* 't' tensor, 'v' value, 'd' digest, 'i' sample ids */
+    const char *dtype;
+    uint32_t ndim;
+    int64_t shape[TP_MAX_DIMS];
+    uint8_t digest[TP_DIGEST_LEN];
+    tp_stats stats;
+    bool blob;
+    tp_vtype vtype;
+    bool b;
+    int64_t i;
+    double f;
+    const char *s;
+    uint64_t n;         /* 'd': items; 'i': number of ids */
+    const int64_t *ids; /* 'i': the first min(n, 8) ids */
+} tpd_val;
+
+typedef struct tpd_item {
+    int64_t step;
+    tpd_group group;
+    uint64_t ord;
+    const char *path;
+    tpd_val v;
+} tpd_item;
+
+typedef struct tpd_items {
+    tpd_item *v;
+    size_t n, cap;
+} tpd_items;
+
+/* A checkpoint save or load. */
+typedef struct tpd_ckpt {
+    uint64_t seq;
+    int64_t step;
+    bool load;
+    const char *api, *target, *name, *via, *error;
+    bool has_digest;
+    uint8_t digest[TP_DIGEST_LEN];
+    bool armed;
+    tpd_items manifest;
+} tpd_ckpt;
+
+typedef struct tpd_restore {
+    uint64_t seq;
+    int64_t step;
+    const char *what, *obj, *op;
+    bool has_load, has_seed;
+    int64_t load, seed;
+} tpd_restore;
+
+/* A snapshot outside the timeline: at a save, at exit, at an interruption. */
+typedef struct tpd_snap {
+    uint64_t seq;
+    int64_t step;
+    const char *why;
+    tpd_items items;
+} tpd_snap;
+
+typedef struct tpd_proc {
+    int64_t pid, ppid, rank, world;
+    const char *role, *python, *torch;
+    bool has_bye;
+    const char *bye_reason, *bye_exc;
+    int64_t sent, dropped, errors, nevents, max_seq;
+    const char *first_error; /* "where: message" of the first agent error */
+    int64_t steps;           /* optimizer steps completed (the step after the last) */
+    bool has_interrupt_at;
+    int64_t interrupt_at;
+    tpd_items timeline;
+    tpd_snap *snaps;
+    size_t nsnaps, snaps_cap;
+    tpd_ckpt *ckpts;
+    size_t nckpts, ckpts_cap;
+    tpd_restore *restores;
+    size_t nrestores, restores_cap;
+    /* loader state: which batch of the step each loader is at */
+    int64_t batch_step[8];
+    uint32_t batch_k[8];
+} tpd_proc;
+
+typedef struct tpd_exec {
+    int64_t id;
+    const char *role;
+    const char *argv_json;
+    bool finished, has_status, has_signal;
+    int64_t status, signal;
+    tpd_proc *procs;
+    size_t nprocs;
+} tpd_exec;
+
+typedef struct tpd_run {
+    int64_t id;
+    const char *check, *name, *params;
+    tpd_exec *execs;
+    size_t nexecs;
+    tpd_arena *arena;
+} tpd_run;
+
+/* tpd_obs_load reads run from db.  On success *out owns everything (free with
+ * tpd_obs_free).  Errors: TP_ENOENT (no such run), TP_ENOMEM, TP_EDB,
+ * TP_EPROTO (a stored body the schema rejects); why gets a reason. */
+tp_err tpd_obs_load(sqlite3 *db, int64_t run, tpd_run **out, char *why, size_t whylen);
+/* tpd_obs_free releases r.  NULL is a no-op. */
+void tpd_obs_free(tpd_run *r);
+
+/* tpd_obs_exec finds the execution with the given role, or NULL. */
+const tpd_exec *tpd_obs_exec(const tpd_run *r, const char *role);
+/* tpd_obs_trainer is the process of e that trained (most optimizer steps,
+ * then most events), or NULL when e has no process. */
+const tpd_proc *tpd_obs_trainer(const tpd_exec *e);
+
+/* ---- building observations (the loader, and tests) ---- */
+
+/* tpd_items_push appends a copy of it (strings are not copied). */
+tp_err tpd_items_push(tpd_arena *a, tpd_items *l, const tpd_item *it);
+/* tpd_items_sort orders by (step, group, ord). */
+void tpd_items_sort(tpd_items *l);
+/* tpd_leaf_val converts a decoded leaf into a value, copying its strings. */
+tp_err tpd_leaf_val(tpd_arena *a, const tp_leaf *l, tpd_val *v);
+/* tpd_leaves_add appends the leaves array at r as items of the given step,
+ * ordered from ord0. */
+tp_err tpd_leaves_add(tpd_arena *a, tpd_items *l, tp_mpr *r, int64_t step, uint64_t ord0);
+/* tpd_proc_add_event files one decoded event into p. */
+tp_err tpd_proc_add_event(tpd_arena *a, tpd_proc *p, const tp_event *e);
+/* tpd_proc_finish sorts p's timeline; call once after the last event. */
+void tpd_proc_finish(tpd_proc *p);
+
+#endif

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT
+ * result.h -- what a verdict engine returns: an outcome, the first
+ * divergence (step and component path) and the report as text and JSON. */
+#ifndef TP_DAEMON_RESULT_H
+#define TP_DAEMON_RESULT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef enum tpd_outcome { TPD_PASS = 0, TPD_FAIL, TPD_ABSTAIN, TPD_ERROR } tpd_outcome;
+
+/* tpd_outcome_name is "PASS", "FAIL", "ABSTAIN" or "ERROR". */
+const char *tpd_outcome_name(tpd_outcome o);
+
+typedef struct tpd_result {
+    tpd_outcome outcome;
+    bool has_step;
+    int64_t step;   /* the first divergence's step (the reference run's numbering) */
+    char path[256]; /* its component path, "" when none */
+    char *text;     /* human report, malloc'ed */
+    char *json;     /* JSON report, malloc'ed */
+} tpd_result;
+
+/* tpd_result_clear frees text and json and zeroes r.  NULL is a no-op. */
+void tpd_result_clear(tpd_result *r);
+
+#endif

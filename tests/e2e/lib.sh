@@ -1,0 +1,86 @@
+# SPDX-License-Identifier: MIT
+# lib.sh -- shared by the e2e scripts (sourced): the binaries under test, a
+# private working directory per test (so ./.trainparity never collides),
+# cleanup of anything started there, and checks that say what failed.
+# ctest passes TP_BIN (the build's bin directory) and TP_LIB (its lib).
+set -u
+
+: "${TP_BIN:?set TP_BIN to the bin directory of the build}"
+TP_LIB=${TP_LIB:-$TP_BIN/../lib}
+TP_RUN=$TP_BIN/trainparity-run
+TP_DAEMON=$TP_BIN/trainparity-daemon
+TP_AGENT=$TP_LIB/libtpagent.so
+TP_NAME=$(basename "$0" .sh)
+WORK=
+
+# Nothing from the caller's environment may steer the tools under test.
+for v in $(env | sed -n 's/^\(TRAINPARITY_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
+
+fail() {
+    printf 'FAIL %s: %s\n' "$TP_NAME" "$*" >&2
+    exit 1
+}
+
+# tp_setup [daemon] [agent]: checks that the named binaries are built (a
+# missing one is a failure, never a skip) and enters a fresh directory.
+tp_setup() {
+    [ -x "$TP_RUN" ] || fail "$TP_RUN is not built"
+    for need in "$@"; do
+        case $need in
+        daemon) [ -x "$TP_DAEMON" ] || fail "$TP_DAEMON is not built" ;;
+        agent) [ -f "$TP_AGENT" ] || fail "$TP_AGENT is not built (target tpagent)" ;;
+        esac
+    done
+    WORK=$(mktemp -d "${TMPDIR:-/tmp}/tp-e2e-$TP_NAME.XXXXXX") || fail "mktemp"
+    trap tp_cleanup EXIT
+    cd "$WORK" || fail "cd $WORK"
+}
+
+# tp_strays prints the pids of processes whose command line names $WORK.
+tp_strays() {
+    pgrep -f -- "$WORK" || true
+}
+
+tp_cleanup() {
+    local pid
+    [ -n "$WORK" ] || return 0
+    for pid in $(tp_strays); do kill -KILL "$pid" 2>/dev/null; done
+    cd / && rm -rf "$WORK"
+}
+
+# expect_status WANT CMD...: runs CMD with stdout in $WORK/out and stderr in
+# $WORK/err, and fails unless it exits WANT.
+expect_status() {
+    local want=$1 got
+    shift
+    "$@" >"$WORK/out" 2>"$WORK/err"
+    got=$?
+    [ "$got" = "$want" ] || fail "'$*' exited $got, want $want; stderr: $(cat "$WORK/err")"
+}
+
+# expect_grep PATTERN FILE: fails unless FILE has a line matching PATTERN (ERE).
+expect_grep() {
+    grep -Eq -- "$1" "$2" || fail "no line matching '$1' in $2: $(cat "$2")"
+}
+
+# tp_query ARGS...: the daemon's query CLI over this test's private database.
+tp_query() {
+    "$TP_DAEMON" query --db "$WORK/.trainparity/runs.db" "$@"
+}
+
+# expect_no_daemon: no daemon (or anything else) is left running for $WORK.
+expect_no_daemon() {
+    local left
+    left=$(tp_strays)
+    [ -z "$left" ] || fail "processes left running: $(ps -o pid=,args= -p "$(echo $left | tr ' ' ,)")"
+}
+
+# wait_for_file PATH [SECONDS]: waits until PATH exists.
+wait_for_file() {
+    local i=0 n=$((${2:-10} * 20))
+    while [ ! -e "$1" ]; do
+        i=$((i + 1))
+        [ $i -le $n ] || fail "$1 did not appear within ${2:-10} s"
+        sleep 0.05
+    done
+}

@@ -1,0 +1,264 @@
+/* SPDX-License-Identifier: MIT
+ * cli_test.c -- the trainparity-daemon program as a user meets it: exit
+ * statuses (0, 1, 64), help, the corrupt-database message with the file left
+ * alone, offline ingest then query, and serve stopped by SIGTERM and by the
+ * shutdown command.  TPD_BIN is the built program (set by CMake). */
+#define _DEFAULT_SOURCE
+#include <check.h>
+#include <fcntl.h>
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/req.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/unit/batches.h"
+#include "tests/unit/testdir.h"
+
+static char dir[512], db[600], out_path[600], err_path[600];
+static char out[65536], err[65536];
+
+static void setup(void)
+{
+    td_make(dir, sizeof dir);
+    td_path(db, sizeof db, dir, "runs.db");
+    td_path(out_path, sizeof out_path, dir, "stdout");
+    td_path(err_path, sizeof err_path, dir, "stderr");
+}
+
+static void teardown(void)
+{
+    td_remove(dir);
+}
+
+static void slurp(const char *path, char *buf, size_t n)
+{
+    FILE *f = fopen(path, "r");
+    size_t got = f ? fread(buf, 1, n - 1, f) : 0;
+    buf[got] = '\0';
+    if (f) fclose(f);
+}
+
+/* spawn starts TPD_BIN with args (NULL-terminated), output to files. */
+static pid_t spawn(const char *const *args)
+{
+    const char *argv[32];
+    int n = 0;
+    pid_t pid;
+    argv[n++] = TPD_BIN;
+    while (*args && n < 31) argv[n++] = *args++;
+    argv[n] = NULL;
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(o, 1);
+        dup2(e, 2);
+        if (chdir(dir) != 0) _exit(127);
+        execv(TPD_BIN, (char *const *)argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+static int wait_exit(pid_t pid)
+{
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    slurp(out_path, out, sizeof out);
+    slurp(err_path, err, sizeof err);
+    ck_assert_msg(WIFEXITED(st), "killed by signal %d", WTERMSIG(st));
+    return WEXITSTATUS(st);
+}
+
+/* run runs the program to its end and returns its exit status. */
+#define RUN(...) wait_exit(spawn((const char *const[]){__VA_ARGS__, NULL}))
+
+START_TEST(test_cli_usage_and_help)
+{
+    ck_assert_int_eq(wait_exit(spawn((const char *const[]){NULL})), 64);
+    ck_assert(strstr(err, "usage:"));
+    ck_assert_int_eq(RUN("--help"), 0);
+    ck_assert(strstr(out, "serve") && strstr(out, "query") && strstr(out, "ingest"));
+    ck_assert_int_eq(RUN("--version"), 0);
+    ck_assert(strstr(out, "0.1.0"));
+    ck_assert_int_eq(RUN("serve", "--help"), 0);
+    ck_assert(strstr(out, "--listen"));
+    ck_assert_int_eq(RUN("query", "--help"), 0);
+    ck_assert_int_eq(RUN("ingest", "--help"), 0);
+    ck_assert_int_eq(RUN("bogus"), 64);
+    ck_assert(strstr(err, "unknown command 'bogus'"));
+    ck_assert_int_eq(RUN("--bogus"), 64);
+    ck_assert_int_eq(RUN("query", "--bogus", "runs"), 64);
+    ck_assert(strstr(err, "unknown option '--bogus'"));
+    ck_assert_int_eq(RUN("query", "--db"), 64);
+    ck_assert(strstr(err, "needs an argument"));
+    ck_assert_int_eq(RUN("query"), 64);
+    ck_assert_int_eq(RUN("query", "run"), 64);
+    ck_assert_int_eq(RUN("query", "run", "x1"), 64);
+    ck_assert_int_eq(RUN("query", "steps", "1", "2"), 64);
+    ck_assert_int_eq(RUN("query", "colors"), 64);
+    ck_assert_int_eq(RUN("ingest"), 64);
+    ck_assert_int_eq(RUN("serve", "extra"), 64);
+}
+END_TEST
+
+START_TEST(test_cli_corrupt_database_untouched)
+{
+    unsigned char junk[4096], again[4096];
+    unsigned seed = 7;
+    FILE *f = fopen(db, "wb");
+    for (size_t i = 0; i < sizeof junk; i++) junk[i] = (unsigned char)rand_r(&seed);
+    fwrite(junk, 1, sizeof junk, f);
+    fclose(f);
+    ck_assert_int_eq(RUN("query", "--db", "runs.db", "runs"), 1);
+    ck_assert_str_eq(err, "runs.db: not a TrainParity database (file is not a database)\n");
+    ck_assert_int_eq(RUN("serve", "--db", "runs.db"), 1);
+    ck_assert(strstr(err, "not a TrainParity database"));
+    ck_assert_int_eq(RUN("ingest", "--db", "runs.db", "nothing.spool"), 1);
+    f = fopen(db, "rb");
+    ck_assert_int_eq(fread(again, 1, sizeof again, f), sizeof again);
+    fclose(f);
+    ck_assert(memcmp(junk, again, sizeof junk) == 0);
+    ck_assert_int_eq(RUN("query", "--db", "missing.db", "runs"), 1);
+    ck_assert_int_ne(access("missing.db", F_OK), 0);
+}
+END_TEST
+
+START_TEST(test_cli_ingest_then_query)
+{
+    char spool[700];
+    tb t;
+    FILE *f;
+    uint64_t q = 0;
+    td_path(spool, sizeof spool, dir, "4242.spool");
+    tb_begin(&t, 1, 1, 4242, 0, NULL);
+    tb_hello(&t, q++, 0);
+    tb_backward(&t, q++, 0, 0.75, 1);
+    tb_step(&t, q++, 0, true, 2, 3.0, 0.5);
+    tb_step(&t, q++, 0, false, 0, 0.125, 0.5);
+    tb_bye(&t, q, q + 1, 0);
+    tb_end(&t);
+    f = fopen(spool, "wb");
+    fwrite((unsigned char[]){0, 0, (unsigned char)(t.buf.len >> 8), (unsigned char)t.buf.len}, 1, 4,
+           f);
+    fwrite(t.buf.data, 1, t.buf.len, f);
+    fwrite("\x00\x00\x10", 1, 3, f);
+    fclose(f);
+    tb_free(&t);
+    ck_assert_int_eq(RUN("ingest", "--db", "runs.db", "4242.spool"), 0);
+    ck_assert_msg(strstr(out, "4242.spool: 5 events stored, 0 duplicates, 1 frames, 0 bad, torn"),
+                  "%s", out);
+    ck_assert_int_eq(RUN("query", "--db=runs.db", "runs"), 0);
+    ck_assert(strstr(out, "(no runs)")); /* events without a run row */
+    ck_assert_int_eq(RUN("query", "--db", "runs.db", "run", "99"), 1);
+    ck_assert_str_eq(err, "trainparity-daemon: no run 99\n");
+    ck_assert_int_eq(RUN("ingest", "--db", "runs.db", "4242.spool", "absent.spool"), 1);
+    ck_assert(strstr(out, "5 duplicates"));
+    ck_assert(strstr(err, "absent.spool"));
+}
+END_TEST
+
+/* control sends one request and returns the reply's "ok". */
+static bool control(nng_socket s, const char *cmd)
+{
+    tp_buf b;
+    void *rep = NULL;
+    size_t len = 0;
+    tp_mpr r;
+    uint32_t n;
+    bool ok = false;
+    tp_buf_init(&b);
+    tp_mp_map(&b, 1);
+    tp_mp_cstr(&b, "cmd");
+    tp_mp_cstr(&b, cmd);
+    ck_assert_int_eq(nng_send(s, b.data, b.len, 0), 0);
+    ck_assert_int_eq(nng_recv(s, &rep, &len, NNG_FLAG_ALLOC), 0);
+    tp_mpr_init(&r, rep, len);
+    ck_assert_int_eq(tp_mpr_map(&r, &n), TP_OK);
+    for (uint32_t i = 0; i < n; i++) {
+        const char *k;
+        uint32_t kl;
+        ck_assert_int_eq(tp_mpr_str(&r, &k, &kl), TP_OK);
+        if (tp_mp_str_eq(k, kl, "ok"))
+            ck_assert_int_eq(tp_mpr_bool(&r, &ok), TP_OK);
+        else
+            ck_assert_int_eq(tp_mpr_skip(&r), TP_OK);
+    }
+    nng_free(rep, len);
+    tp_buf_free(&b);
+    return ok;
+}
+
+/* wait_socket waits until path exists, at most 10 s. */
+static void wait_socket(const char *path)
+{
+    for (int i = 0; i < 1000; i++) {
+        struct stat sb;
+        if (stat(path, &sb) == 0 && S_ISSOCK(sb.st_mode)) return;
+        usleep(10000);
+    }
+    ck_abort_msg("no socket %s", path);
+}
+
+START_TEST(test_cli_serve_signal_and_shutdown)
+{
+    char ctl[700], url[800], state[700];
+    nng_socket req;
+    struct stat sb;
+    pid_t pid = spawn((const char *const[]){"serve", NULL});
+    td_path(state, sizeof state, dir, ".trainparity");
+    td_path(ctl, sizeof ctl, state, "ingest.ipc.ctl");
+    wait_socket(ctl);
+    ck_assert_int_eq(stat(state, &sb), 0);
+    ck_assert_int_eq(sb.st_mode & 0777, 0700);
+    kill(pid, SIGTERM);
+    ck_assert_int_eq(wait_exit(pid), 0);
+    ck_assert_msg(strstr(err, "serving db .trainparity/runs.db, ingest ipc://"), "%s", err);
+    ck_assert_int_eq(RUN("query", "runs"), 0); /* the default database exists */
+
+    pid = spawn((const char *const[]){"serve", NULL});
+    wait_socket(ctl);
+    snprintf(url, sizeof url, "ipc://%s", ctl);
+    ck_assert_int_eq(nng_req0_open(&req), 0);
+    nng_socket_set_ms(req, NNG_OPT_RECVTIMEO, 5000);
+    ck_assert_int_eq(nng_dial(req, url, NULL, 0), 0);
+    ck_assert(control(req, "ping"));
+    ck_assert(control(req, "shutdown"));
+    nng_close(req);
+    ck_assert_int_eq(wait_exit(pid), 0);
+
+    ck_assert_int_eq(RUN("serve", "--listen", "tcp://127.0.0.1:1"), 1);
+    ck_assert(strstr(err, "needs a --token"));
+}
+END_TEST
+
+static Suite *cli_suite(void)
+{
+    Suite *s = suite_create("cli");
+    TCase *tc = tcase_create("program");
+    tcase_set_timeout(tc, 30);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, test_cli_usage_and_help);
+    tcase_add_test(tc, test_cli_corrupt_database_untouched);
+    tcase_add_test(tc, test_cli_ingest_then_query);
+    tcase_add_test(tc, test_cli_serve_signal_and_shutdown);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(cli_suite());
+    int failed;
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,459 @@
+/* SPDX-License-Identifier: MIT
+ * verdict_resume_test.c -- the resume verdict from hand-built observations:
+ * every outcome, the RNG rule, tolerances and the explanations. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/verdict_resume.h"
+
+/* ---- building a run by hand ---- */
+
+typedef struct world {
+    tpd_run *run;
+    tpd_exec ex[4];
+    tpd_proc pr[4];
+} world;
+
+enum { A, B, I, R };
+
+static tpd_val tensor(uint8_t tag, double sum)
+{
+    tpd_val v;
+    memset(&v, 0, sizeof v);
+    v.kind = 't';
+    v.dtype = "torch.float32";
+    v.ndim = 1;
+    v.shape[0] = 4;
+    memset(v.digest, tag, sizeof v.digest);
+    v.stats.sum = sum;
+    v.stats.l2 = sum;
+    v.stats.maxabs = sum / 2;
+    return v;
+}
+
+static tpd_val num(double f)
+{
+    tpd_val v;
+    memset(&v, 0, sizeof v);
+    v.kind = 'v';
+    v.vtype = TP_V_FLOAT;
+    v.f = f;
+    return v;
+}
+
+static tpd_val integer(int64_t i)
+{
+    tpd_val v = num(0);
+    v.vtype = TP_V_INT;
+    v.i = i;
+    return v;
+}
+
+static void item(world *w, int who, int64_t step, const char *path, tpd_val v)
+{
+    tpd_item it;
+    memset(&it, 0, sizeof it);
+    it.step = step;
+    it.path = path;
+    it.group = tpd_group_of(path);
+    it.ord = w->pr[who].timeline.n;
+    it.v = v;
+    ck_assert_int_eq(tpd_items_push(w->run->arena, &w->pr[who].timeline, &it), TP_OK);
+}
+
+/* step_items adds a training step as the agent would observe it: the state
+ * at the start of step s (weights w_s, scheduler epoch s, torch RNG r) and
+ * the loss of that step. */
+static void step_items(world *w, int who, int64_t local, int64_t s, int64_t epoch, uint8_t rng,
+                       double loss)
+{
+    item(w, who, local, "model.fc.weight", tensor((uint8_t)(10 + s), 1.0 + (double)s));
+    item(w, who, local, "optimizer.state.fc.weight.exp_avg", tensor((uint8_t)(40 + s), 2.0));
+    item(w, who, local, "scheduler.last_epoch", integer(epoch));
+    item(w, who, local, "rng.torch_cpu", tensor(rng, 3.0));
+    item(w, who, local, "loss", num(loss));
+    item(w, who, local, "grad.fc.weight", tensor((uint8_t)(70 + s), 0.5));
+}
+
+static tpd_ckpt *ckpt(world *w, int who, uint64_t seq, int64_t step, bool load, uint8_t digest,
+                      const char *name)
+{
+    tpd_proc *p = &w->pr[who];
+    tpd_ckpt *c = tpd_arena_grow(w->run->arena, p->ckpts, &p->ckpts_cap, p->nckpts + 1, sizeof *c);
+    ck_assert_ptr_nonnull(c);
+    p->ckpts = c;
+    c = &p->ckpts[p->nckpts++];
+    memset(c, 0, sizeof *c);
+    c->seq = seq;
+    c->step = step;
+    c->load = load;
+    c->api = "torch";
+    c->target = "path";
+    c->name = name;
+    c->via = "records";
+    c->has_digest = true;
+    memset(c->digest, digest, sizeof c->digest);
+    return c;
+}
+
+static void restore(world *w, int who, uint64_t seq, const char *what, const char *obj,
+                    const char *op)
+{
+    tpd_proc *p = &w->pr[who];
+    tpd_restore *r =
+        tpd_arena_grow(w->run->arena, p->restores, &p->restores_cap, p->nrestores + 1, sizeof *r);
+    ck_assert_ptr_nonnull(r);
+    p->restores = r;
+    r = &p->restores[p->nrestores++];
+    memset(r, 0, sizeof *r);
+    r->seq = seq;
+    r->what = what;
+    r->obj = obj;
+    r->op = op;
+}
+
+/* clean builds a correct resume: 6 steps, saved after step 3 (c = 3). */
+static world *clean(void)
+{
+    static const char *roles[4] = {"A", "B", "I", "R"};
+    world *w = calloc(1, sizeof *w);
+    tpd_arena *a = tpd_arena_create();
+    ck_assert_ptr_nonnull(w);
+    w->run = tpd_arena_alloc(a, sizeof *w->run);
+    w->run->arena = a;
+    w->run->id = 1;
+    w->run->check = "resume";
+    w->run->execs = w->ex;
+    w->run->nexecs = 4;
+    for (int k = 0; k < 4; k++) {
+        w->ex[k].id = k + 1;
+        w->ex[k].role = roles[k];
+        w->ex[k].has_status = true;
+        w->ex[k].procs = &w->pr[k];
+        w->ex[k].nprocs = 1;
+        w->pr[k].pid = 100 + k;
+        w->pr[k].has_bye = true;
+        w->pr[k].bye_reason = "exit";
+        w->pr[k].nevents = 50;
+        w->pr[k].sent = 50;
+        w->pr[k].max_seq = 49;
+    }
+    for (int64_t s = 0; s < 6; s++) {
+        step_items(w, A, s, s, s, (uint8_t)(100 + s), 1.0 / (double)(s + 1));
+        step_items(w, B, s, s, s, (uint8_t)(100 + s), 1.0 / (double)(s + 1));
+    }
+    w->pr[A].steps = w->pr[B].steps = 6;
+    ckpt(w, A, 20, 3, false, 0xc3, "/ckpt/a.pt");
+    ckpt(w, B, 20, 3, false, 0xc3, "/ckpt/b.pt");
+    /* I: three steps, the save at step 3 arms it, then the start of step 3 */
+    for (int64_t s = 0; s <= 3; s++)
+        step_items(w, I, s, s, s, (uint8_t)(100 + s), 1.0 / (double)(s + 1));
+    w->pr[I].steps = 3;
+    w->pr[I].bye_reason = "interrupt";
+    ckpt(w, I, 20, 3, false, 0xc3, "/ckpt/i.pt")->armed = true;
+    /* R: loads I's checkpoint at its step 0, restores, runs steps 3..5 */
+    ckpt(w, R, 5, 0, true, 0xc3, "/ckpt/i.pt");
+    restore(w, R, 6, "module", "model", "load_state_dict");
+    restore(w, R, 7, "optimizer", "optimizer", "load_state_dict");
+    restore(w, R, 8, "scheduler", "scheduler", "load_state_dict");
+    restore(w, R, 9, "rng", "rng.torch_cpu", "set_state");
+    for (int64_t s = 3; s < 6; s++)
+        step_items(w, R, s - 3, s, s, (uint8_t)(100 + s), 1.0 / (double)(s + 1));
+    w->pr[R].steps = 3;
+    return w;
+}
+
+static void finish_world(world *w)
+{
+    for (int k = 0; k < 4; k++) tpd_items_sort(&w->pr[k].timeline);
+}
+
+static void drop(world *w)
+{
+    tpd_arena_destroy(w->run->arena);
+    free(w);
+}
+
+/* set replaces the value of path at a local step of a process. */
+static void set(world *w, int who, int64_t local, const char *path, tpd_val v)
+{
+    for (size_t i = 0; i < w->pr[who].timeline.n; i++) {
+        tpd_item *it = &w->pr[who].timeline.v[i];
+        if (it->step == local && strcmp(it->path, path) == 0) {
+            it->v = v;
+            return;
+        }
+    }
+    ck_abort_msg("no %s at step %lld", path, (long long)local);
+}
+
+static tpd_result judge(world *w, const tpd_cmp_opts *o)
+{
+    tpd_result res;
+    static const tpd_cmp_opts exact = {false, 0, 0};
+    finish_world(w);
+    ck_assert_int_eq(tpd_verdict_resume(w->run, o ? o : &exact, &res), TP_OK);
+    ck_assert_ptr_nonnull(res.text);
+    ck_assert_ptr_nonnull(res.json);
+    return res;
+}
+
+/* ---- the tests ---- */
+
+START_TEST(test_verdict_resume_clean_passes)
+{
+    world *w = clean();
+    tpd_result res = judge(w, NULL);
+    ck_assert_msg(res.outcome == TPD_PASS, "%s", res.text);
+    ck_assert_ptr_nonnull(strstr(res.text, "resume: PASS"));
+    ck_assert_ptr_nonnull(strstr(res.json, "\"outcome\":\"PASS\""));
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
+START_TEST(test_verdict_resume_scheduler_not_restored_fails)
+{
+    world *w = clean();
+    tpd_result res;
+    /* R's scheduler restarts: last_epoch counts 0, 1, 2 instead of 3, 4, 5 */
+    w->pr[R].nrestores = 2; /* module and optimizer only */
+    for (int64_t s = 0; s < 3; s++) set(w, R, s, "scheduler.last_epoch", integer(s));
+    res = judge(w, NULL);
+    ck_assert_msg(res.outcome == TPD_FAIL, "%s", res.text);
+    ck_assert_str_eq(res.path, "scheduler.last_epoch");
+    ck_assert_int_eq(res.step, 3);
+    ck_assert_msg(strstr(res.text, "scheduler state was never loaded") != NULL, "%s", res.text);
+    ck_assert_msg(strstr(res.text, "scheduler.last_epoch: 0 after loading, 3 when saved") != NULL,
+                  "%s", res.text);
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
+START_TEST(test_verdict_resume_model_fails_even_when_losses_match)
+{
+    world *w = clean();
+    tpd_result res;
+    w->pr[R].nrestores = 0;
+    set(w, R, 0, "model.fc.weight", tensor(0x55, 9.0));
+    res = judge(w, NULL);
+    ck_assert_msg(res.outcome == TPD_FAIL, "%s", res.text);
+    ck_assert_str_eq(res.path, "model.fc.weight");
+    ck_assert_ptr_nonnull(strstr(res.text, "the model was never loaded"));
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
+START_TEST(test_verdict_resume_rng_alone_does_not_fail)
+{
+    world *w = clean();
+    tpd_result res;
+    /* the torch RNG differs everywhere, but nothing depends on it */
+    for (int64_t s = 0; s < 3; s++) set(w, R, s, "rng.torch_cpu", tensor(0x77, 3.0));
+    res = judge(w, NULL);
+    ck_assert_msg(res.outcome == TPD_PASS, "%s", res.text);
+    ck_assert_ptr_nonnull(strstr(res.text, "does not matter"));
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
+START_TEST(test_verdict_resume_rng_not_restored_fails_at_rng)
+{
+    world *w = clean();
+    tpd_result res;
+    w->pr[R].nrestores = 3; /* no set_rng_state */
+    for (int64_t s = 0; s < 3; s++) set(w, R, s, "rng.torch_cpu", tensor(0x77, 3.0));
+    set(w, R, 1, "loss", num(0.123)); /* dropout drew other numbers */
+    res = judge(w, NULL);
+    ck_assert_msg(res.outcome == TPD_FAIL, "%s", res.text);
+    ck_assert_str_eq(res.path, "rng.torch_cpu");
+    ck_assert_int_eq(res.step, 3);
+    ck_assert_ptr_nonnull(strstr(res.text, "not restored after loading"));
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
+START_TEST(test_verdict_resume_rng_reseeded_is_named)
+{
+    world *w = clean();
+    tpd_result res;
+    restore(w, R, 10, "rng", "rng.torch_cpu", "seed");
+    for (int64_t s = 0; s < 3; s++) set(w, R, s, "rng.torch_cpu", tensor(0x77, 3.0));
+    set(w, R, 0, "loss", num(0.9));
+    res = judge(w, NULL);
+    ck_assert_msg(res.outcome == TPD_FAIL, "%s", res.text);
+    ck_assert_str_eq(res.path, "rng.torch_cpu");
+    ck_assert_ptr_nonnull(strstr(res.text, "re-seeded after loading"));
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
+START_TEST(test_verdict_resume_nondeterministic_baselines_abstain)
+{
+    world *w = clean();
+    tpd_result res;
+    set(w, B, 1, "loss", num(0.77));
+    res = judge(w, NULL);
+    ck_assert_msg(res.outcome == TPD_ABSTAIN, "%s", res.text);
+    ck_assert_str_eq(res.path, "loss");
+    ck_assert_ptr_nonnull(strstr(res.text, "nondeterminism"));
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
+START_TEST(test_verdict_resume_unmatched_load_is_error)
+{
+    world *w = clean();
+    tpd_result res;
+    memset(w->pr[R].ckpts[0].digest, 0x99, TP_DIGEST_LEN);
+    res = judge(w, NULL);
+    ck_assert_msg(res.outcome == TPD_ERROR, "%s", res.text);
+    ck_assert_ptr_nonnull(strstr(res.text, "R loaded no checkpoint of I's"));
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
+START_TEST(test_verdict_resume_foreign_checkpoint_in_baseline_is_error)
+{
+    world *w = clean();
+    tpd_result res;
+    ckpt(w, A, 1, 0, true, 0x42, "/old/ckpt.pt");
+    res = judge(w, NULL);
+    ck_assert_msg(res.outcome == TPD_ERROR, "%s", res.text);
+    ck_assert_ptr_nonnull(strstr(res.text, "/old/ckpt.pt"));
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
+START_TEST(test_verdict_resume_failed_or_incomplete_executions_are_errors)
+{
+    world *w = clean();
+    tpd_result res;
+    w->ex[R].status = 1;
+    w->pr[R].bye_exc = "RuntimeError";
+    res = judge(w, NULL);
+    ck_assert_msg(res.outcome == TPD_ERROR, "%s", res.text);
+    ck_assert_ptr_nonnull(strstr(res.text, "exited with status 1"));
+    tpd_result_clear(&res);
+    drop(w);
+
+    w = clean();
+    w->pr[B].has_bye = false;
+    res = judge(w, NULL);
+    ck_assert_msg(res.outcome == TPD_ERROR, "%s", res.text);
+    ck_assert_ptr_nonnull(strstr(res.text, "no bye"));
+    tpd_result_clear(&res);
+    drop(w);
+
+    w = clean();
+    w->pr[I].errors = 1;
+    w->pr[I].first_error = "backward: Traceback ...";
+    res = judge(w, NULL);
+    ck_assert_msg(res.outcome == TPD_ERROR, "%s", res.text);
+    ck_assert_ptr_nonnull(strstr(res.text, "hook"));
+    tpd_result_clear(&res);
+    drop(w);
+
+    w = clean();
+    w->pr[I].bye_reason = "exit";
+    res = judge(w, NULL);
+    ck_assert_msg(res.outcome == TPD_ERROR, "%s", res.text);
+    ck_assert_ptr_nonnull(strstr(res.text, "nothing left to resume"));
+    tpd_result_clear(&res);
+    drop(w);
+
+    w = clean();
+    w->pr[I].ckpts[0].armed = false;
+    res = judge(w, NULL);
+    ck_assert_msg(res.outcome == TPD_ERROR, "%s", res.text);
+    ck_assert_ptr_nonnull(strstr(res.text, "I saved no checkpoint"));
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
+START_TEST(test_verdict_resume_tolerance_needs_values_or_proves_difference)
+{
+    world *w = clean();
+    tpd_cmp_opts tol = {true, 1e-3, 1e-6};
+    tpd_result res;
+    tpd_val close = tensor(0x31, 5.0 + 1e-9); /* other bytes, same statistics */
+    set(w, R, 1, "model.fc.weight", close);
+    res = judge(w, &tol);
+    ck_assert_msg(res.outcome == TPD_ABSTAIN, "%s", res.text);
+    ck_assert_ptr_nonnull(strstr(res.text, "--capture values"));
+    tpd_result_clear(&res);
+    drop(w);
+
+    w = clean();
+    set(w, R, 1, "model.fc.weight", tensor(0x31, 40.0)); /* far outside the tolerance */
+    res = judge(w, &tol);
+    ck_assert_msg(res.outcome == TPD_FAIL, "%s", res.text);
+    ck_assert_str_eq(res.path, "model.fc.weight");
+    tpd_result_clear(&res);
+    drop(w);
+
+    w = clean();
+    set(w, R, 2, "loss", num(1.0 / 6.0 + 1e-7)); /* a value: compared directly */
+    res = judge(w, &tol);
+    ck_assert_msg(res.outcome == TPD_PASS, "%s", res.text);
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
+START_TEST(test_verdict_resume_missing_component_fails)
+{
+    world *w = clean();
+    tpd_result res;
+    /* R has no scheduler at all */
+    for (size_t i = 0; i < w->pr[R].timeline.n; i++)
+        if (!strcmp(w->pr[R].timeline.v[i].path, "scheduler.last_epoch"))
+            w->pr[R].timeline.v[i].path = "other.thing";
+    res = judge(w, NULL);
+    ck_assert_msg(res.outcome == TPD_FAIL, "%s", res.text);
+    ck_assert_str_eq(res.path, "scheduler.last_epoch");
+    ck_assert_ptr_nonnull(strstr(res.text, "absent"));
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("verdict_resume");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_verdict_resume_clean_passes);
+    tcase_add_test(tc, test_verdict_resume_scheduler_not_restored_fails);
+    tcase_add_test(tc, test_verdict_resume_model_fails_even_when_losses_match);
+    tcase_add_test(tc, test_verdict_resume_rng_alone_does_not_fail);
+    tcase_add_test(tc, test_verdict_resume_rng_not_restored_fails_at_rng);
+    tcase_add_test(tc, test_verdict_resume_rng_reseeded_is_named);
+    tcase_add_test(tc, test_verdict_resume_nondeterministic_baselines_abstain);
+    tcase_add_test(tc, test_verdict_resume_unmatched_load_is_error);
+    tcase_add_test(tc, test_verdict_resume_foreign_checkpoint_in_baseline_is_error);
+    tcase_add_test(tc, test_verdict_resume_failed_or_incomplete_executions_are_errors);
+    tcase_add_test(tc, test_verdict_resume_tolerance_needs_values_or_proves_difference);
+    tcase_add_test(tc, test_verdict_resume_missing_component_fails);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    int failed;
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

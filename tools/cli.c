@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT
+ * cli.c -- error and progress lines, command display. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tools/cli.h"
+
+void tpt_error(const char *fmt, ...)
+{
+    va_list ap;
+    fputs(TPT_PROG ": ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+void tpt_progress(const char *tag, const char *fmt, ...)
+{
+    va_list ap;
+    if (!isatty(STDERR_FILENO)) return;
+    fprintf(stderr, "[%s] ", tag);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+static int plain(const char *w)
+{
+    if (*w == '\0') return 0;
+    return strspn(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                     "-_./=:,+@%") == strlen(w);
+}
+
+void tpt_argv_join(char *const argv[], char *out, size_t n)
+{
+    size_t len = 0, i;
+    const char *p;
+
+    if (n == 0) return;
+    out[0] = '\0';
+    for (i = 0; argv != NULL && argv[i] != NULL; i++) {
+        char word[1024];
+        size_t w = 0;
+        if (plain(argv[i])) {
+            snprintf(word, sizeof(word), "%s", argv[i]);
+        } else { /* 'it'\''s' */
+            word[w++] = '\'';
+            for (p = argv[i]; *p != '\0' && w + 5 < sizeof(word); p++) {
+                if (*p == '\'') {
+                    memcpy(word + w, "'\\''", 4);
+                    w += 4;
+                } else {
+                    word[w++] = *p;
+                }
+            }
+            word[w++] = '\'';
+            word[w] = '\0';
+        }
+        if (len + (i > 0) + strlen(word) + 1 > n) {
+            if (n > 4) strcpy(out + (len + 4 < n ? len : n - 4), "...");
+            return;
+        }
+        len += (size_t)snprintf(out + len, n - len, "%s%s", i > 0 ? " " : "", word);
+    }
+}

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT
+ * cli.h -- what every trainparity-run subcommand shares at the terminal:
+ * exit statuses, error and progress lines on stderr, command display. */
+#ifndef TP_TOOLS_CLI_H
+#define TP_TOOLS_CLI_H
+
+#include <stddef.h>
+
+#define TPT_PROG "trainparity-run"
+
+/* Exit statuses (ARCHITECTURE.md §6); record returns its command's own. */
+#define TPT_EXIT_PASS     0
+#define TPT_EXIT_FAIL     1
+#define TPT_EXIT_ABSTAIN  2
+#define TPT_EXIT_ERROR    3
+#define TPT_EXIT_USAGE    64
+#define TPT_EXIT_NOEXEC   126 /* the command exists but cannot be executed */
+#define TPT_EXIT_NOTFOUND 127 /* the command was not found */
+
+/* tpt_error prints "trainparity-run: <message>" on stderr. */
+void tpt_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* tpt_progress prints "[tag] <message>" on stderr when stderr is a
+ * terminal, and nothing otherwise. */
+void tpt_progress(const char *tag, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* tpt_argv_join writes argv (NULL-terminated) as a shell would read it back,
+ * quoting words that need it, into out (n bytes; truncated with "..."). */
+void tpt_argv_join(char *const argv[], char *out, size_t n);
+
+#endif

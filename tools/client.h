@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT
+ * client.h -- a client of the daemon's control socket (nng req/rep): one
+ * request, one reply, each a MessagePack map (proto/control.h).
+ *
+ * A client owns one req socket dialed without blocking, so it can be opened
+ * before the daemon listens: nng reconnects in the background and a call
+ * waits for the connection within its timeout.  Not thread-safe: one caller
+ * at a time.  Never use a client in a forked child (nng is not fork-safe). */
+#ifndef TP_TOOLS_CLIENT_H
+#define TP_TOOLS_CLIENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "proto/mp.h"
+#include "proto/tp_err.h"
+
+typedef struct tpt_client tpt_client; /* opaque */
+
+/* tpt_client_open opens a req socket to the control URL url; each call sends
+ * and receives within timeout_ms.  On success *cp owns the client.
+ * Errors: TP_EINVAL (bad URL), TP_ENOMEM, TP_ENET. */
+tp_err tpt_client_open(tpt_client **cp, const char *url, int timeout_ms);
+
+/* tpt_client_close closes c's socket and frees c.  NULL is a no-op. */
+void tpt_client_close(tpt_client *c);
+
+/* tpt_client_token makes every later request carry tok (copied; NULL or ""
+ * for none) under "tok", as a daemon started with a shared token requires.
+ * Errors: TP_ENOMEM. */
+tp_err tpt_client_token(tpt_client *c, const char *tok);
+
+/* tpt_client_url is the URL c was opened with (owned by c). */
+const char *tpt_client_url(const tpt_client *c);
+
+/* tpt_client_timeout sets the per-call send and receive timeout and returns
+ * the previous one. */
+int tpt_client_timeout(tpt_client *c, int timeout_ms);
+
+/* tpt_client_call sends the request map req and receives the reply into rep
+ * (reset first; the caller owns and frees it).  It checks that the reply is a
+ * map with a boolean "ok"; when ok is false the daemon's "error" string goes
+ * into err and the call returns TP_EINVAL (rep still holds the reply).
+ * Errors: TP_ETIMEDOUT (no reply within the timeout: the daemon is not there
+ * or is busy), TP_ENET, TP_ENOMEM, TP_EPROTO (not a reply map), TP_EINVAL. */
+tp_err tpt_client_call(tpt_client *c, const tp_buf *req, tp_buf *rep, char *err);
+
+/* ---- requests ---- */
+
+/* tpt_req_begin resets b and starts the request map for cmd, to be followed
+ * by nargs key/value pairs written with the tp_mp_* writers. */
+void tpt_req_begin(tp_buf *b, const char *cmd, uint32_t nargs);
+
+/* ---- replies ----
+ * Lookups scan the reply map from its start.  A key whose value is nil counts
+ * as absent (TP_ENOENT); a value of another type is TP_EPROTO. */
+
+/* tpt_reply_find positions *v at the value stored under key. */
+tp_err tpt_reply_find(const tp_buf *rep, const char *key, tp_mpr *v);
+tp_err tpt_reply_int(const tp_buf *rep, const char *key, int64_t *v);
+tp_err tpt_reply_bool(const tp_buf *rep, const char *key, bool *v);
+/* tpt_reply_str points *s (not NUL-terminated, n bytes) into rep. */
+tp_err tpt_reply_str(const tp_buf *rep, const char *key, const char **s, uint32_t *n);
+/* tpt_reply_strdup returns a NUL-terminated copy in *out (free() it). */
+tp_err tpt_reply_strdup(const tp_buf *rep, const char *key, char **out);
+
+#endif

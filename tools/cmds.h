@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: MIT
+ * cmds.h -- trainparity-run's subcommands.  Each takes the arguments after
+ * the program name (argv[0] is the subcommand's name) and returns the
+ * process exit status.  main.c lists them in its dispatch table. */
+#ifndef TP_TOOLS_CMDS_H
+#define TP_TOOLS_CMDS_H
+
+/* record: run a command under the agent and store what it did. */
+int tpt_cmd_record(int argc, char **argv);
+
+/* resume: resume parity of a training script. */
+int tpt_cmd_resume(int argc, char **argv);
+
+#endif

@@ -1,0 +1,309 @@
+/* SPDX-License-Identifier: MIT
+ * ctl.c -- typed wrappers of the daemon's control commands. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tools/ctl.h"
+#include "tools/errbuf.h"
+
+#define INGEST_TIMEOUT_MS (10 * 60 * 1000)
+#define FINISH_POLL_MS    20
+#define FINISH_SLACK_MS   10000
+
+/* call sends req, frees it, and leaves the reply in rep. */
+static tp_err call(tpt_client *c, tp_buf *req, tp_buf *rep, char *err)
+{
+    tp_err rc = tpt_client_call(c, req, rep, err);
+    tp_buf_free(req);
+    return rc;
+}
+
+static tp_err missing(char *err, const char *cmd, const char *key)
+{
+    return tpt_seterr(err, TP_EPROTO, "daemon's reply to %s lacks \"%s\"", cmd, key);
+}
+
+static void copy_str(const tp_buf *rep, const char *key, char *out, size_t n)
+{
+    const char *s;
+    uint32_t len;
+    out[0] = '\0';
+    if (tpt_reply_str(rep, key, &s, &len) != TP_OK) return;
+    snprintf(out, n, "%.*s", (int)len, s);
+}
+
+tp_err tpt_ping(tpt_client *c, tpt_ping_info *out, char *err)
+{
+    tp_buf req, rep;
+    tpt_ping_info pi;
+    tp_err rc;
+
+    tp_buf_init(&req);
+    tp_buf_init(&rep);
+    tpt_req_begin(&req, "ping", 0);
+    if ((rc = call(c, &req, &rep, err)) != TP_OK) goto fail;
+    copy_str(&rep, "version", pi.version, sizeof(pi.version));
+    copy_str(&rep, "db", pi.db, sizeof(pi.db));
+    if (tpt_reply_int(&rep, "pid", &pi.pid) != TP_OK) pi.pid = -1;
+    if (out != NULL) *out = pi;
+fail:
+    tp_buf_free(&rep);
+    return rc;
+}
+
+tp_err tpt_run_create(tpt_client *c, const char *name, const char *check, const char *params,
+                      int64_t *run, char *err)
+{
+    tp_buf req, rep;
+    tp_err rc;
+
+    tp_buf_init(&req);
+    tp_buf_init(&rep);
+    tpt_req_begin(&req, "run.create", 3);
+    tp_mp_cstr(&req, "name");
+    tp_mp_cstr(&req, name);
+    tp_mp_cstr(&req, "check");
+    tp_mp_cstr(&req, check);
+    tp_mp_cstr(&req, "params");
+    tp_mp_cstr(&req, params != NULL ? params : "{}");
+    if ((rc = call(c, &req, &rep, err)) != TP_OK) goto fail;
+    if (tpt_reply_int(&rep, "run", run) != TP_OK) rc = missing(err, "run.create", "run");
+fail:
+    tp_buf_free(&rep);
+    return rc;
+}
+
+tp_err tpt_exec_create(tpt_client *c, int64_t run, const char *role, char *const argv[],
+                       int64_t *exec, char *err)
+{
+    tp_buf req, rep;
+    uint32_t n = 0, i;
+    tp_err rc;
+
+    while (argv != NULL && argv[n] != NULL) n++;
+    tp_buf_init(&req);
+    tp_buf_init(&rep);
+    tpt_req_begin(&req, "exec.create", 3);
+    tp_mp_cstr(&req, "run");
+    tp_mp_int(&req, run);
+    tp_mp_cstr(&req, "role");
+    tp_mp_cstr(&req, role);
+    tp_mp_cstr(&req, "argv");
+    tp_mp_array(&req, n);
+    for (i = 0; i < n; i++) tp_mp_cstr(&req, argv[i]);
+    if ((rc = call(c, &req, &rep, err)) != TP_OK) goto fail;
+    if (tpt_reply_int(&rep, "exec", exec) != TP_OK) rc = missing(err, "exec.create", "exec");
+fail:
+    tp_buf_free(&rep);
+    return rc;
+}
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0) {}
+}
+
+tp_err tpt_exec_finish(tpt_client *c, int64_t exec, int status, int sig, int wait_ms,
+                       tpt_finish *out, char *err)
+{
+    long long deadline = now_ms() + wait_ms + FINISH_SLACK_MS;
+    tp_buf req, rep;
+    tpt_finish f;
+    bool pending;
+    tp_err rc;
+
+    tp_buf_init(&req);
+    tp_buf_init(&rep);
+    tpt_req_begin(&req, "exec.finish", 4);
+    tp_mp_cstr(&req, "exec");
+    tp_mp_int(&req, exec);
+    tp_mp_cstr(&req, "status");
+    if (status >= 0)
+        tp_mp_int(&req, status);
+    else
+        tp_mp_nil(&req);
+    tp_mp_cstr(&req, "signal");
+    if (sig > 0)
+        tp_mp_int(&req, sig);
+    else
+        tp_mp_nil(&req);
+    tp_mp_cstr(&req, "wait_ms");
+    tp_mp_int(&req, wait_ms);
+    for (;;) {
+        if ((rc = tpt_client_call(c, &req, &rep, err)) != TP_OK) goto fail;
+        if (tpt_reply_bool(&rep, "pending", &pending) != TP_OK) {
+            rc = missing(err, "exec.finish", "pending");
+            goto fail;
+        }
+        if (!pending) break;
+        if (now_ms() > deadline) {
+            rc = tpt_seterr(err, TP_ETIMEDOUT,
+                            "daemon still waits for the events of execution %lld", (long long)exec);
+            goto fail;
+        }
+        sleep_ms(FINISH_POLL_MS);
+    }
+    if (tpt_reply_bool(&rep, "complete", &f.complete) != TP_OK) {
+        rc = missing(err, "exec.finish", "complete");
+        goto fail;
+    }
+    /* Counts are informative; a daemon that omits one reports 0. */
+    if (tpt_reply_int(&rep, "processes", &f.processes) != TP_OK) f.processes = 0;
+    if (tpt_reply_int(&rep, "events", &f.events) != TP_OK) f.events = 0;
+    if (tpt_reply_int(&rep, "gaps", &f.gaps) != TP_OK) f.gaps = 0;
+    if (tpt_reply_int(&rep, "dropped", &f.dropped) != TP_OK) f.dropped = 0;
+    *out = f;
+fail:
+    tp_buf_free(&req);
+    tp_buf_free(&rep);
+    return rc;
+}
+
+tp_err tpt_seen(tpt_client *c, int64_t exec, int64_t pid, tpt_seen_info *out, char *err)
+{
+    tp_buf req, rep;
+    tpt_seen_info s;
+    tp_err rc;
+
+    tp_buf_init(&req);
+    tp_buf_init(&rep);
+    tpt_req_begin(&req, "seen", 2);
+    tp_mp_cstr(&req, "exec");
+    tp_mp_int(&req, exec);
+    tp_mp_cstr(&req, "pid");
+    tp_mp_int(&req, pid);
+    if ((rc = call(c, &req, &rep, err)) != TP_OK) goto fail;
+    if (tpt_reply_int(&rep, "seq", &s.seq) != TP_OK) s.seq = -1;
+    if (tpt_reply_bool(&rep, "bye", &s.bye) != TP_OK) s.bye = false;
+    *out = s;
+fail:
+    tp_buf_free(&rep);
+    return rc;
+}
+
+tp_err tpt_ingest(tpt_client *c, const char *path, tpt_ingest_info *out, char *err)
+{
+    tp_buf req, rep;
+    tpt_ingest_info in;
+    bool torn;
+    int old;
+    tp_err rc;
+
+    tp_buf_init(&req);
+    tp_buf_init(&rep);
+    tpt_req_begin(&req, "ingest", 1);
+    tp_mp_cstr(&req, "path");
+    tp_mp_cstr(&req, path);
+    old = tpt_client_timeout(c, INGEST_TIMEOUT_MS);
+    rc = call(c, &req, &rep, err);
+    tpt_client_timeout(c, old);
+    if (rc != TP_OK) goto fail;
+    if (tpt_reply_int(&rep, "events", &in.events) != TP_OK) {
+        rc = missing(err, "ingest", "events");
+        goto fail;
+    }
+    if (tpt_reply_int(&rep, "bad", &in.bad) != TP_OK) in.bad = 0;
+    if (tpt_reply_int(&rep, "frames", &in.frames) != TP_OK) in.frames = 0;
+    if (tpt_reply_int(&rep, "dup", &in.dup) != TP_OK) in.dup = 0;
+    if (tpt_reply_bool(&rep, "torn", &torn) == TP_OK)
+        in.torn = torn;
+    else if (tpt_reply_int(&rep, "torn", &in.torn) != TP_OK)
+        in.torn = 0;
+    if (out != NULL) *out = in;
+fail:
+    tp_buf_free(&rep);
+    return rc;
+}
+
+tp_err tpt_query(tpt_client *c, const char *what, int64_t id, char **text, char *err)
+{
+    tp_buf req, rep;
+    tp_err rc;
+
+    tp_buf_init(&req);
+    tp_buf_init(&rep);
+    tpt_req_begin(&req, "query", 2);
+    tp_mp_cstr(&req, "what");
+    tp_mp_cstr(&req, what);
+    tp_mp_cstr(&req, "id");
+    tp_mp_int(&req, id);
+    if ((rc = call(c, &req, &rep, err)) != TP_OK) goto fail;
+    rc = tpt_reply_strdup(&rep, "text", text);
+    if (rc == TP_ENOMEM)
+        tpt_seterr(err, rc, "out of memory");
+    else if (rc != TP_OK)
+        rc = missing(err, "query", "text");
+fail:
+    tp_buf_free(&rep);
+    return rc;
+}
+
+tp_err tpt_verdict(tpt_client *c, int64_t run, const tpt_tolerance *tol, tpt_verdict_info *out,
+                   char *err)
+{
+    tp_buf req, rep;
+    tpt_verdict_info v = {NULL, NULL, NULL};
+    tp_err rc;
+
+    tp_buf_init(&req);
+    tp_buf_init(&rep);
+    tpt_req_begin(&req, "verdict", tol && tol->declared ? 3 : 1);
+    tp_mp_cstr(&req, "run");
+    tp_mp_int(&req, run);
+    if (tol && tol->declared) {
+        tp_mp_cstr(&req, "rtol");
+        tp_mp_f64(&req, tol->rtol);
+        tp_mp_cstr(&req, "atol");
+        tp_mp_f64(&req, tol->atol);
+    }
+    if ((rc = call(c, &req, &rep, err)) != TP_OK) goto fail;
+    if ((rc = tpt_reply_strdup(&rep, "outcome", &v.outcome)) != TP_OK) {
+        if (rc != TP_ENOMEM) rc = missing(err, "verdict", "outcome");
+        goto fail;
+    }
+    if ((rc = tpt_reply_strdup(&rep, "text", &v.text)) == TP_ENOMEM ||
+        (rc = tpt_reply_strdup(&rep, "json", &v.json)) == TP_ENOMEM)
+        goto fail;
+    rc = TP_OK;
+    *out = v;
+    tp_buf_free(&rep);
+    return TP_OK;
+fail:
+    if (rc == TP_ENOMEM) tpt_seterr(err, rc, "out of memory");
+    tpt_verdict_info_free(&v);
+    tp_buf_free(&rep);
+    return rc;
+}
+
+void tpt_verdict_info_free(tpt_verdict_info *v)
+{
+    if (v == NULL) return;
+    free(v->outcome);
+    free(v->text);
+    free(v->json);
+    v->outcome = v->text = v->json = NULL;
+}
+
+tp_err tpt_shutdown(tpt_client *c, char *err)
+{
+    tp_buf req, rep;
+    tp_err rc;
+
+    tp_buf_init(&req);
+    tp_buf_init(&rep);
+    tpt_req_begin(&req, "shutdown", 0);
+    rc = call(c, &req, &rep, err);
+    tp_buf_free(&rep);
+    return rc;
+}

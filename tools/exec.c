@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: MIT
+ * exec.c -- create, run, ingest and finish one execution. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/control.h"
+#include "tools/errbuf.h"
+#include "tools/exec.h"
+#include "tools/spool.h"
+
+enum { E_PRELOAD, E_DAEMON, E_CONTROL, E_RUN, E_EXEC, E_ROLE, E_SPOOL, E_OURS };
+
+static void free_env(char **env, size_t n)
+{
+    size_t i;
+    for (i = 0; i < n; i++) free(env[i]);
+    free(env);
+}
+
+/* kv returns "key=a", or "key=a:b" when b is not NULL (free() it). */
+static char *kv(const char *key, const char *a, const char *b)
+{
+    size_t n = strlen(key) + 1 + strlen(a) + (b != NULL ? strlen(b) + 1 : 0) + 1;
+    char *p = malloc(n);
+    if (p == NULL) return NULL;
+    if (b != NULL)
+        snprintf(p, n, "%s=%s:%s", key, a, b);
+    else
+        snprintf(p, n, "%s=%s", key, a);
+    return p;
+}
+
+/* make_env returns the execution's own variables followed by spec's, in a
+ * NULL-terminated array of E_OURS + extra strings; *n is the number owned. */
+static char **make_env(tpt_session *s, int64_t run, int64_t exec, const tpt_exec_spec *spec,
+                       size_t *n)
+{
+    tpt_daemon *d = tpt_session_daemon(s);
+    const char *old = getenv("LD_PRELOAD");
+    char num[2][32];
+    size_t extra = 0, i;
+    char **env;
+
+    while (spec->env != NULL && spec->env[extra] != NULL) extra++;
+    if ((env = calloc(E_OURS + extra + 1, sizeof(*env))) == NULL) return NULL;
+    snprintf(num[0], sizeof(num[0]), "%lld", (long long)run);
+    snprintf(num[1], sizeof(num[1]), "%lld", (long long)exec);
+    env[E_PRELOAD] =
+        kv("LD_PRELOAD", tpt_session_agent(s), old != NULL && old[0] != '\0' ? old : NULL);
+    env[E_DAEMON] = kv(TP_ENV_DAEMON, tpt_daemon_ingest(d), NULL);
+    env[E_CONTROL] = kv(TP_ENV_CONTROL, tpt_daemon_control(d), NULL);
+    env[E_RUN] = kv(TP_ENV_RUN, num[0], NULL);
+    env[E_EXEC] = kv(TP_ENV_EXEC, num[1], NULL);
+    env[E_ROLE] = kv(TP_ENV_ROLE, spec->role, NULL);
+    env[E_SPOOL] = kv(TP_ENV_SPOOL, tpt_session_spool(s), NULL);
+    for (i = 0; i < E_OURS; i++) {
+        if (env[i] == NULL) {
+            free_env(env, E_OURS);
+            return NULL;
+        }
+    }
+    /* The caller's strings are borrowed, not copied: only ours are freed. */
+    for (i = 0; i < extra; i++) env[E_OURS + i] = spec->env[i];
+    *n = E_OURS;
+    return env;
+}
+
+tp_err tpt_exec_run(tpt_session *s, int64_t run, const tpt_exec_spec *spec, tpt_exec_result *res,
+                    char *err)
+{
+    tpt_client *c = tpt_session_client(s);
+    int wait_ms = spec->wait_ms > 0 ? spec->wait_ms : TPT_FINISH_WAIT_MS;
+    char why[TPT_ERR_LEN];
+    char **env = NULL;
+    size_t nown = 0;
+    tp_err rc, frc;
+
+    memset(res, 0, sizeof(*res));
+    res->exec = -1;
+    if ((rc = tpt_exec_create(c, run, spec->role, spec->argv, &res->exec, err)) != TP_OK) return rc;
+    if ((env = make_env(s, run, res->exec, spec, &nown)) == NULL) {
+        rc = tpt_seterr(err, TP_ENOMEM, "out of memory");
+        goto finish;
+    }
+    rc = tpt_launch(spec->argv, env, &res->exit, &res->spawn_errno, err);
+    free_env(env, nown);
+    if (rc != TP_OK) goto finish;
+    res->launched = true;
+    rc = tpt_spool_ingest(c, tpt_session_spool(s), res->exec, &res->spooled, &res->nspool, err);
+finish:
+    /* Always close the execution, also when it never started, so the
+     * daemon does not wait for it; the first error is the one reported. */
+    frc = tpt_exec_finish(c, res->exec, res->launched ? res->exit.status : -1,
+                          res->launched ? res->exit.signal : -1, res->launched ? wait_ms : 0,
+                          &res->finish, why);
+    if (frc == TP_OK)
+        res->finished = true;
+    else if (rc == TP_OK)
+        rc = tpt_seterr(err, frc, "%s", why);
+    return rc;
+}

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT
+ * exec.h -- one execution of a check: the daemon records it, the command
+ * runs under the agent, its spool files are ingested, the daemon is told it
+ * ended and waited for until it has the execution's events. */
+#ifndef TP_TOOLS_EXEC_H
+#define TP_TOOLS_EXEC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "proto/tp_err.h"
+#include "tools/ctl.h"
+#include "tools/launch.h"
+#include "tools/session.h"
+
+#define TPT_FINISH_WAIT_MS 5000
+
+typedef struct tpt_exec_spec {
+    const char *role;  /* "record", "A", "B", "I", "R", ... */
+    char *const *argv; /* the command, NULL-terminated */
+    char *const *env;  /* extra "KEY=VALUE" for this execution only
+                        * (TRAINPARITY_INTERRUPT_AT=4, TRAINPARITY_CAPTURE=values,
+                        * ...), NULL-terminated; NULL for none */
+    int wait_ms;       /* exec.finish wait; 0 means TPT_FINISH_WAIT_MS */
+} tpt_exec_spec;
+
+typedef struct tpt_exec_result {
+    int64_t exec;            /* execution id; -1 when it was not created */
+    bool launched;           /* the command started (exit is valid) */
+    int spawn_errno;         /* why it did not start (ENOENT, EACCES), else 0 */
+    tpt_exit exit;           /* how it ended */
+    int nspool;              /* spool files ingested */
+    tpt_ingest_info spooled; /* their counts */
+    bool finished;           /* the daemon answered exec.finish (finish valid) */
+    tpt_finish finish;
+} tpt_exec_result;
+
+/* tpt_exec_run runs one execution of run: exec.create (role, argv), the
+ * command with LD_PRELOAD=<agent>[:<old LD_PRELOAD>], TRAINPARITY_DAEMON,
+ * _CONTROL, _RUN, _EXEC, _ROLE, _SPOOL and spec->env (which win over these)
+ * in its environment, forwarded signals (tpt_launch), then the spool files
+ * (tpt_spool_ingest), then exec.finish until the daemon is no longer
+ * pending.  *res is always written, also on error, so the caller knows how
+ * far it got.  A command that cannot be started returns TP_ECHILD (err:
+ * "cannot run 'foo': ..."); the execution is still finished with an unknown
+ * status.  Errors (with err): TP_ECHILD, and those of the control calls and
+ * of tpt_spool_ingest. */
+tp_err tpt_exec_run(tpt_session *s, int64_t run, const tpt_exec_spec *spec, tpt_exec_result *res,
+                    char *err);
+
+#endif

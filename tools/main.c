@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT
+ * main.c -- trainparity-run: dispatch to a subcommand.  A subcommand is one
+ * entry of the table below (name, function, one line of help). */
+#include <stdio.h>
+#include <string.h>
+
+#include "tools/cli.h"
+#include "tools/cmds.h"
+
+typedef struct subcmd {
+    const char *name;
+    int (*run)(int argc, char **argv); /* argv[0] is the subcommand's name */
+    const char *help;
+} subcmd;
+
+static int not_yet(int argc, char **argv);
+
+static const subcmd subcmds[] = {
+    {"record", tpt_cmd_record, "run a command under the agent and store what it did"},
+    {"resume", tpt_cmd_resume,
+     "resume parity: an interrupted and resumed run matches an uninterrupted one"},
+    {"accum", not_yet, "gradient-accumulation parity: micro-batches match the full batch"},
+    {"coverage", not_yet, "sample coverage: each sample seen as the policy says"},
+    {"health", not_yet, "training health: loss, gradients, updates, mixed precision"},
+    {"compare", not_yet, "trajectory regression: a recorded run against a golden one"},
+};
+#define NSUB (sizeof(subcmds) / sizeof(subcmds[0]))
+
+static int not_yet(int argc, char **argv)
+{
+    int i;
+    for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            printf("usage: %s %s [options] -- CMD...\n\n'%s' is not available yet.\n", TPT_PROG,
+                   argv[0], argv[0]);
+            return TPT_EXIT_PASS;
+        }
+    }
+    tpt_error("'%s' is not available yet", argv[0]);
+    return TPT_EXIT_USAGE;
+}
+
+static void usage(FILE *f)
+{
+    size_t i;
+    fprintf(f,
+            "usage: %s SUBCOMMAND [options] -- CMD...\n\n"
+            "Differential tests of PyTorch training semantics for unmodified training code.\n\n"
+            "subcommands:\n",
+            TPT_PROG);
+    for (i = 0; i < NSUB; i++) fprintf(f, "  %-10s %s\n", subcmds[i].name, subcmds[i].help);
+    fprintf(f,
+            "\nexit status: 0 PASS, 1 FAIL, 2 ABSTAIN, 3 ERROR, 64 usage "
+            "(record: the command's own).\n"
+            "'%s SUBCOMMAND --help' describes a subcommand's options.\n",
+            TPT_PROG);
+}
+
+int main(int argc, char **argv)
+{
+    size_t i;
+    if (argc < 2) {
+        usage(stderr);
+        return TPT_EXIT_USAGE;
+    }
+    if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+        usage(stdout);
+        return TPT_EXIT_PASS;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("%s %s\n", TPT_PROG, TPT_VERSION);
+        return TPT_EXIT_PASS;
+    }
+    for (i = 0; i < NSUB; i++)
+        if (strcmp(argv[1], subcmds[i].name) == 0) return subcmds[i].run(argc - 1, argv + 1);
+    tpt_error("unknown subcommand '%s'", argv[1]);
+    fprintf(stderr, "(see '%s --help')\n", TPT_PROG);
+    return TPT_EXIT_USAGE;
+}

@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: MIT
+ * resume.c -- trainparity-run resume: resume parity of an unmodified script.
+ *
+ * Four executions, each a fresh process under the agent: A and B run the
+ * command uninterrupted (what they save is moved aside after each, so a
+ * script that resumes on its own trains from scratch every time); I runs it
+ * until the first checkpoint save at or after optimizer step K, and the agent
+ * ends it at the next training-step boundary; R runs the resume command.
+ * The daemon then judges the run (daemon/verdict_resume.c). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tools/aside.h"
+#include "tools/cli.h"
+#include "tools/cmds.h"
+#include "tools/ctl.h"
+#include "tools/errbuf.h"
+#include "tools/exec.h"
+#include "tools/opts.h"
+#include "tools/paths.h"
+#include "tools/session.h"
+#include "tools/words.h"
+
+static const char *at_s, *resume_cmd, *resume_args;
+
+static const tpt_optx extra[] = {
+    {"at", "K",
+     "interrupt after the first checkpoint saved at or after optimizer step K "
+     "(default: the first save)",
+     &at_s},
+    {"resume-cmd", "CMD",
+     "the command that resumes (a shell command line); default: CMD "
+     "itself, for scripts that resume when a checkpoint exists",
+     &resume_cmd},
+    {"resume-args", "ARGS", "arguments appended to CMD to make it resume", &resume_args},
+    {NULL, NULL, NULL, NULL},
+};
+
+static const tpt_cmdspec spec = {
+    "resume",
+    "[options] -- CMD...",
+    "Resume parity: runs CMD twice uninterrupted (A, B), once until the agent\n"
+    "ends it after a checkpoint save (I), then the resume command in a fresh\n"
+    "process (R), and compares R with A from the step the checkpoint was saved.\n"
+    "PASS (0), FAIL (1) with the first divergence and its likely cause, ABSTAIN\n"
+    "(2) when A and B already differ, ERROR (3) when an execution fails.",
+    TPT_O_NAME | TPT_O_CAPTURE | TPT_O_JSON | TPT_O_RTOL | TPT_O_ATOL | TPT_O_CMD,
+    extra,
+};
+
+typedef struct plan {
+    tpt_opts o;
+    long long at;
+    char **resume; /* R's command */
+    char *owned;   /* allocation behind resume, if any */
+    char capture[64], interrupt[64];
+} plan;
+
+/* saved_paths asks the daemon which files an execution saved. */
+static tp_err saved_paths(tpt_session *s, int64_t exec, char ***paths, size_t *n, char **text,
+                          char *err)
+{
+    char *t, *line, *save = NULL;
+    size_t k = 0, cap = 8;
+    char **v;
+    tp_err rc = tpt_query(tpt_session_client(s), "saves", exec, &t, err);
+    if (rc != TP_OK) return rc;
+    v = malloc(cap * sizeof *v);
+    if (v == NULL) {
+        free(t);
+        return tpt_seterr(err, TP_ENOMEM, "out of memory");
+    }
+    for (line = strtok_r(t, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if (k + 1 >= cap) {
+            char **nv = realloc(v, (cap *= 2) * sizeof *v);
+            if (nv == NULL) {
+                free(v);
+                free(t);
+                return tpt_seterr(err, TP_ENOMEM, "out of memory");
+            }
+            v = nv;
+        }
+        v[k++] = line;
+    }
+    v[k] = NULL;
+    *paths = v;
+    *n = k;
+    *text = t;
+    return TP_OK;
+}
+
+/* run_one runs one execution; a command that cannot start is reported here.
+ * Returns 0 when it ran (whatever its status). */
+static int run_one(tpt_session *s, int64_t run, const char *role, char **argv, char **env,
+                   tpt_exec_result *res)
+{
+    char err[TPT_ERR_LEN], shown[512];
+    tpt_exec_spec es = {role, argv, env, 0};
+    tpt_argv_join(argv, shown, sizeof shown);
+    tpt_progress("resume", "%s: running %s", role, shown);
+    if (tpt_exec_run(s, run, &es, res, err) != TP_OK) {
+        tpt_error("%s: %s", role, err);
+        if (!res->launched) return -1;
+    }
+    if (res->exit.signal > 0)
+        tpt_progress("resume", "%s: killed by signal %d", role, res->exit.signal);
+    else
+        tpt_progress("resume", "%s: exited with status %d", role, res->exit.status);
+    return 0;
+}
+
+/* baseline runs A or B and moves what it saved out of the way. */
+static int baseline(tpt_session *s, int64_t run, const char *role, plan *p)
+{
+    char err[TPT_ERR_LEN], dest[4096], sub[64];
+    char *env[] = {p->capture, NULL};
+    tpt_exec_result res;
+    struct timespec start;
+    char **paths = NULL, *text = NULL;
+    size_t n = 0;
+    int moved = 0;
+    clock_gettime(CLOCK_REALTIME, &start);
+    if (run_one(s, run, role, p->o.cmd, env, &res) != 0) return -1;
+    if (saved_paths(s, res.exec, &paths, &n, &text, err) != TP_OK) {
+        tpt_error("%s: cannot list its checkpoints: %s", role, err);
+        return -1;
+    }
+    snprintf(sub, sizeof sub, "runs/%lld/%s", (long long)run, role);
+    if (n > 0 && tpt_state_dir(sub, dest, sizeof dest, err) == TP_OK &&
+        tpt_aside(dest, paths, n, &start, &moved, err) != TP_OK)
+        tpt_error("%s: %s", role, err);
+    if (moved > 0)
+        tpt_progress("resume", "%s: moved %d file(s) it saved aside to %s", role, moved, dest);
+    free(paths);
+    free(text);
+    return 0;
+}
+
+static int parse_plan(plan *p, int argc, char **argv)
+{
+    char err[TPT_ERR_LEN], *end;
+    int st;
+    at_s = resume_cmd = resume_args = NULL;
+    memset(p, 0, sizeof *p);
+    if ((st = tpt_opts_cli(&spec, argc, argv, &p->o)) >= 0) return st;
+    if (at_s != NULL) {
+        errno = 0;
+        p->at = strtoll(at_s, &end, 10);
+        if (errno || *end || p->at < 0) {
+            tpt_error("resume: --at wants a step number >= 0, not '%s'", at_s);
+            return TPT_EXIT_USAGE;
+        }
+    }
+    if (resume_cmd && resume_args) {
+        tpt_error("resume: give --resume-cmd or --resume-args, not both");
+        return TPT_EXIT_USAGE;
+    }
+    if (resume_cmd) {
+        char *sh[] = {"sh", "-c", (char *)resume_cmd};
+        if (tpt_words(sh, 3, "", &p->resume, err) != TP_OK) {
+            tpt_error("resume: %s", err);
+            return TPT_EXIT_USAGE;
+        }
+        p->owned = (char *)p->resume;
+    } else if (resume_args) {
+        if (tpt_words(p->o.cmd, p->o.ncmd, resume_args, &p->resume, err) != TP_OK) {
+            tpt_error("resume: --resume-args: %s", err);
+            return TPT_EXIT_USAGE;
+        }
+        p->owned = (char *)p->resume;
+    } else {
+        p->resume = p->o.cmd;
+    }
+    snprintf(p->capture, sizeof p->capture, "TRAINPARITY_CAPTURE=%s", p->o.capture);
+    snprintf(p->interrupt, sizeof p->interrupt, "TRAINPARITY_INTERRUPT_AT=%lld", p->at);
+    return -1;
+}
+
+static void params_json(const plan *p, char *out, size_t n)
+{
+    snprintf(out, n,
+             "{\"at\": %lld, \"capture\": \"%s\", \"tolerance\": %s, \"rtol\": %.17g, "
+             "\"atol\": %.17g}",
+             p->at, p->o.capture, p->o.rtol_set || p->o.atol_set ? "true" : "false", p->o.rtol,
+             p->o.atol);
+}
+
+static int outcome_status(const char *outcome)
+{
+    if (outcome == NULL) return TPT_EXIT_ERROR;
+    if (!strcmp(outcome, "PASS")) return TPT_EXIT_PASS;
+    if (!strcmp(outcome, "FAIL")) return TPT_EXIT_FAIL;
+    if (!strcmp(outcome, "ABSTAIN")) return TPT_EXIT_ABSTAIN;
+    return TPT_EXIT_ERROR;
+}
+
+static int write_json(const char *path, const char *json)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL || fputs(json ? json : "{}\n", f) < 0 || fclose(f) != 0) {
+        tpt_error("cannot write %s: %s", path, strerror(errno));
+        if (f) fclose(f);
+        return -1;
+    }
+    return 0;
+}
+
+int tpt_cmd_resume(int argc, char **argv)
+{
+    char err[TPT_ERR_LEN], params[512];
+    char *ienv[3], *renv[2];
+    tpt_session *s = NULL;
+    tpt_exec_result res;
+    tpt_verdict_info v = {NULL, NULL, NULL};
+    tpt_tolerance tol;
+    plan p;
+    int64_t run;
+    int st;
+
+    if ((st = parse_plan(&p, argc, argv)) >= 0) return st;
+    ienv[0] = p.capture, ienv[1] = p.interrupt, ienv[2] = NULL;
+    renv[0] = p.capture, renv[1] = NULL;
+    params_json(&p, params, sizeof params);
+    if (tpt_session_open(&s, err) != TP_OK) {
+        tpt_error("%s", err);
+        free(p.owned);
+        return TPT_EXIT_ERROR;
+    }
+    st = TPT_EXIT_ERROR;
+    if (tpt_run_create(tpt_session_client(s), p.o.name, "resume", params, &run, err) != TP_OK) {
+        tpt_error("cannot create a run: %s", err);
+        goto done;
+    }
+    tpt_progress("resume", "run %lld", (long long)run);
+    if (baseline(s, run, "A", &p) != 0 || baseline(s, run, "B", &p) != 0) goto done;
+    if (run_one(s, run, "I", p.o.cmd, ienv, &res) != 0) goto done;
+    if (run_one(s, run, "R", p.resume, renv, &res) != 0) goto done;
+    tol.declared = p.o.rtol_set || p.o.atol_set;
+    tol.rtol = p.o.rtol;
+    tol.atol = p.o.atol;
+    if (tpt_verdict(tpt_session_client(s), run, &tol, &v, err) != TP_OK) {
+        tpt_error("cannot judge run %lld: %s", (long long)run, err);
+        goto done;
+    }
+    printf("run %lld\n%s", (long long)run, v.text ? v.text : "");
+    fflush(stdout);
+    st = outcome_status(v.outcome);
+    if (p.o.json && write_json(p.o.json, v.json) != 0) st = TPT_EXIT_ERROR;
+done:
+    tpt_verdict_info_free(&v);
+    if (tpt_session_close(s, err) != TP_OK) tpt_error("%s", err);
+    free(p.owned);
+    return st;
+}

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT
+ * session.h -- what every execution of one trainparity-run invocation
+ * shares: the daemon (found or started), the agent library and the spool
+ * directory.  A check opens one session, creates its run, runs its
+ * executions with tpt_exec_run (exec.h), asks the daemon, and closes it. */
+#ifndef TP_TOOLS_SESSION_H
+#define TP_TOOLS_SESSION_H
+
+#include "proto/tp_err.h"
+#include "tools/client.h"
+#include "tools/daemon.h"
+
+typedef struct tpt_session tpt_session; /* opaque */
+
+/* tpt_session_open finds the agent (tpt_find_agent; checked first, so a
+ * missing agent starts no daemon), creates ./.trainparity/spool (0700) and
+ * opens the daemon (tpt_daemon_open).  On success *sp owns the session.
+ * Errors (with err): those of tpt_find_agent, tpt_state_dir and
+ * tpt_daemon_open; TP_EINVAL when the agent's path holds ':' or ' ' (it
+ * could not go into LD_PRELOAD). */
+tp_err tpt_session_open(tpt_session **sp, char *err);
+
+/* tpt_session_close closes the daemon (stopping it if the session started
+ * it) and frees s.  NULL is a no-op.  Errors: those of tpt_daemon_close. */
+tp_err tpt_session_close(tpt_session *s, char *err);
+
+/* The daemon's control client (owned by s). */
+tpt_client *tpt_session_client(tpt_session *s);
+/* The daemon handle (owned by s). */
+tpt_daemon *tpt_session_daemon(tpt_session *s);
+/* The agent library's absolute path (owned by s). */
+const char *tpt_session_agent(const tpt_session *s);
+/* The spool directory's absolute path (owned by s). */
+const char *tpt_session_spool(const tpt_session *s);
+
+#endif
