@@ -480,8 +480,18 @@ static bool explain_after_load(ctx *x, const restored *rs)
     return any;
 }
 
+/* ends_with reports whether path ends with key at a name boundary. */
+static bool ends_with(const char *path, const char *key)
+{
+    size_t n = strlen(path), kl = strlen(key);
+    return n >= kl && !strcmp(path + n - kl, key) &&
+           (n == kl || path[n - kl - 1] == '.' || path[n - kl - 1] == ']');
+}
+
 /* manifest_has reports whether any of I's checkpoint files in the window
- * holds a tensor or digest leaf equal to v, or a leaf path ending in key. */
+ * holds a leaf whose path ends with key and, when v is given, whose digest
+ * equals v's.  Both are needed for tensors: equal small tensors (a counter
+ * of 4 and Adam's step of 4) are common. */
 static bool manifest_has(ctx *x, const tpd_val *v, const char *key)
 {
     for (size_t i = 0; i < x->pi->nckpts; i++) {
@@ -489,18 +499,28 @@ static bool manifest_has(ctx *x, const tpd_val *v, const char *key)
         if (s->load || s->seq < x->armed->seq) continue;
         for (size_t k = 0; k < s->manifest.n; k++) {
             const tpd_item *m = &s->manifest.v[k];
-            if (key != NULL) {
-                size_t n = strlen(m->path), kl = strlen(key);
-                if (n >= kl && !strcmp(m->path + n - kl, key) &&
-                    (n == kl || m->path[n - kl - 1] == '.'))
-                    return true;
-            } else if (v != NULL && (m->v.kind == 't' || m->v.kind == 'd') &&
-                       m->v.kind == v->kind && !memcmp(m->v.digest, v->digest, TP_DIGEST_LEN)) {
+            if (key != NULL && !ends_with(m->path, key)) continue;
+            if (v == NULL) return true;
+            if ((m->v.kind == 't' || m->v.kind == 'd') && m->v.kind == v->kind &&
+                !memcmp(m->v.digest, v->digest, TP_DIGEST_LEN))
                 return true;
-            }
         }
     }
     return false;
+}
+
+/* within is the part of a component path after its root ("model.fc.w" and
+ * "model[1].fc.w" give "fc.w"); for optimizer state, the state's own name
+ * ("...exp_avg" gives "exp_avg"), since checkpoints key it by index. */
+static const char *within(const char *path, tpd_group g)
+{
+    const char *p;
+    if (g == TPD_G_OPTIMIZER) {
+        p = strrchr(path, '.');
+        return p ? p + 1 : path;
+    }
+    p = strchr(path, '.');
+    return p ? p + 1 : path;
 }
 
 static bool explain_manifest(ctx *x)
@@ -514,13 +534,14 @@ static bool explain_manifest(ctx *x)
         const tpd_item *a = &snap->v[i];
         switch (a->group) {
         case TPD_G_MODEL:
-            if (a->v.kind == 't' && !manifest_has(x, &a->v, NULL) && nmodel++ < MAX_EXAMPLES)
+            if (a->v.kind == 't' && !manifest_has(x, &a->v, within(a->path, a->group)) &&
+                nmodel++ < MAX_EXAMPLES)
                 snprintf(model + strlen(model), sizeof model - strlen(model), "%s%s",
                          nmodel > 1 ? ", " : "", a->path);
             break;
         case TPD_G_OPTIMIZER:
             if (a->v.kind == 't' && !strncmp(a->path, "optimizer", 9) &&
-                strstr(a->path, ".state.") && !manifest_has(x, &a->v, NULL) &&
+                strstr(a->path, ".state.") && !manifest_has(x, &a->v, within(a->path, a->group)) &&
                 nopt++ < MAX_EXAMPLES)
                 snprintf(opt + strlen(opt), sizeof opt - strlen(opt), "%s%s", nopt > 1 ? ", " : "",
                          a->path);

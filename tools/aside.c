@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -68,14 +69,20 @@ done:
     return n < 0 ? -1 : 0;
 }
 
-/* move_one moves src to dest/src; 1 when moved, 0 when src is gone. */
+/* move_one moves src to dest/<src relative to the working directory, or
+ * without its leading '/' when outside it>; 1 when moved, 0 when src is gone. */
 static int move_one(const char *dest, const char *src, char *err)
 {
-    char to[8192], dir[8192];
+    char to[8192], dir[8192], cwd[4096];
+    const char *rel = src[0] == '/' ? src + 1 : src;
     struct stat st;
     char *slash;
+    size_t cl;
     if (lstat(src, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
-    snprintf(to, sizeof to, "%s/%s", dest, src[0] == '/' ? src + 1 : src);
+    if (getcwd(cwd, sizeof cwd) != NULL && (cl = strlen(cwd)) > 1 && strncmp(src, cwd, cl) == 0 &&
+        src[cl] == '/')
+        rel = src + cl + 1;
+    snprintf(to, sizeof to, "%s/%s", dest, rel);
     snprintf(dir, sizeof dir, "%s", to);
     if ((slash = strrchr(dir, '/')) != NULL) *slash = '\0';
     if (mkdirs(dir) != 0) {
@@ -86,6 +93,36 @@ static int move_one(const char *dest, const char *src, char *err)
     if (errno == EXDEV && copy_file(src, to) == 0 && unlink(src) == 0) return 1;
     tpt_seterr(err, TP_EIO, "cannot move %s aside to %s: %s", src, to, strerror(errno));
     return -1;
+}
+
+/* created_since reports whether directory path was created at or after
+ * since (its birth time, where the file system keeps one). */
+static int created_since(const char *path, const struct timespec *since)
+{
+    struct statx sx;
+    if (statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, STATX_BTIME, &sx) != 0 ||
+        !(sx.stx_mask & STATX_BTIME))
+        return 0;
+    return sx.stx_btime.tv_sec > since->tv_sec ||
+           (sx.stx_btime.tv_sec == since->tv_sec &&
+            sx.stx_btime.tv_nsec >= (uint32_t)since->tv_nsec);
+}
+
+/* prune removes the directories of path, innermost first, that the execution
+ * created and that are empty now that its files are moved: a folder such as
+ * checkpoint-8/ left behind would still look like a checkpoint to a script
+ * that globs for them.  Nothing that holds a file is touched. */
+static void prune(const char *path, const struct timespec *since)
+{
+    char dir[4096], cwd[4096];
+    char *slash;
+    if (getcwd(cwd, sizeof cwd) == NULL) return;
+    snprintf(dir, sizeof dir, "%s", path);
+    while ((slash = strrchr(dir, '/')) != NULL && slash != dir) {
+        *slash = '\0';
+        if (strcmp(dir, cwd) == 0 || strncmp(dir, cwd, strlen(cwd)) != 0) return;
+        if (!created_since(dir, since) || rmdir(dir) != 0) return;
+    }
 }
 
 tp_err tpt_aside(const char *dest, char *const paths[], size_t n, const struct timespec *since,
@@ -121,6 +158,8 @@ tp_err tpt_aside(const char *dest, char *const paths[], size_t n, const struct t
         }
         closedir(d);
     }
+    for (size_t i = 0; i < n; i++)
+        if (paths[i] != NULL && paths[i][0] == '/') prune(paths[i], since);
     *moved = count;
     return TP_OK;
 }

@@ -6,7 +6,9 @@
  * (the agent reports their paths) are moved into the run's folder under
  * .trainparity/ before the next execution starts, together with the files
  * written beside them during that execution (a trainer_state.json, an
- * optimizer file written without torch).  Nothing is deleted: a move that
+ * optimizer file written without torch).  Folders under the working
+ * directory that the execution created and that are empty once its files
+ * are moved are removed.  Nothing else is deleted: a move that
  * crosses file systems copies, then removes the original only after the
  * copy is complete. */
 #ifndef TP_TOOLS_ASIDE_H

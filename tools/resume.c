@@ -129,10 +129,21 @@ static int baseline(tpt_session *s, int64_t run, const char *role, plan *p)
         tpt_error("%s: cannot list its checkpoints: %s", role, err);
         return -1;
     }
-    snprintf(sub, sizeof sub, "runs/%lld/%s", (long long)run, role);
-    if (n > 0 && tpt_state_dir(sub, dest, sizeof dest, err) == TP_OK &&
-        tpt_aside(dest, paths, n, &start, &moved, err) != TP_OK)
-        tpt_error("%s: %s", role, err);
+    if (n > 0) {
+        /* .trainparity/runs/<run>/<role>, one level at a time */
+        tp_err rc = tpt_state_dir("runs", dest, sizeof dest, err);
+        snprintf(sub, sizeof sub, "runs/%lld", (long long)run);
+        if (rc == TP_OK) rc = tpt_state_dir(sub, dest, sizeof dest, err);
+        snprintf(sub, sizeof sub, "runs/%lld/%s", (long long)run, role);
+        if (rc == TP_OK) rc = tpt_state_dir(sub, dest, sizeof dest, err);
+        if (rc == TP_OK) rc = tpt_aside(dest, paths, n, &start, &moved, err);
+        if (rc != TP_OK) {
+            tpt_error("%s: cannot move its checkpoints aside: %s", role, err);
+            free(paths);
+            free(text);
+            return -1;
+        }
+    }
     if (moved > 0)
         tpt_progress("resume", "%s: moved %d file(s) it saved aside to %s", role, moved, dest);
     free(paths);

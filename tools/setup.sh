@@ -28,7 +28,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-want="torch==2.13.0 numpy"
+want="torch==2.13.0 numpy safetensors"
 stamp=.venv/.trainparity-ready
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     py=${TRAINPARITY_PYTHON:-python3}

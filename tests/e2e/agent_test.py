@@ -1,0 +1,170 @@
+# SPDX-License-Identifier: MIT
+# agent_test.py NAME PYTHON -- the agent in real training processes, recorded
+# by trainparity-run with a real daemon: event counts against the scripts'
+# own counts, bit-identical training, DataLoader workers (fork and spawn), an
+# unreachable daemon, a script that raises and one that is killed.  PYTHON
+# names the interpreter (torch 2.13 in the venv, or Debian's torch 1.13).
+import json
+import os
+import subprocess
+import sys
+
+from tpdb import Workdir
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+FIX = os.path.join(ROOT, "fixtures", "record")
+
+
+def fixture(name):
+    return os.path.join(FIX, name)
+
+
+def trainer(w):
+    """The process that trained: the one with the most events."""
+    procs = w.processes()
+    assert procs, "no process was recorded"
+    return max(procs, key=lambda p: p["nevents"])
+
+
+def complete(p):
+    assert p["bye"] == "exit", p
+    assert p["sent"] == p["nevents"] and p["dropped"] == 0 and p["errors"] == 0, p
+
+
+def last_json(out):
+    return json.loads([l for l in out.splitlines() if l.startswith("{")][-1])
+
+
+def test_counts(py):
+    """Optimizer and scheduler steps, backward calls: as the script counts them."""
+    w = Workdir()
+    r = w.run("record", "--", py, fixture("optimizers.py"))
+    assert r.returncode == 0, r.stderr
+    want = last_json(r.stdout)
+    p = trainer(w)
+    complete(p)
+    steps = [e for e in w.events(p["pid"], "step") if e["body"]["phase"] == "pre"]
+    assert len(steps) == want["optimizer_steps"], (len(steps), want)
+    assert len(w.events(p["pid"], "backward")) == want["backward"]
+    assert len(w.events(p["pid"], "sched")) == want["scheduler_steps"]
+    classes = {e["body"]["cls"] for e in steps}
+    assert {"SGD", "Adam", "AdamW", "ClippedSGD"} <= classes, classes
+    plateau = [e for e in w.events(p["pid"], "sched") if e["body"]["cls"] == "ReduceLROnPlateau"]
+    assert plateau and all(e["body"]["metric"] is not None for e in plateau)
+    snaps = w.events(p["pid"], "snapshot")
+    assert sum(1 for s in snaps if s["body"]["why"] == "backward") == want["backward"]
+    assert snaps[-1]["body"]["why"] == "final"
+
+
+def test_mlp(py):
+    """The spine's fixture: every optimizer step in the step table, with loss and lr."""
+    w = Workdir()
+    r = w.run("record", "--", py, fixture("mlp.py"))
+    assert r.returncode == 0, r.stderr
+    table = [l.split() for l in r.stdout.splitlines() if l.strip()[:1].isdigit()]
+    assert len(table) == 8, r.stdout
+    p = trainer(w)
+    complete(p)
+    saves, loads = w.events(p["pid"], "save"), w.events(p["pid"], "load")
+    assert len(saves) == 1 and len(loads) == 1
+    assert saves[0]["body"]["digest"] == loads[0]["body"]["digest"]
+    assert w.events(p["pid"], "restore")[-1]["body"]["what"] == "module"
+
+
+def plain_output(py, script, *args):
+    r = subprocess.run([py, fixture(script), *args], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def test_bit_identity(py):
+    """Losses and final weights are bit for bit those of a run without the agent."""
+    w = Workdir()
+    r = w.run("record", "--", py, fixture("bitid.py"))
+    assert r.returncode == 0, r.stderr
+    recorded = [l for l in r.stdout.splitlines() if l.startswith(("loss ", "weights "))]
+    plain = [l for l in plain_output(py, "bitid.py").splitlines()]
+    assert recorded == plain, "the agent changed the training"
+    complete(trainer(w))
+
+
+def dataloader(py, method):
+    w = Workdir()
+    r = w.run("record", "--", py, fixture("dataloader.py"), method, timeout=300)
+    assert r.returncode == 0, r.stderr
+    want = last_json(r.stdout)
+    p = trainer(w)
+    complete(p)
+    batches = w.events(p["pid"], "batch")
+    assert len(batches) == want["batches"], (len(batches), want)
+    assert all(b["body"]["worker"] in (0, 1) for b in batches), batches[0]
+    assert all(len(b["body"]["ids"]) == b["body"]["size"] for b in batches)
+    epoch0 = sorted(i for b in batches if b["body"]["epoch"] == 0 for i in b["body"]["ids"])
+    assert epoch0 == list(range(40)), epoch0
+    return w, p
+
+
+def test_dataloader_fork(py):
+    """Forked workers: no hang, every batch seen with its sampler ids and worker."""
+    w, p = dataloader(py, "fork")
+    assert len(w.processes()) == 1, "a forked worker talked to the daemon"
+
+
+def test_dataloader_spawn(py):
+    """Spawned workers boot their own agent and name their parent."""
+    w, p = dataloader(py, "spawn")
+    workers = [q for q in w.processes() if q["pid"] != p["pid"]]
+    assert workers, "the spawned workers did not report"
+    for q in workers:
+        assert q["role"] == "spawned" and q["ppid"] == p["pid"], q
+        complete(q)
+
+
+def test_daemon_down(py):
+    """Daemon unreachable from the start: the run completes, the spool is ingested."""
+    w = Workdir()
+    r = w.run("record", "--", "env", "TRAINPARITY_DAEMON=ipc:///nonexistent/tp.ipc",
+              "TRAINPARITY_SEND_TIMEOUT_MS=200", py, fixture("optimizers.py"))
+    assert r.returncode == 0, r.stderr
+    want = last_json(r.stdout)
+    p = trainer(w)
+    complete(p)
+    steps = [e for e in w.events(p["pid"], "step") if e["body"]["phase"] == "pre"]
+    assert len(steps) == want["optimizer_steps"]
+    assert w.events(p["pid"], "bye")[0]["body"]["spooled"] is True
+    done = os.listdir(os.path.join(w.dir, ".trainparity", "spool", "done"))
+    assert done, "no spool file was ingested"
+
+
+def test_raises(py):
+    """A script that raises: its status, the exception, the steps before it."""
+    w = Workdir()
+    r = w.run("record", "--", py, fixture("raises.py"))
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert "RuntimeError" in r.stderr
+    p = trainer(w)
+    assert p["bye"] == "exception" and p["exc"] == "RuntimeError", p
+    assert w.execution(p["exec"])[0] == 1
+    assert len([e for e in w.events(p["pid"], "step") if e["body"]["phase"] == "pre"]) == 2
+
+
+def test_killed(py):
+    """A script killed by SIGKILL: recorded as killed, its events up to then kept."""
+    w = Workdir()
+    r = w.run("record", "--", py, fixture("killed.py"))
+    assert r.returncode == 137, (r.returncode, r.stderr)
+    p = trainer(w)
+    assert p["bye"] is None, "a killed process cannot have said bye"
+    assert w.execution(p["exec"])[1] == 9
+    assert len([e for e in w.events(p["pid"], "step") if e["body"]["phase"] == "pre"]) == 2
+    q = w.run("record", "--", py, fixture("mlp.py"))
+    assert q.returncode == 0, "the daemon stopped serving after a killed run"
+
+
+if __name__ == "__main__":
+    name, py = sys.argv[1], sys.argv[2]
+    if not os.access(py, os.X_OK):
+        print("SKIP: %s is not installed" % py)
+        sys.exit(77)
+    globals()["test_" + name](py)
+    print("ok", name, py)

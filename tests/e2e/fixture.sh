@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# fixture.sh CHECK FIXTURE OUTCOME PATH PYTHON NEEDS OPTIONS -- runs one row of
+# fixtures/expected.tsv through `trainparity-run CHECK` with a real daemon,
+# the real agent and a real training process, and checks the outcome (exit
+# status and JSON report) and the first divergence's component path.
+TP_NAME=fixture
+. "$(dirname "$0")/lib.sh"
+
+check=$1 fixture=$2 outcome=$3 want_path=$4 which=$5 needs=$6 options=${7:-}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+case $which in
+venv) py=${TP_PYTHON:?} ;;
+system) py=${TP_SYSTEM_PYTHON:?} ;;
+*) fail "unknown python '$which'" ;;
+esac
+TP_NAME="$check.$(basename "$fixture" .py).$which"
+
+skip() {
+    printf 'SKIP %s: %s\n' "$TP_NAME" "$*"
+    exit 77
+}
+
+[ -x "$py" ] || fail "$py is missing: run make setup"
+case $needs in
+-) ;;
+torch-amp) "$py" -c 'import torch; torch.amp.GradScaler' 2>/dev/null ||
+    skip "this torch has no torch.amp.GradScaler" ;;
+cuda) "$py" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null ||
+    skip "no CUDA device here" ;;
+*) fail "unknown requirement '$needs'" ;;
+esac
+
+tp_setup daemon agent
+cp "$root/fixtures/$(dirname "$fixture")"/*.py . || fail "cannot copy the fixtures"
+eval "opts=($options)"
+want_status=$(case $outcome in PASS) echo 0 ;; FAIL) echo 1 ;; ABSTAIN) echo 2 ;; ERROR) echo 3 ;; esac)
+"$TP_RUN" "$check" "${opts[@]}" --json report.json -- "$py" "$(basename "$fixture")" >out 2>err
+got=$?
+[ "$got" = "$want_status" ] || fail "exit status $got, want $want_status ($outcome); report: $(grep -v '^\(step\|epoch\|iter\) ' out | head -40); stderr: $(tail -20 err)"
+[ -s report.json ] || fail "no JSON report"
+"$py" - "$outcome" "$want_path" <<'PY' || fail "report: $(cat report.json)"
+import json, sys
+want_outcome, want_path = sys.argv[1], sys.argv[2]
+r = json.load(open("report.json"))
+assert r["schema_version"] == 1, r
+assert r["outcome"] == want_outcome, (r["outcome"], want_outcome)
+fd = r.get("first_divergence")
+if want_path != "-":
+    assert fd is not None, "no first divergence"
+    path = fd["path"]
+    ok = path.startswith(want_path[:-1]) if want_path.endswith("*") else path == want_path
+    assert ok, "first divergence at %s, want %s" % (path, want_path)
+PY
+echo "ok $TP_NAME: $outcome${want_path:+ at $want_path}"
