@@ -8,6 +8,8 @@
  * give equal statistics. */
 #define _GNU_SOURCE
 #include <float.h>
+#include <pthread.h>
+#include <signal.h>
 #include <math.h>
 #include <string.h>
 
@@ -16,10 +18,15 @@
 #include "agent/digest.h"
 
 #define CHUNK (64u * 1024u)
-#define LANES 8
+#define LANES 16
 
+/* Sixteen double accumulators: element i of a float32 run goes to lane
+ * i % 16, squares are accumulated with fused multiply-add, and the lanes are
+ * reduced in a fixed order, so the AVX2 kernel and the portable one give the
+ * same bits for the same bytes. */
 typedef struct acc {
-    double sum[LANES], sq[LANES], mx[LANES];
+    double sum[LANES], sq[LANES];
+    double mx;
     uint64_t nf;
 } acc;
 
@@ -46,57 +53,101 @@ tpa_dtype tpa_dtype_parse(const char *name)
 
 static inline void add(acc *a, int lane, double v)
 {
-    /* v is finite here */
     double av = fabs(v);
     a->sum[lane] += v;
-    a->sq[lane] += v * v;
-    a->mx[lane] = av > a->mx[lane] ? av : a->mx[lane];
+    a->sq[lane] = fma(v, v, a->sq[lane]);
+    a->mx = av > a->mx ? av : a->mx;
 }
 
-__attribute__((target_clones("avx2", "default"))) static void stats_f32(acc *a, const float *p,
-                                                                        size_t n)
+/* f32_portable accumulates n floats (n a multiple of 16 or the tail). */
+static void f32_portable(acc *a, const float *p, size_t n)
 {
-    size_t i = 0;
-    for (; i + LANES <= n; i += LANES) {
-        for (int j = 0; j < LANES; j++) {
-            float v = p[i + j];
-            int fin = fabsf(v) <= FLT_MAX;
-            double d = fin ? (double)v : 0.0;
-            double ad = fabs(d);
-            a->sum[j] += d;
-            a->sq[j] += d * d;
-            a->mx[j] = ad > a->mx[j] ? ad : a->mx[j];
-            a->nf += !fin;
-        }
-    }
-    for (; i < n; i++) {
+    for (size_t i = 0; i < n; i++) {
         float v = p[i];
         if (fabsf(v) <= FLT_MAX)
-            add(a, 0, v);
+            add(a, (int)(i % LANES), v);
         else
             a->nf++;
     }
 }
 
-__attribute__((target_clones("avx2", "default"))) static void stats_f64(acc *a, const double *p,
-                                                                        size_t n)
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+/* half8 accumulates eight floats into two double accumulators each. */
+#define HALF8(v, s_lo, s_hi, q_lo, q_hi)                                                           \
+    do {                                                                                           \
+        __m256i bad_ = _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_castps_si256(v), expm), expm);   \
+        __m256 f_ = _mm256_andnot_ps(_mm256_castsi256_ps(bad_), v);                                \
+        __m256d lo_ = _mm256_cvtps_pd(_mm256_castps256_ps128(f_));                                 \
+        __m256d hi_ = _mm256_cvtps_pd(_mm256_extractf128_ps(f_, 1));                               \
+        nf +=                                                                                      \
+            (uint64_t)__builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(bad_))); \
+        mx = _mm256_max_ps(mx, _mm256_and_ps(f_, absm));                                           \
+        s_lo = _mm256_add_pd(s_lo, lo_);                                                           \
+        s_hi = _mm256_add_pd(s_hi, hi_);                                                           \
+        q_lo = _mm256_fmadd_pd(lo_, lo_, q_lo);                                                    \
+        q_hi = _mm256_fmadd_pd(hi_, hi_, q_hi);                                                    \
+    } while (0)
+
+__attribute__((target("avx2,fma"))) static void f32_avx2(acc *a, const float *p, size_t n)
 {
-    size_t i = 0;
-    for (; i + LANES <= n; i += LANES) {
-        for (int j = 0; j < LANES; j++) {
-            double v = p[i + j];
-            int fin = fabs(v) <= DBL_MAX;
-            double d = fin ? v : 0.0;
-            double ad = fabs(d);
-            a->sum[j] += d;
-            a->sq[j] += d * d;
-            a->mx[j] = ad > a->mx[j] ? ad : a->mx[j];
-            a->nf += !fin;
-        }
+    const __m256i expm = _mm256_set1_epi32(0x7f800000);
+    const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    __m256d s0 = _mm256_loadu_pd(&a->sum[0]), s1 = _mm256_loadu_pd(&a->sum[4]);
+    __m256d s2 = _mm256_loadu_pd(&a->sum[8]), s3 = _mm256_loadu_pd(&a->sum[12]);
+    __m256d q0 = _mm256_loadu_pd(&a->sq[0]), q1 = _mm256_loadu_pd(&a->sq[4]);
+    __m256d q2 = _mm256_loadu_pd(&a->sq[8]), q3 = _mm256_loadu_pd(&a->sq[12]);
+    __m256 mx = _mm256_setzero_ps();
+    uint64_t nf = 0;
+    float m[8];
+    for (size_t i = 0; i + 16 <= n; i += 16) {
+        __m256 v0 = _mm256_loadu_ps(p + i), v1 = _mm256_loadu_ps(p + i + 8);
+        HALF8(v0, s0, s1, q0, q1);
+        HALF8(v1, s2, s3, q2, q3);
     }
-    for (; i < n; i++) {
+    _mm256_storeu_pd(&a->sum[0], s0);
+    _mm256_storeu_pd(&a->sum[4], s1);
+    _mm256_storeu_pd(&a->sum[8], s2);
+    _mm256_storeu_pd(&a->sum[12], s3);
+    _mm256_storeu_pd(&a->sq[0], q0);
+    _mm256_storeu_pd(&a->sq[4], q1);
+    _mm256_storeu_pd(&a->sq[8], q2);
+    _mm256_storeu_pd(&a->sq[12], q3);
+    _mm256_storeu_ps(m, mx);
+    for (int k = 0; k < 8; k++) a->mx = m[k] > a->mx ? m[k] : a->mx;
+    a->nf += nf;
+}
+
+static int have_avx2(void)
+{
+    static int have = -1;
+    if (have < 0) {
+        __builtin_cpu_init();
+        have = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    }
+    return have;
+}
+#endif
+
+static void stats_f32(acc *a, const float *p, size_t n)
+{
+    size_t body = n - n % LANES;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (have_avx2()) {
+        f32_avx2(a, p, body);
+        f32_portable(a, p + body, n - body);
+        return;
+    }
+#endif
+    f32_portable(a, p, n);
+}
+
+static void stats_f64(acc *a, const double *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
         if (fabs(p[i]) <= DBL_MAX)
-            add(a, 0, p[i]);
+            add(a, (int)(i % LANES), p[i]);
         else
             a->nf++;
     }
@@ -224,16 +275,104 @@ static void stats_chunk(acc *a, tpa_dtype dt, const void *p, size_t nbytes)
     }
 }
 
+/* ---- the statistics worker ----
+ * For a large buffer the statistics are computed on a second thread while
+ * the calling thread hashes: a snapshot runs while torch computes nothing, so
+ * the second core is otherwise idle, and the two passes then cost about one
+ * memory read instead of two.  One job at a time (callers hold the GIL or
+ * are otherwise serialised; a busy worker means the caller does it itself).
+ * A forked child starts without the thread and makes a new one on demand. */
+
+#define PARALLEL_BYTES ((size_t)2 << 20)
+
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int started, busy, has_job, failed;
+    acc *a;
+    tpa_dtype dt;
+    const uint8_t *p;
+    size_t n;
+} W = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, NULL, 0, NULL, 0};
+
+static void stats_all(acc *a, tpa_dtype dt, const uint8_t *p, size_t n)
+{
+    size_t chunk = CHUNK - CHUNK % elem_size(dt);
+    while (n > 0) {
+        size_t k = n < chunk ? n : chunk;
+        stats_chunk(a, dt, p, k);
+        p += k;
+        n -= k;
+    }
+}
+
+static void *worker_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&W.mu);
+    for (;;) {
+        while (!W.has_job) pthread_cond_wait(&W.cv, &W.mu);
+        pthread_mutex_unlock(&W.mu);
+        stats_all(W.a, W.dt, W.p, W.n);
+        pthread_mutex_lock(&W.mu);
+        W.has_job = 0;
+        pthread_cond_broadcast(&W.cv);
+    }
+    return NULL;
+}
+
+static void worker_atfork_child(void)
+{
+    pthread_mutex_init(&W.mu, NULL);
+    pthread_cond_init(&W.cv, NULL);
+    W.started = W.busy = W.has_job = 0;
+}
+
+/* worker_post hands the statistics of a buffer to the worker; 0 if taken. */
+static int worker_post(acc *a, tpa_dtype dt, const uint8_t *p, size_t n)
+{
+    int taken = 0;
+    pthread_mutex_lock(&W.mu);
+    if (!W.started && !W.failed) {
+        pthread_t t;
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        if (pthread_create(&t, NULL, worker_main, NULL) == 0) {
+            pthread_detach(t);
+            W.started = 1;
+            pthread_atfork(NULL, NULL, worker_atfork_child);
+        } else {
+            W.failed = 1;
+        }
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+    }
+    if (W.started && !W.busy) {
+        W.busy = W.has_job = 1;
+        W.a = a, W.dt = dt, W.p = p, W.n = n;
+        pthread_cond_broadcast(&W.cv);
+        taken = 1;
+    }
+    pthread_mutex_unlock(&W.mu);
+    return taken ? 0 : -1;
+}
+
+static void worker_wait(void)
+{
+    pthread_mutex_lock(&W.mu);
+    while (W.has_job) pthread_cond_wait(&W.cv, &W.mu);
+    W.busy = 0;
+    pthread_mutex_unlock(&W.mu);
+}
+
 void tpa_digest_tensor(const char *dtype_name, const int64_t *shape, int ndim, const void *data,
                        size_t nbytes, tpa_dtype dt, uint8_t out[TP_DIGEST_LEN], tp_stats *st)
 {
     XXH3_state_t state;
-    XXH128_hash_t h;
     XXH128_canonical_t c;
     acc a;
     const uint8_t *p = data;
-    /* a chunk boundary must not split an element */
-    size_t chunk = CHUNK - CHUNK % elem_size(dt);
+    int parallel = 0;
 
     memset(&a, 0, sizeof a);
     XXH3_128bits_reset(&state);
@@ -244,15 +383,23 @@ void tpa_digest_tensor(const char *dtype_name, const int64_t *shape, int ndim, c
         for (int k = 0; k < 8; k++) le[k] = (uint8_t)(v >> (8 * k));
         XXH3_128bits_update(&state, le, 8);
     }
-    while (nbytes > 0) {
-        size_t k = nbytes < chunk ? nbytes : chunk;
-        XXH3_128bits_update(&state, p, k);
-        if (dt != TPA_DT_OTHER) stats_chunk(&a, dt, p, k);
-        p += k;
-        nbytes -= k;
+    if (dt != TPA_DT_OTHER && nbytes >= PARALLEL_BYTES)
+        parallel = worker_post(&a, dt, p, nbytes) == 0;
+    if (parallel || dt == TPA_DT_OTHER) {
+        if (nbytes) XXH3_128bits_update(&state, p, nbytes);
+        if (parallel) worker_wait();
+    } else {
+        /* chunk by chunk: the statistics read what hashing just brought in */
+        size_t chunk = CHUNK - CHUNK % elem_size(dt);
+        while (nbytes > 0) {
+            size_t k = nbytes < chunk ? nbytes : chunk;
+            XXH3_128bits_update(&state, p, k);
+            stats_chunk(&a, dt, p, k);
+            p += k;
+            nbytes -= k;
+        }
     }
-    h = XXH3_128bits_digest(&state);
-    XXH128_canonicalFromHash(&c, h);
+    XXH128_canonicalFromHash(&c, XXH3_128bits_digest(&state));
     memcpy(out, c.digest, TP_DIGEST_LEN);
 
     if (dt == TPA_DT_OTHER) {
@@ -260,13 +407,13 @@ void tpa_digest_tensor(const char *dtype_name, const int64_t *shape, int ndim, c
         st->nonfinite = 0;
         return;
     }
-    st->sum = 0, st->l2 = 0, st->maxabs = 0;
+    st->sum = 0, st->l2 = 0;
     for (int j = 0; j < LANES; j++) {
         st->sum += a.sum[j];
         st->l2 += a.sq[j];
-        st->maxabs = a.mx[j] > st->maxabs ? a.mx[j] : st->maxabs;
     }
     st->l2 = sqrt(st->l2);
+    st->maxabs = a.mx;
     st->nonfinite = a.nf;
 }
 

@@ -6,6 +6,7 @@
  * which the compiler vectorizes: as fast as this machine reads memory.
  *
  * usage: hash_bench [MiB]   (default 256; each figure is the best of 5) */
+#define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
