@@ -305,6 +305,16 @@ static void head_lines(ctx *x)
         tpd_str_printf(&x->head, ", I ended after its save at step %lld", (long long)x->c);
     if (x->pr) tpd_str_printf(&x->head, ", R %lld steps", (long long)x->pr->steps);
     tpd_str_puts(&x->head, "\n");
+    if (x->armed) {
+        int n = 0;
+        tpd_str_puts(&x->head, "  window      I saved");
+        for (size_t i = 0; i < x->pi->nckpts; i++) {
+            const tpd_ckpt *s = &x->pi->ckpts[i];
+            if (s->load || s->seq < x->armed->seq) continue;
+            tpd_str_printf(&x->head, "%s %s", n++ ? "," : "", base(s->name));
+        }
+        tpd_str_printf(&x->head, " at step %lld before the agent ended it\n", (long long)x->c);
+    }
     if (x->loaded) {
         tpd_str_printf(&x->head, "  checkpoint  R loaded %s (%s, via %s) = I's save at step %lld\n",
                        x->loaded->name ? x->loaded->name : "a buffer",

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# run.sh BUILD -- every benchmark, each reported as a ratio to a baseline
+# measured in the same command.  Takes a few minutes; run it on a quiet machine.
+set -eu
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=$(cd "${1:-$root/build}" && pwd)
+"$build/bin/hash_bench" 256
+"$build/bin/ingest_bench"
+"$root/.venv/bin/python" "$root/bench/agent_overhead.py" "$build"
+"$root/.venv/bin/python" "$root/bench/resume_overhead.py" "$build"
