@@ -34,8 +34,26 @@ esac
 tp_setup daemon agent
 cp "$root/fixtures/$(dirname "$fixture")"/*.py . || fail "cannot copy the fixtures"
 eval "opts=($options)"
+# The command: "python FIXTURE", unless the options end with "-- CMD..." in
+# which {py}, {script} and {torchrun} stand for the interpreter, the fixture
+# and torch's launcher run by that interpreter.
+cmd=("$py" "$(basename "$fixture")")
+for i in "${!opts[@]}"; do
+    [ "${opts[$i]}" = "--" ] || continue
+    cmd=()
+    for w in "${opts[@]:$((i + 1))}"; do
+        case $w in
+        {py}) cmd+=("$py") ;;
+        {script}) cmd+=("$(basename "$fixture")") ;;
+        {torchrun}) cmd+=("$py" -m torch.distributed.run) ;;
+        *) cmd+=("$w") ;;
+        esac
+    done
+    opts=("${opts[@]:0:$i}")
+    break
+done
 want_status=$(case $outcome in PASS) echo 0 ;; FAIL) echo 1 ;; ABSTAIN) echo 2 ;; ERROR) echo 3 ;; esac)
-"$TP_RUN" "$check" "${opts[@]}" --json report.json -- "$py" "$(basename "$fixture")" >out 2>err
+"$TP_RUN" "$check" "${opts[@]}" --json report.json -- "${cmd[@]}" >out 2>err
 got=$?
 [ "$got" = "$want_status" ] || fail "exit status $got, want $want_status ($outcome); report: $(grep -v '^\(step\|epoch\|iter\) ' out | head -40); stderr: $(tail -20 err)"
 [ -s report.json ] || fail "no JSON report"
