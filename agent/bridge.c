@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent/async.h"
 #include "agent/bridge.h"
 #include "agent/ckpt.h"
 #include "agent/config.h"
@@ -106,17 +107,20 @@ static int encode_value(tp_buf *b, PyObject *v, int depth)
     return 0;
 }
 
-/* emit(kind, body, key=None, items=None, manifest=False) -> seq or -1 */
+/* emit(kind, body, key=None, items=None, manifest=False, defer=False) -> seq,
+ * or -1 when disabled or deferred: with defer, large tensors of the leaves
+ * are hashed on the hashing thread and the event is committed by sync(). */
 static PyObject *py_emit(PyObject *self, PyObject *args)
 {
     PyObject *kind = arg(args, 0), *body = arg(args, 1), *key = arg(args, 2), *items = arg(args, 3),
-             *manifest = arg(args, 4);
+             *manifest = arg(args, 4), *defer = arg(args, 5);
     Py_ssize_t kn, keyn = 0, pos = 0;
     const char *ks = text(kind, &kn), *keys = NULL;
     PyObject *k, *v;
     tp_kind tk;
     tp_buf b;
     tpa_flat f;
+    tpa_job *job = NULL;
     int gnorm;
     uint64_t seq;
     (void)self;
@@ -143,6 +147,8 @@ static PyObject *py_emit(PyObject *self, PyObject *args)
     if (keys != NULL) {
         tp_mp_str(&b, keys, (size_t)keyn);
         tpa_flat_begin(&f, &b, manifest != NULL && manifest == P.True);
+        if (defer == P.True && tpa_async_enabled())
+            f.job = job = tpa_job_create(tk, tpa_emit_step());
         for (Py_ssize_t i = 0; i < P.PyList_Size(items); i++) {
             PyObject *it = P.PyList_GetItem(items, i), *pre, *obj;
             const char *ps;
@@ -162,15 +168,32 @@ static PyObject *py_emit(PyObject *self, PyObject *args)
         tpa_flat_end(&f);
         if (gnorm) {
             tp_mp_cstr(&b, "gnorm");
-            tp_mp_f64(&b, sqrt(f.sq_sum));
+            if (job && tpa_job_count(job) > 0)
+                tpa_job_gnorm(job, tpa_put_f64_fixed(&b, 0), f.sq_sum);
+            else
+                tp_mp_f64(&b, sqrt(f.sq_sum + f.sq_large));
         }
     }
+    if (job && tpa_job_count(job) > 0) {
+        tpa_job_submit(job, &b);
+        return P.PyLong_FromLongLong(-1);
+    }
+    tpa_job_discard(job);
     seq = tpa_emit_commit(tk, &b);
     tp_buf_free(&b);
     return P.PyLong_FromLongLong(seq == TPA_NO_SEQ ? -1 : (long long)seq);
 fail:
+    tpa_job_discard(job);
     tp_buf_free(&b);
     return NULL;
+}
+
+/* sync(): waits for deferred hashing and commits those events (see async.h). */
+static PyObject *py_sync(PyObject *self, PyObject *args)
+{
+    (void)self, (void)args;
+    tpa_async_wait(true);
+    return none();
 }
 
 static PyObject *py_flush(PyObject *self, PyObject *args)
@@ -393,6 +416,7 @@ static PyObject *py_bye(PyObject *self, PyObject *args)
         }
     }
     snprintf(rbuf, sizeof rbuf, "%s", reason);
+    tpa_async_wait(true);
     if (exc) snprintf(ebuf, sizeof ebuf, "%s", exc);
     ts = P.PyEval_SaveThread();
     tpa_bridge_bye(rbuf, has_code, code, exc ? ebuf : NULL);
@@ -404,6 +428,7 @@ static PyObject *py_bye(PyObject *self, PyObject *args)
 static PyObject *py_interrupt(PyObject *self, PyObject *args)
 {
     (void)self, (void)args;
+    tpa_async_wait(true);
     P.PyEval_SaveThread();
     tpa_bridge_bye("interrupt", 1, TP_INTERRUPT_STATUS, NULL);
     _exit(TP_INTERRUPT_STATUS);
@@ -504,6 +529,7 @@ static PyObject *py_cxx_status(PyObject *self, PyObject *args)
 static PyMethodDef methods[] = {
     {"emit", py_emit, V, NULL},
     {"flush", py_flush, N, NULL},
+    {"sync", py_sync, N, NULL},
     {"set_step", py_set_step, O, NULL},
     {"set_rank", py_set_rank, O, NULL},
     {"rec_begin", py_rec_begin, N, NULL},

@@ -365,8 +365,9 @@ static void worker_wait(void)
     pthread_mutex_unlock(&W.mu);
 }
 
-void tpa_digest_tensor(const char *dtype_name, const int64_t *shape, int ndim, const void *data,
-                       size_t nbytes, tpa_dtype dt, uint8_t out[TP_DIGEST_LEN], tp_stats *st)
+static void digest(const char *dtype_name, const int64_t *shape, int ndim, const void *data,
+                   size_t nbytes, tpa_dtype dt, uint8_t out[TP_DIGEST_LEN], tp_stats *st,
+                   int may_parallel)
 {
     XXH3_state_t state;
     XXH128_canonical_t c;
@@ -383,7 +384,7 @@ void tpa_digest_tensor(const char *dtype_name, const int64_t *shape, int ndim, c
         for (int k = 0; k < 8; k++) le[k] = (uint8_t)(v >> (8 * k));
         XXH3_128bits_update(&state, le, 8);
     }
-    if (dt != TPA_DT_OTHER && nbytes >= PARALLEL_BYTES)
+    if (may_parallel && dt != TPA_DT_OTHER && nbytes >= PARALLEL_BYTES)
         parallel = worker_post(&a, dt, p, nbytes) == 0;
     if (parallel || dt == TPA_DT_OTHER) {
         if (nbytes) XXH3_128bits_update(&state, p, nbytes);
@@ -415,6 +416,19 @@ void tpa_digest_tensor(const char *dtype_name, const int64_t *shape, int ndim, c
     st->l2 = sqrt(st->l2);
     st->maxabs = a.mx;
     st->nonfinite = a.nf;
+}
+
+void tpa_digest_tensor(const char *dtype_name, const int64_t *shape, int ndim, const void *data,
+                       size_t nbytes, tpa_dtype dt, uint8_t out[TP_DIGEST_LEN], tp_stats *st)
+{
+    digest(dtype_name, shape, ndim, data, nbytes, dt, out, st, 1);
+}
+
+void tpa_digest_tensor_serial(const char *dtype_name, const int64_t *shape, int ndim,
+                              const void *data, size_t nbytes, tpa_dtype dt,
+                              uint8_t out[TP_DIGEST_LEN], tp_stats *st)
+{
+    digest(dtype_name, shape, ndim, data, nbytes, dt, out, st, 0);
 }
 
 void tpa_digest_bytes(const void *p, size_t n, uint8_t out[TP_DIGEST_LEN])

@@ -40,6 +40,12 @@ tpa_dtype tpa_dtype_parse(const char *name);
 void tpa_digest_tensor(const char *dtype_name, const int64_t *shape, int ndim, const void *data,
                        size_t nbytes, tpa_dtype dt, uint8_t out[TP_DIGEST_LEN], tp_stats *st);
 
+/* tpa_digest_tensor_serial is tpa_digest_tensor on the calling thread only
+ * (for a thread that is itself the background: it must not take a second). */
+void tpa_digest_tensor_serial(const char *dtype_name, const int64_t *shape, int ndim,
+                              const void *data, size_t nbytes, tpa_dtype dt,
+                              uint8_t out[TP_DIGEST_LEN], tp_stats *st);
+
 /* tpa_digest_bytes is XXH3-128 of n bytes. */
 void tpa_digest_bytes(const void *p, size_t n, uint8_t out[TP_DIGEST_LEN]);
 

@@ -13,6 +13,7 @@
 
 #include <xxhash.h>
 
+#include "agent/async.h"
 #include "agent/blob.h"
 #include "agent/config.h"
 #include "agent/digest.h"
@@ -24,6 +25,7 @@
 #define MAX_STR_VALUE      4096
 #define RELEASE_GIL_BYTES  (1u << 20)
 #define DEFAULT_MAX_LEAVES 1000000u
+#define DEFER_BYTES        (64u * 1024u) /* smaller tensors are hashed at once */
 
 tpa_types tpa_types_reg;
 
@@ -366,6 +368,49 @@ static int unreadable(tpa_flat *f, PyObject *t, XXH3_state_t *parent)
     return 0;
 }
 
+/* defer_leaf encodes a tensor leaf whose digest and statistics are left as
+ * fixed-width placeholders for the hashing thread, which gets the tensor
+ * (keep: a reference that passes to the job). */
+static int defer_leaf(tpa_flat *f, PyObject *keep, const char *dtype, tpa_dtype dt,
+                      const int64_t *shape, int ndim, const void *data, size_t nbytes,
+                      const char *device)
+{
+    static const uint8_t zero[TP_DIGEST_LEN];
+    tpa_deferred d;
+    size_t n;
+    const char *path = leaf_path(f, &n);
+    tp_buf *b = f->out;
+    memset(&d, 0, sizeof d);
+    tp_mp_array(b, 11);
+    tp_mp_str(b, "t", 1);
+    tp_mp_str(b, path, n);
+    tp_mp_cstr(b, dtype);
+    tp_mp_array(b, (uint32_t)ndim);
+    for (int i = 0; i < ndim; i++) tp_mp_int(b, shape[i]);
+    d.at_digest = b->len;
+    tp_mp_bin(b, zero, TP_DIGEST_LEN);
+    d.at_sum = tpa_put_f64_fixed(b, 0);
+    d.at_l2 = tpa_put_f64_fixed(b, 0);
+    d.at_maxabs = tpa_put_f64_fixed(b, 0);
+    d.at_nonfinite = tpa_put_u64_fixed(b, 0);
+    tp_mp_cstr(b, device);
+    tp_mp_bool(b, false);
+    f->nleaves++;
+    d.data = data;
+    d.nbytes = nbytes;
+    d.dt = dt;
+    snprintf(d.dtype, sizeof d.dtype, "%s", dtype);
+    memcpy(d.shape, shape, sizeof(int64_t) * (size_t)ndim);
+    d.ndim = ndim;
+    d.keep = keep;
+    if (tpa_job_add(f->job, &d) != 0) {
+        P.Py_DecRef(keep);
+        P.PyErr_SetString(*P.Exc_RuntimeError, "out of memory for a deferred digest");
+        return -1;
+    }
+    return 0;
+}
+
 static int tensor_leaf(tpa_flat *f, PyObject *t, XXH3_state_t *parent)
 {
     char device[32];
@@ -378,7 +423,7 @@ static int tensor_leaf(tpa_flat *f, PyObject *t, XXH3_state_t *parent)
     const void *data = NULL;
     size_t nbytes = 0;
     long long ptr = 0, numel = 0, es = 1;
-    bool blob = false;
+    bool blob = false, large;
 
     c = cpu_contiguous(t, device, sizeof device);
     if (c == NULL) return unreadable(f, t, parent);
@@ -400,12 +445,16 @@ static int tensor_leaf(tpa_flat *f, PyObject *t, XXH3_state_t *parent)
         data = (const void *)(uintptr_t)ptr;
         nbytes = (size_t)numel * (size_t)es;
     }
+    large =
+        !f->manifest && data != NULL && nbytes >= DEFER_BYTES && !tpa_cfg.capture_values && room(f);
+    if (large && f->job != NULL)
+        return defer_leaf(f, c, dc->name, dc->dt, shape, ndim, data, nbytes, device);
     hash_memory(dc->name, shape, ndim, data, nbytes, dc->dt, d, &st);
     if (tpa_cfg.capture_values && data != NULL && room(f))
         blob = tpa_blob_ship(d, data, nbytes, dc->name, shape, ndim) == 0;
     P.Py_DecRef(c);
     feed(parent, 'A', d, 16);
-    if (!isnan(st.l2)) f->sq_sum += st.l2 * st.l2;
+    if (!isnan(st.l2)) *(large ? &f->sq_large : &f->sq_sum) += st.l2 * st.l2;
     if (room(f)) {
         size_t n;
         const char *path = leaf_path(f, &n);

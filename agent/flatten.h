@@ -35,13 +35,18 @@ typedef struct tpa_flat {
     size_t count_off;
     uint32_t nleaves;
     uint32_t max_leaves;
-    bool manifest; /* digest leaves for tuples */
-    double sq_sum; /* sum of squared L2 norms of the tensor leaves */
+    bool manifest;       /* digest leaves for tuples */
+    struct tpa_job *job; /* not NULL: defer hashing large tensors to it (async.h) */
+    /* Sums of squared L2 norms of the tensor leaves: those hashed at once,
+     * and, apart, those large enough to be deferred (deferred or not), so
+     * that a gradient norm adds them in the same order either way. */
+    double sq_sum, sq_large;
     char path[TPA_PATH_MAX];
     size_t plen;
 } tpa_flat;
 
-/* tpa_flat_begin opens a leaves array in out. */
+/* tpa_flat_begin opens a leaves array in out (no deferred hashing; set
+ * f->job afterwards to defer). */
 void tpa_flat_begin(tpa_flat *f, tp_buf *out, bool manifest);
 /* tpa_flat_add flattens obj under the path prefix ("" for the root).
  * Returns 0, or -1 with a Python exception set. */

@@ -158,6 +158,9 @@ def _any_roots():
 
 
 def _snapshot(why):
+    """Snapshot of the training state.  The start-of-step one is hashed off
+    the step (its large tensors on the agent's hashing thread, see sync())."""
+    _tp.sync()
     torch = S.torch
     items = []
     names = {}
@@ -201,7 +204,7 @@ def _snapshot(why):
     npr = sys.modules.get("numpy.random")
     if S.seeded["numpy"] and npr is not None:
         items.append(("rng.numpy", Digest(npr.get_state())))
-    _tp.emit("snapshot", {"why": why}, "leaves", items)
+    _tp.emit("snapshot", {"why": why}, "leaves", items, False, why == "backward")
     return names
 
 
@@ -236,6 +239,7 @@ def _interrupt():
 
 def _step_pre(opt, via):
     try:
+        _tp.sync()  # the step writes what the start-of-step snapshot hashes
         if S.armed:
             _interrupt()
         names = _param_names()
@@ -255,7 +259,7 @@ def _step_pre(opt, via):
             "ngrads": len(grads),
             "via": via,
         }
-        _tp.emit("step", body, "grads", grads)
+        _tp.emit("step", body, "grads", grads, False, True)
         if _cfg["update_norm"]:
             _tp.update_begin(params)
         return params
@@ -318,6 +322,7 @@ def _patch_optim(torch):
 
     Opt.__init__ = _wraps(oinit, __init__)
     _wrap_method(Opt, "load_state_dict", _restore_hook("optimizer", S.optimizers))
+    _wrap_sync(Opt, "zero_grad")
 
 
 # ---- schedulers ---------------------------------------------------------
@@ -449,6 +454,7 @@ def _wrap_method(cls, name, after, cat=None):
     def method(self, *a, **k):
         if _depth(cat) or _off():
             return orig(self, *a, **k)
+        _tp.sync()  # load_state_dict and friends write what may be hashing
         _enter(cat)
         try:
             r = orig(self, *a, **k)
@@ -459,6 +465,20 @@ def _wrap_method(cls, name, after, cat=None):
         except Exception:
             _fail(cls.__name__ + "." + name)
         return r
+
+    setattr(cls, name, _wraps(orig, method))
+
+
+def _wrap_sync(cls, name):
+    """Wraps cls.name so that deferred hashing finishes before it runs
+    (zero_grad writes the gradients an optimizer step handed over)."""
+    orig = cls.__dict__.get(name)
+    if orig is None or _is_wrapped(orig):
+        return
+
+    def method(self, *a, **k):
+        _tp.sync()
+        return orig(self, *a, **k)
 
     setattr(cls, name, _wraps(orig, method))
 
@@ -546,6 +566,7 @@ def _patch_numpy_random(npr):
 
 def _before_backward(loss):
     try:
+        _tp.sync()  # backward accumulates into the gradients being hashed
         S.bwd += 1
         first = S.snap_step != S.step
         if first:
@@ -563,10 +584,70 @@ def _before_backward(loss):
                 "dtype": str(v.dtype) if v is not None else None,
                 "count": S.bwd,
                 "numel": numel,
+                "mean_over": _take_mean_over(),
             },
         )
     except Exception:
         _fail("backward")
+
+
+# ---- loss functions and dropout (accumulation parity) -----------------------
+
+
+def _take_mean_over():
+    """The elements the last mean-reduced loss function averaged over since
+    the previous backward (None when none ran): a mean of per-micro-batch
+    means over-weights the micro-batches that count fewer elements."""
+    n, S.mean_over = getattr(S, "mean_over", None), None
+    return n
+
+
+def _mean_count(name, a, k):
+    inp = a[0] if a else k.get("input")
+    tgt = a[1] if len(a) > 1 else k.get("target")
+    red = k.get("reduction", "mean")
+    if red != "mean" or k.get("weight") is not None or inp is None:
+        return None
+    if name in ("cross_entropy", "nll_loss") and tgt is not None and not tgt.is_floating_point():
+        ign = k.get("ignore_index", -100)
+        return int((tgt != ign).sum().item())
+    return int(inp.numel())
+
+
+def _patch_loss(torch):
+    F = torch.nn.functional
+
+    def after(name):
+        def fn(r, a, k):
+            if not _depth("bwd"):
+                S.mean_over = _mean_count(name, a, k)
+
+        return fn
+
+    for name in ("cross_entropy", "nll_loss", "mse_loss", "l1_loss"):
+        _wrap_function(F, name, after(name), "loss")
+
+
+def _patch_dropout(torch):
+    """Only with TRAINPARITY_DISABLE_DROPOUT=1 (the user asked for it): the
+    functional dropouts, which nn.Dropout and friends call, see training=False
+    and return their input, as in eval mode; nothing else changes."""
+    if os.environ.get("TRAINPARITY_DISABLE_DROPOUT") != "1":
+        return
+    F = torch.nn.functional
+    for name in ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
+                 "feature_alpha_dropout"):
+        orig = getattr(F, name, None)
+        if orig is None or _is_wrapped(orig):
+            continue
+
+        def make(orig):
+            def fn(input, p=0.5, training=True, inplace=False):
+                return orig(input, p, False, inplace)
+
+            return fn
+
+        setattr(F, name, _wraps(orig, make(orig)))
 
 
 def _patch_backward(torch):
@@ -713,6 +794,7 @@ def _patch_save_load(torch):
     def save(obj, f, *a, **k):
         if _depth("save") or _off():
             return osave(obj, f, *a, **k)
+        _tp.sync()
         _enter("save")
         try:
             _rec_begin()
@@ -737,6 +819,7 @@ def _patch_save_load(torch):
     def load(f, *a, **k):
         if _depth("load") or _off():
             return oload(f, *a, **k)
+        _tp.sync()
         _enter("load")
         use_records = not k.get("mmap")
         try:
@@ -854,6 +937,7 @@ def _patch_scaler(torch):
                     return ostep(self, optimizer, *a, **k)
                 _enter("scaler_step")
                 try:
+                    _tp.sync()
                     if S.armed:
                         _interrupt()
                     before = S.step
@@ -932,7 +1016,21 @@ def _rank_world():
     return _env_int("RANK", -1), _env_int("WORLD_SIZE", 1)
 
 
-_SAMPLE_ID = os.environ.get("TRAINPARITY_SAMPLE_ID")
+# --sample-id: a Python expression over `batch` giving its stable sample IDs
+# (trainparity-run sets TRAINPARITY_SAMPLE_ID).  Compiled once; a bad
+# expression is an agent error (the verdict is then ERROR, never a guess).
+_SAMPLE_ID = _cfg.get("sample_id") or os.environ.get("TRAINPARITY_SAMPLE_ID") or None
+_SAMPLE_ID_CODE = None
+
+
+def _sample_ids(data):
+    global _SAMPLE_ID_CODE
+    if _SAMPLE_ID_CODE is None:
+        _SAMPLE_ID_CODE = compile(_SAMPLE_ID, "--sample-id", "eval")
+    v = eval(_SAMPLE_ID_CODE, {"batch": data, "torch": S.torch})
+    if hasattr(v, "tolist"):
+        v = v.tolist()
+    return [int(x) for x in (v if isinstance(v, (list, tuple)) else [v])]
 
 
 def _on_batch(it, data):
@@ -940,10 +1038,11 @@ def _on_batch(it, data):
     ids, worker = (fifo.popleft() if fifo else (None, None))
     source = "sampler" if ids is not None else "none"
     if _SAMPLE_ID:
-        v = eval(_SAMPLE_ID, {"batch": data, "torch": S.torch})
-        if hasattr(v, "tolist"):
-            v = v.tolist()
-        ids = [int(x) for x in (v if isinstance(v, (list, tuple)) else [v])]
+        try:
+            ids = _sample_ids(data)
+        except Exception:
+            _fail("--sample-id %r" % _SAMPLE_ID)
+            ids = None
         source = "expr"
     loader = it.__dict__.get("_tp_loader")
     li = loader if loader is not None else -1
@@ -984,6 +1083,36 @@ def _on_batch(it, data):
     )
 
 
+def _on_loader_end(it):
+    """Marks the end of an epoch: the iterator `it` is exhausted.  One
+    `batch` event with end=True, no ids and pos = the batches it returned;
+    only the first StopIteration of an iterator counts."""
+    if _off():
+        return
+    try:
+        if it.__dict__.get("_tp_ended") or it.__dict__.get("_tp_loader") is None:
+            return
+        it._tp_ended = True
+        dl = it.__dict__.get("_tp_dl")
+        dl = dl() if dl is not None else None
+        rank, world = _rank_world()
+        li = it._tp_loader
+        body = {"loader": max(li, 0), "epoch": max(S.epochs.get(li, 0), 0),
+                "pos": it.__dict__.get("_tp_pos", 0), "ids": None, "worker": None,
+                "rank": rank, "world": world, "end": True}
+        if dl is not None:
+            try:
+                body["dataset_len"] = len(dl.dataset)
+            except Exception:
+                body["dataset_len"] = None
+            body["sampler"] = type(dl.sampler).__name__
+            body["total_size"] = getattr(dl.sampler, "total_size", None)
+            body["drop_last"] = bool(dl.drop_last)
+        _tp.emit("batch", body)
+    except Exception:
+        _fail("DataLoader end")
+
+
 def _patch_dataloader(torch):
     import collections
 
@@ -1007,6 +1136,7 @@ def _patch_dataloader(torch):
             S.epochs[li] = S.epochs.get(li, -1) + 1
             it._tp_loader = li
             it._tp_pos = 0
+            it._tp_ended = False  # persistent workers reuse the iterator
             it._tp_dl = weakref.ref(self)
         except Exception:
             _fail("DataLoader.__iter__")
@@ -1050,7 +1180,11 @@ def _patch_dataloader(torch):
     if onext is not None and not _is_wrapped(onext):
 
         def __next__(self):
-            data = onext(self)
+            try:
+                data = onext(self)
+            except StopIteration:
+                _on_loader_end(self)
+                raise
             if not _off():
                 try:
                     _on_batch(self, data)
@@ -1089,6 +1223,7 @@ def _patch_module(torch):
 
         M.__setstate__ = _wraps(mset, __setstate__)
     _wrap_method(M, "load_state_dict", _restore_hook("module", None))
+    _wrap_sync(M, "zero_grad")
 
 
 # ---- boot -----------------------------------------------------------------
@@ -1141,6 +1276,8 @@ def _on_torch(torch):
         _patch_scaler,
         _patch_clip,
         _patch_dataloader,
+        _patch_loss,
+        _patch_dropout,
     ):
         try:
             patch(torch)

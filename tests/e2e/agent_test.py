@@ -95,8 +95,13 @@ def dataloader(py, method):
     want = last_json(r.stdout)
     p = trainer(w)
     complete(p)
-    batches = w.events(p["pid"], "batch")
+    events = w.events(p["pid"], "batch")
+    batches = [b for b in events if not b["body"].get("end")]
+    ends = [b for b in events if b["body"].get("end")]
     assert len(batches) == want["batches"], (len(batches), want)
+    # each epoch's iterator ran out once: one end mark, after its batches
+    assert [(b["body"]["epoch"], b["body"]["pos"], b["body"]["ids"]) for b in ends] == \
+        [(0, 5, None), (1, 5, None)], ends
     assert all(b["body"]["worker"] in (0, 1) for b in batches), batches[0]
     assert all(len(b["body"]["ids"]) == b["body"]["size"] for b in batches)
     epoch0 = sorted(i for b in batches if b["body"]["epoch"] == 0 for i in b["body"]["ids"])
@@ -146,6 +151,32 @@ def test_raises(py):
     assert p["bye"] == "exception" and p["exc"] == "RuntimeError", p
     assert w.execution(p["exec"])[0] == 1
     assert len([e for e in w.events(p["pid"], "step") if e["body"]["phase"] == "pre"]) == 2
+
+
+def leaves_of(w, p):
+    """Every snapshot and gradient leaf of process p, in order."""
+    out = []
+    for e in w.events(p["pid"]):
+        b = e["body"]
+        for leaf in b.get("leaves", []) + b.get("grads", []):
+            out.append((e["kind"], e["step"], leaf[1], leaf[2:]))
+        if "gnorm" in b:
+            out.append((e["kind"], e["step"], "gnorm", b["gnorm"]))
+    return out
+
+
+def test_async_equals_sync(py):
+    """Digests hashed off the training thread equal those hashed in it."""
+    runs = []
+    for env in ({}, {"TRAINPARITY_ASYNC": "0"}):
+        w = Workdir()
+        r = w.run("record", "--", "env", *["%s=%s" % kv for kv in env.items()], py,
+                  fixture("large.py"))
+        assert r.returncode == 0, r.stderr
+        p = trainer(w)
+        complete(p)
+        runs.append(sorted(leaves_of(w, p), key=repr))  # deferred events commit later
+    assert len(runs[0]) > 20 and runs[0] == runs[1], "deferred hashing changed a digest"
 
 
 def test_killed(py):

@@ -34,6 +34,18 @@ esac
 tp_setup daemon agent
 cp "$root/fixtures/$(dirname "$fixture")"/*.py . || fail "cannot copy the fixtures"
 eval "opts=($options)"
+# {py}, {script} and {torchrun} stand for the interpreter, the fixture and
+# torch's launcher run by that interpreter, in every option word (a reference
+# command given as one word: --reference "{py} {script} --full").
+for i in "${!opts[@]}"; do
+    w=${opts[$i]}
+    [ "$w" = "{py}" ] || [ "$w" = "{script}" ] || [ "$w" = "{torchrun}" ] || {
+        w=${w//\{torchrun\}/$py -m torch.distributed.run}
+        w=${w//\{py\}/$py}
+        w=${w//\{script\}/$(basename "$fixture")}
+        opts[$i]=$w
+    }
+done
 # The command: "python FIXTURE", unless the options end with "-- CMD..." in
 # which {py}, {script} and {torchrun} stand for the interpreter, the fixture
 # and torch's launcher run by that interpreter.
