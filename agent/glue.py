@@ -158,8 +158,10 @@ def _any_roots():
 
 
 def _snapshot(why):
-    """Snapshot of the training state.  The start-of-step one is hashed off
-    the step (its large tensors on the agent's hashing thread, see sync())."""
+    """Snapshot of the training state.  The start-of-step one has its large
+    tensors hashed on the agent's thread while backward runs, which writes
+    only gradients; the backward wrapper waits for it (sync) before returning
+    to code that could write the parameters."""
     _tp.sync()
     torch = S.torch
     items = []
@@ -259,7 +261,10 @@ def _step_pre(opt, via):
             "ngrads": len(grads),
             "via": via,
         }
-        _tp.emit("step", body, "grads", grads, False, True)
+        # The gradients are hashed while the step runs (see _step_post) only
+        # when the step is torch's own, which never writes them in place.
+        defer = type(opt).__module__.startswith("torch.optim")
+        _tp.emit("step", body, "grads", grads, False, defer)
         if _cfg["update_norm"]:
             _tp.update_begin(params)
         return params
@@ -269,6 +274,7 @@ def _step_pre(opt, via):
 
 
 def _step_post(opt, params, skipped=False):
+    _tp.sync()  # the user's code after the step may write the gradients
     try:
         body = {"phase": "post", "opt": _index(S.optimizers, opt), "cls": type(opt).__name__}
         if skipped:
@@ -298,6 +304,7 @@ def _wrap_opt_step(cls):
             _step_post(self, params)
             return r
         finally:
+            _tp.sync()
             _leave("opt")
 
     cls.step = _wraps(orig, step)
@@ -662,6 +669,7 @@ def _patch_backward(torch):
             _before_backward(self)
             return orig(self, *a, **k)
         finally:
+            _tp.sync()  # the snapshot was hashed while backward ran, no longer
             _leave("bwd")
 
     if not _is_wrapped(orig):
@@ -682,6 +690,7 @@ def _patch_backward(torch):
             _before_backward(t)
             return aorig(tensors, *a, **k)
         finally:
+            _tp.sync()
             _leave("bwd")
 
     ag.backward = _wraps(aorig, abackward)

@@ -5,6 +5,9 @@
 
 #include "daemon/judge.h"
 #include "daemon/obs.h"
+#include "daemon/verdict_coverage.h"
+#include "daemon/values.h"
+#include "daemon/verdict_accum.h"
 #include "daemon/verdict_resume.h"
 
 typedef tp_err (*engine_fn)(const tpd_run *r, const tpd_cmp_opts *o, tpd_result *out);
@@ -14,6 +17,8 @@ static const struct engine {
     engine_fn fn;
 } engines[] = {
     {"resume", tpd_verdict_resume},
+    {"accum", tpd_verdict_accum},
+    {"coverage", tpd_verdict_coverage},
 };
 
 tp_err tpd_judge(tpd_store *s, int64_t run, const tpd_cmp_opts *o, tpd_result *out, char *why,
@@ -25,6 +30,12 @@ tp_err tpd_judge(tpd_store *s, int64_t run, const tpd_cmp_opts *o, tpd_result *o
     engine_fn fn = NULL;
     tp_err err = tpd_obs_load(tpd_store_db(s), run, &r, why, whylen);
     if (err != TP_OK) return err;
+    /* engines that compare within a tolerance read captured values */
+    if ((err = tpd_values_locate(r, tpd_store_path(s))) != TP_OK) {
+        snprintf(why, whylen, "%s", tp_strerror(err));
+        tpd_obs_free(r);
+        return err;
+    }
     for (size_t i = 0; i < sizeof engines / sizeof engines[0]; i++)
         if (r->check && strcmp(r->check, engines[i].check) == 0) fn = engines[i].fn;
     if (fn == NULL) {

@@ -301,6 +301,8 @@ static tp_err add_restore(tpd_arena *a, tpd_proc *p, const tp_event *e)
 
 tp_err tpd_proc_add_event(tpd_arena *a, tpd_proc *p, const tp_event *e)
 {
+    tp_err mrc = tpd_proc_add_mark(a, p, e);
+    if (mrc != TP_OK) return mrc;
     switch (e->kind) {
     case TP_K_HELLO:
         p->has_interrupt_at = tp_body_int(e, "interrupt_at", &p->interrupt_at) == TP_OK;
@@ -320,8 +322,10 @@ tp_err tpd_proc_add_event(tpd_arena *a, tpd_proc *p, const tp_event *e)
         return add_backward(a, p, e);
     case TP_K_STEP:
         return add_step(a, p, e);
-    case TP_K_BATCH:
-        return add_batch(a, p, e);
+    case TP_K_BATCH: {
+        tp_err rc = tpd_proc_add_batch(a, p, e);
+        return rc != TP_OK ? rc : add_batch(a, p, e);
+    }
     case TP_K_SAVE:
         return add_ckpt(a, p, e, false);
     case TP_K_LOAD:

@@ -98,6 +98,42 @@ typedef struct tpd_snap {
     tpd_items items;
 } tpd_snap;
 
+/* One DataLoader batch as the agent reported it, ids and all; or, with end
+ * set, the end of a loader's epoch (no ids; pos = the batches it returned).
+ * Filed in emission order (obs_batch.c). */
+typedef struct tpd_batch {
+    uint64_t seq;
+    uint32_t loader, epoch, pos;
+    bool end, has_ids, has_worker, has_dataset_len, has_total_size, drop_last;
+    int64_t worker, rank, world; /* rank -1: unknown */
+    int64_t dataset_len, total_size;
+    const char *sampler, *id_source; /* NULL when not said */
+    uint32_t n;                      /* ids */
+    const int64_t *ids;
+} tpd_batch;
+
+/* One training call as the agent reported it, in emission order, for the
+ * checks that reason about the order of calls (accumulation windows):
+ * backward, optimizer step (pre and post), scheduler step, GradScaler call,
+ * clipping and DataLoader batch.  Filed by obs_marks.c. */
+typedef struct tpd_mark {
+    uint64_t seq;
+    int64_t step;   /* the optimizer-step index the event belongs to */
+    tp_kind kind;   /* TP_K_BACKWARD, _STEP, _SCHED, _AMP, _CLIP or _BATCH */
+    const char *op; /* step: "pre", "post"; amp: "scale", "unscale", "step",
+                     * "update"; clip: "norm", "value"; otherwise NULL */
+    int64_t n;      /* backward: count; step: optimizer; sched: scheduler;
+                     * batch: size (-1 when not said) */
+    bool has_f;
+    double f; /* backward: loss; step pre: lr of group 0; amp: scale;
+               * clip: total norm */
+    bool has_max;
+    double max;        /* clip: max_norm or clip_value */
+    bool flag;         /* step: skipped; amp: found_inf */
+    int64_t mean_over; /* backward: the elements its mean-reduced loss
+                        * averaged over (-1 when not said) */
+} tpd_mark;
+
 typedef struct tpd_proc {
     int64_t pid, ppid, rank, world;
     const char *role, *python, *torch;
@@ -111,10 +147,14 @@ typedef struct tpd_proc {
     tpd_items timeline;
     tpd_snap *snaps;
     size_t nsnaps, snaps_cap;
+    tpd_mark *marks; /* backward, step, sched, amp, clip, batch: seq order */
+    size_t nmarks, marks_cap;
     tpd_ckpt *ckpts;
     size_t nckpts, ckpts_cap;
     tpd_restore *restores;
     size_t nrestores, restores_cap;
+    tpd_batch *batches; /* every batch event, in seq order */
+    size_t nbatches, batches_cap;
     /* loader state: which batch of the step each loader is at */
     int64_t batch_step[8];
     uint32_t batch_k[8];
@@ -133,6 +173,8 @@ typedef struct tpd_exec {
 typedef struct tpd_run {
     int64_t id;
     const char *check, *name, *params;
+    const char *blobs; /* the blob store directory, NULL when not known
+                        * (tpd_values_locate sets it) */
     tpd_exec *execs;
     size_t nexecs;
     tpd_arena *arena;
@@ -164,6 +206,12 @@ tp_err tpd_leaf_val(tpd_arena *a, const tp_leaf *l, tpd_val *v);
 tp_err tpd_leaves_add(tpd_arena *a, tpd_items *l, tp_mpr *r, int64_t step, uint64_t ord0);
 /* tpd_proc_add_event files one decoded event into p. */
 tp_err tpd_proc_add_event(tpd_arena *a, tpd_proc *p, const tp_event *e);
+/* tpd_proc_add_batch files a batch event, ids and all, into p->batches.
+ * Errors: TP_ENOMEM, TP_EPROTO (a body the schema would reject). */
+tp_err tpd_proc_add_batch(tpd_arena *a, tpd_proc *p, const tp_event *e);
+/* tpd_proc_add_mark files a backward, step, sched, amp, clip or batch event
+ * into p->marks (other kinds are ignored).  Errors: TP_ENOMEM. */
+tp_err tpd_proc_add_mark(tpd_arena *a, tpd_proc *p, const tp_event *e);
 /* tpd_proc_finish sorts p's timeline; call once after the last event. */
 void tpd_proc_finish(tpd_proc *p);
 

@@ -56,12 +56,9 @@ static const field bye_f[] = {{"reason", F_STR, REQ},    {"code", F_INT | F_NIL,
                               {"errors", F_UINT, REQ},   {"spooled", F_BOOL, 0},
                               {"exc", F_STR | F_NIL, 0}, {NULL, 0, 0}};
 static const field snapshot_f[] = {{"why", F_STR, REQ}, {"leaves", F_LEAVES, REQ}, {NULL, 0, 0}};
-static const field backward_f[] = {{"loss", F_F64 | F_NIL, REQ},
-                                   {"dtype", F_STR | F_NIL, 0},
-                                   {"count", F_UINT, REQ},
-                                   {"numel", F_UINT, 0},
-                                   {"mean_over", F_UINT | F_NIL, 0},
-                                   {NULL, 0, 0}};
+static const field backward_f[] = {{"loss", F_F64 | F_NIL, REQ},     {"dtype", F_STR | F_NIL, 0},
+                                   {"count", F_UINT, REQ},           {"numel", F_UINT, 0},
+                                   {"mean_over", F_UINT | F_NIL, 0}, {NULL, 0, 0}};
 static const field step_f[] = {{"phase", F_STR, REQ},
                                {"opt", F_UINT, REQ},
                                {"cls", F_STR, REQ},

@@ -11,4 +11,10 @@ int tpt_cmd_record(int argc, char **argv);
 /* resume: resume parity of a training script. */
 int tpt_cmd_resume(int argc, char **argv);
 
+/* accum: gradient-accumulation parity of a micro-batch and a full-batch command. */
+int tpt_cmd_accum(int argc, char **argv);
+
+/* coverage: sample coverage across ranks against a declared policy. */
+int tpt_cmd_coverage(int argc, char **argv);
+
 #endif

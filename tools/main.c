@@ -19,8 +19,8 @@ static const subcmd subcmds[] = {
     {"record", tpt_cmd_record, "run a command under the agent and store what it did"},
     {"resume", tpt_cmd_resume,
      "resume parity: an interrupted and resumed run matches an uninterrupted one"},
-    {"accum", not_yet, "gradient-accumulation parity: micro-batches match the full batch"},
-    {"coverage", not_yet, "sample coverage: each sample seen as the policy says"},
+    {"accum", tpt_cmd_accum, "gradient-accumulation parity: micro-batches match the full batch"},
+    {"coverage", tpt_cmd_coverage, "sample coverage: each sample seen as the policy says"},
     {"health", not_yet, "training health: loss, gradients, updates, mixed precision"},
     {"compare", not_yet, "trajectory regression: a recorded run against a golden one"},
 };

@@ -24,7 +24,21 @@ expect_grep "wants a step number" "$WORK/err"
 expect_status 64 "$TP_RUN" resume --resume-cmd a --resume-args b -- true
 expect_grep "not both" "$WORK/err"
 expect_status 64 "$TP_RUN" resume --resume-args "'unterminated" -- true
-for sub in accum coverage health compare; do
+expect_status 64 "$TP_RUN" coverage -- true
+expect_grep "policy is required" "$WORK/err"
+expect_status 64 "$TP_RUN" coverage --policy sometimes -- true
+expect_grep "unknown policy" "$WORK/err"
+expect_status 64 "$TP_RUN" coverage --policy exactly_once --universe ten -- true
+expect_status 64 "$TP_RUN" coverage --policy exactly_once --padding 2 -- true
+expect_status 64 "$TP_RUN" coverage --policy exactly_once --bogus -- true
+expect_status 64 "$TP_RUN" accum --reference true -- true
+expect_grep "micro N is required" "$WORK/err"
+expect_status 64 "$TP_RUN" accum --micro 4 -- true
+expect_grep "reference CMD_FULL is required" "$WORK/err"
+expect_status 64 "$TP_RUN" accum --micro 0 --reference true -- true
+expect_status 64 "$TP_RUN" accum --micro 4 --updates x --reference true -- true
+expect_status 64 "$TP_RUN" accum --micro 4 --reference true --bogus -- true
+for sub in health compare; do
     expect_status 64 "$TP_RUN" "$sub" -- true
     expect_grep "'$sub' is not available yet" "$WORK/err"
 done

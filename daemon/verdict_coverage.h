@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT
+ * verdict_coverage.h -- the sample-coverage verdict.
+ *
+ * A run of check "coverage" holds one execution (role "coverage"): the
+ * command, maybe a launcher with one process per rank, every rank's agent
+ * reporting its DataLoader batches (stable sample IDs per rank, epoch and
+ * position).  The run's params hold the declaration (cov_decl.h).
+ *
+ * ERROR: the command failed or was killed, a process lost events, said no
+ * goodbye or reported a hook error, no batch of the audited loader was seen,
+ * or the ranks do not add up (a rank missing, twice, or disagreeing on the
+ * world size).
+ * ABSTAIN: the policy needs a universe and none is known (none declared and
+ * the dataset has no length), the batches carry no stable IDs, or an epoch
+ * of the window was not seen complete on every rank.
+ * FAIL: the first violation in (epoch, rank, position) order (cov_audit.h);
+ * IDs never observed come after every observation of their epoch.
+ * PASS otherwise, naming the window and the world size. */
+#ifndef TP_DAEMON_VERDICT_COVERAGE_H
+#define TP_DAEMON_VERDICT_COVERAGE_H
+
+#include "daemon/compare.h"
+#include "daemon/obs.h"
+#include "daemon/result.h"
+
+/* tpd_verdict_coverage judges run r (o is not used: coverage compares IDs,
+ * exactly).  Pure: reads r, writes *out.  Errors: TP_ENOMEM (then *out is
+ * cleared). */
+tp_err tpd_verdict_coverage(const tpd_run *r, const tpd_cmp_opts *o, tpd_result *out);
+
+#endif

@@ -1,0 +1,332 @@
+/* SPDX-License-Identifier: MIT
+ * accum_test.c -- gradient-accumulation parity from hand-built observations:
+ * captured values, accumulation windows, the factors and the mean-of-means
+ * signature, and the verdict's outcomes and phases. */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/accum_win.h"
+#include "daemon/values.h"
+#include "daemon/verdict_accum.h"
+
+/* ---- values ---- */
+
+START_TEST(test_values_decode_dtypes)
+{
+    float f[2] = {1.5f, -2.25f};
+    uint16_t h[2] = {0x3c00, 0xc000}; /* float16 1, -2 */
+    uint16_t bf[1] = {0x3fc0};        /* bfloat16 1.5 */
+    uint8_t i16[2] = {0xfe, 0xff};    /* int16 -2 */
+    double *v;
+    size_t n;
+    ck_assert_int_eq(tpd_values_decode("float32", f, sizeof f, &v, &n), TP_OK);
+    ck_assert_uint_eq(n, 2);
+    ck_assert(v[0] == 1.5 && v[1] == -2.25);
+    free(v);
+    ck_assert_int_eq(tpd_values_decode("torch.float16", h, sizeof h, &v, &n), TP_OK);
+    ck_assert(v[0] == 1.0 && v[1] == -2.0);
+    free(v);
+    ck_assert_int_eq(tpd_values_decode("bfloat16", bf, sizeof bf, &v, &n), TP_OK);
+    ck_assert(v[0] == 1.5);
+    free(v);
+    ck_assert_int_eq(tpd_values_decode("int16", i16, sizeof i16, &v, &n), TP_OK);
+    ck_assert(v[0] == -2.0);
+    free(v);
+    ck_assert_int_eq(tpd_values_decode("float32", f, 3, &v, &n), TP_EPROTO);
+    ck_assert_int_eq(tpd_values_decode("complex64", f, 8, &v, &n), TP_EINVAL);
+}
+END_TEST
+
+START_TEST(test_values_within_and_fit)
+{
+    double b[3] = {1.0, -2.0, 0.0}, a[3] = {1.00005, -2.0, 5e-7}, c[3] = {4.0, -8.0, 0.0};
+    double k, resid;
+    size_t worst = 99;
+    ck_assert(tpd_values_within(a, b, 3, 1e-4, 1e-6, &worst));
+    ck_assert(!tpd_values_within(c, b, 3, 1e-4, 1e-6, &worst));
+    ck_assert_uint_eq(worst, 1);
+    tpd_values_fit(c, b, 3, &k, &resid);
+    ck_assert(fabs(k - 4.0) < 1e-12 && resid < 1e-12);
+    tpd_values_fit(a, c + 2, 1, &k, &resid); /* a zero reference */
+    ck_assert(k == 0 && resid == 1);
+}
+END_TEST
+
+START_TEST(test_accum_ratio_causes_and_mean_of_means)
+{
+    double l[3] = {0.5 / 3, 1.0 / 3, 2.0 / 3}; /* means 0.5, 1, 2, each divided by 3 */
+    int64_t t[3] = {10, 20, 10}, same[3] = {10, 10, 10};
+    double full = (0.5 * 10 + 1.0 * 20 + 2.0 * 10) / 40;
+    ck_assert_int_eq(tpd_ratio_cause_of(4.0001, 4, 4), TPD_RC_NOT_DIVIDED);
+    ck_assert_int_eq(tpd_ratio_cause_of(0.25, 4, 4), TPD_RC_TWICE);
+    ck_assert_int_eq(tpd_ratio_cause_of(0.5, 4, 2), TPD_RC_PARTIAL);
+    ck_assert_int_eq(tpd_ratio_cause_of(1.3, 4, 4), TPD_RC_NONE);
+    ck_assert(tpd_mean_of_means(l, t, 3, full, 1e-9, 0));
+    ck_assert(!tpd_mean_of_means(l, same, 3, full, 1e-9, 0));
+    ck_assert(!tpd_mean_of_means(l, t, 3, full * 1.1, 1e-9, 0));
+}
+END_TEST
+
+/* ---- a run by hand: full (one backward per update), micro (N) ---- */
+
+typedef struct world {
+    tpd_run *run;
+    tpd_exec ex[2];
+    tpd_proc pr[2];
+    uint64_t seq[2];
+} world;
+
+enum { FULL, MICRO };
+
+static tpd_val tensor(uint8_t tag, double sum)
+{
+    tpd_val v;
+    memset(&v, 0, sizeof v);
+    v.kind = 't';
+    v.dtype = "float32";
+    v.ndim = 1;
+    v.shape[0] = 4;
+    memset(v.digest, tag, sizeof v.digest);
+    v.stats.sum = v.stats.l2 = sum;
+    v.stats.maxabs = sum / 2;
+    return v;
+}
+
+static void item(world *w, int who, int64_t step, const char *path, tpd_val v)
+{
+    tpd_item it;
+    memset(&it, 0, sizeof it);
+    it.step = step;
+    it.path = path;
+    it.group = tpd_group_of(path);
+    it.ord = w->pr[who].timeline.n;
+    it.v = v;
+    ck_assert_int_eq(tpd_items_push(w->run->arena, &w->pr[who].timeline, &it), TP_OK);
+}
+
+static void mark(world *w, int who, int64_t step, tp_kind kind, const char *op, double f)
+{
+    tpd_proc *p = &w->pr[who];
+    tpd_mark *m = tpd_arena_grow(w->run->arena, p->marks, &p->marks_cap, p->nmarks + 1, sizeof *m);
+    ck_assert_ptr_nonnull(m);
+    p->marks = m;
+    m = &p->marks[p->nmarks++];
+    memset(m, 0, sizeof *m);
+    m->seq = w->seq[who]++;
+    m->step = step;
+    m->kind = kind;
+    m->op = op;
+    m->has_f = true;
+    m->f = f;
+    m->mean_over = -1;
+    if (kind == TP_K_SCHED) m->has_f = false;
+}
+
+/* update adds update u to who: the start-of-update state, nbwd backward
+ * calls of loss each, the step (grad tag g, lr 0.1) and a scheduler step. */
+static void update(world *w, int who, int64_t u, int nbwd, double loss, uint8_t g)
+{
+    item(w, who, u, "model.fc.weight", tensor((uint8_t)(10 + u), 1.0 + (double)u));
+    item(w, who, u, "optimizer.state.fc.weight.momentum_buffer", tensor((uint8_t)(30 + u), 2));
+    item(w, who, u, "rng.torch_cpu", tensor(7, 3.0));
+    for (int i = 0; i < nbwd; i++) mark(w, who, u, TP_K_BACKWARD, NULL, loss);
+    mark(w, who, u, TP_K_STEP, "pre", 0.1);
+    item(w, who, u, "grad.fc.weight", tensor(g, 0.5));
+    mark(w, who, u, TP_K_STEP, "post", 0);
+    w->pr[who].steps = u + 1;
+    mark(w, who, u + 1, TP_K_SCHED, NULL, 0);
+}
+
+static void final_state(world *w, int who, int64_t u)
+{
+    item(w, who, u, "model.fc.weight", tensor((uint8_t)(10 + u), 1.0 + (double)u));
+    item(w, who, u, "optimizer.state.fc.weight.momentum_buffer", tensor((uint8_t)(30 + u), 2));
+}
+
+static world *blank(const char *params)
+{
+    static const char *roles[2] = {"full", "micro"};
+    world *w = calloc(1, sizeof *w);
+    tpd_arena *a = tpd_arena_create();
+    ck_assert_ptr_nonnull(w);
+    w->run = tpd_arena_alloc(a, sizeof *w->run);
+    memset(w->run, 0, sizeof *w->run);
+    w->run->arena = a;
+    w->run->id = 1;
+    w->run->check = "accum";
+    w->run->params = params;
+    w->run->execs = w->ex;
+    w->run->nexecs = 2;
+    for (int k = 0; k < 2; k++) {
+        w->ex[k].id = k + 1;
+        w->ex[k].role = roles[k];
+        w->ex[k].has_status = true;
+        w->ex[k].procs = &w->pr[k];
+        w->ex[k].nprocs = 1;
+        w->pr[k].pid = 100 + k;
+        w->pr[k].has_bye = true;
+        w->pr[k].bye_reason = "exit";
+        w->pr[k].nevents = w->pr[k].sent = 50;
+        w->pr[k].max_seq = 49;
+    }
+    return w;
+}
+
+/* clean: 2 updates, N=4, equal digests everywhere (as equal as values get). */
+static world *clean(double micro_loss, int micro_bwd)
+{
+    world *w = blank("{\"micro\": 4, \"updates\": 2, \"rtol\": 1e-4, \"atol\": 1e-6}");
+    for (int u = 0; u < 2; u++) {
+        update(w, FULL, u, 1, 0.8, (uint8_t)(50 + u));
+        update(w, MICRO, u, micro_bwd, micro_loss, (uint8_t)(50 + u));
+    }
+    final_state(w, FULL, 2);
+    final_state(w, MICRO, 2);
+    return w;
+}
+
+static tpd_result judge(world *w)
+{
+    tpd_cmp_opts o = {false, 0, 0};
+    tpd_result res;
+    for (int k = 0; k < 2; k++) tpd_proc_finish(&w->pr[k]);
+    ck_assert_int_eq(tpd_verdict_accum(w->run, &o, &res), TP_OK);
+    ck_assert_ptr_nonnull(strstr(res.json, "\"check\":\"accum\""));
+    ck_assert_ptr_nonnull(strstr(res.text, "rtol=0.0001 atol=1e-06"));
+    return res;
+}
+
+static void drop(world *w)
+{
+    tpd_arena_destroy(w->run->arena);
+    free(w);
+}
+
+START_TEST(test_accum_windows_count_calls_per_update)
+{
+    world *w = clean(0.2, 4);
+    tpd_awins ws;
+    ck_assert_int_eq(tpd_awins_build(w->run->arena, &w->pr[MICRO], &ws), TP_OK);
+    ck_assert_uint_eq(ws.n, 2);
+    ck_assert_int_eq(ws.v[0].nbwd, 4);
+    ck_assert(fabs(ws.v[0].loss - 0.8) < 1e-12);
+    ck_assert_int_eq(ws.v[0].nsched, 0);
+    ck_assert_int_eq(ws.v[1].nsched, 1);
+    ck_assert_int_eq(ws.tail.nsched, 1);
+    ck_assert(ws.v[0].has_lr && ws.v[0].lr == 0.1);
+    drop(w);
+}
+END_TEST
+
+START_TEST(test_accum_clean_passes)
+{
+    world *w = clean(0.2, 4);
+    tpd_result res = judge(w);
+    ck_assert_msg(res.outcome == TPD_PASS, "%s", res.text);
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
+START_TEST(test_accum_undivided_loss_fails_at_denominator)
+{
+    world *w = clean(0.8, 4);
+    tpd_result res = judge(w);
+    ck_assert_msg(res.outcome == TPD_FAIL, "%s", res.text);
+    ck_assert_str_eq(res.path, "loss_accounting.denominator");
+    ck_assert_ptr_nonnull(strstr(res.text, "not divided by N"));
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
+START_TEST(test_accum_step_per_micro_fails_at_steps)
+{
+    world *w = clean(0.2, 1);
+    tpd_result res = judge(w);
+    ck_assert_msg(res.outcome == TPD_FAIL, "%s", res.text);
+    ck_assert_str_eq(res.path, "optimizer.steps");
+    ck_assert_ptr_nonnull(strstr(res.text, "per micro-batch"));
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
+START_TEST(test_accum_gradient_difference_fails_at_grad)
+{
+    world *w = clean(0.2, 4);
+    for (size_t i = 0; i < w->pr[MICRO].timeline.n; i++)
+        if (!strcmp(w->pr[MICRO].timeline.v[i].path, "grad.fc.weight") &&
+            w->pr[MICRO].timeline.v[i].step == 1)
+            w->pr[MICRO].timeline.v[i].v = tensor(99, 5.0); /* stats prove it */
+    tpd_result res = judge(w);
+    ck_assert_msg(res.outcome == TPD_FAIL, "%s", res.text);
+    ck_assert_str_eq(res.path, "grad.fc.weight");
+    ck_assert_int_eq(res.step, 1);
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
+START_TEST(test_accum_initial_state_differs_abstains)
+{
+    world *w = clean(0.2, 4);
+    for (size_t i = 0; i < w->pr[MICRO].timeline.n; i++)
+        if (!strcmp(w->pr[MICRO].timeline.v[i].path, "rng.torch_cpu"))
+            w->pr[MICRO].timeline.v[i].v = tensor(8, 3.0);
+    tpd_result res = judge(w);
+    ck_assert_msg(res.outcome == TPD_ABSTAIN, "%s", res.text);
+    ck_assert_ptr_nonnull(strstr(res.text, "rng.torch_cpu"));
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
+START_TEST(test_accum_short_reference_or_failed_run_is_error)
+{
+    world *w = clean(0.2, 4);
+    tpd_result res;
+    w->run->params = "{\"micro\": 4, \"updates\": 3}";
+    res = judge(w);
+    ck_assert_msg(res.outcome == TPD_ERROR, "%s", res.text);
+    ck_assert_ptr_nonnull(strstr(res.text, "the reference made 2 optimizer updates"));
+    tpd_result_clear(&res);
+    drop(w);
+    w = clean(0.2, 4);
+    w->ex[MICRO].status = 1;
+    res = judge(w);
+    ck_assert_msg(res.outcome == TPD_ERROR, "%s", res.text);
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("accum");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_values_decode_dtypes);
+    tcase_add_test(tc, test_values_within_and_fit);
+    tcase_add_test(tc, test_accum_ratio_causes_and_mean_of_means);
+    tcase_add_test(tc, test_accum_windows_count_calls_per_update);
+    tcase_add_test(tc, test_accum_clean_passes);
+    tcase_add_test(tc, test_accum_undivided_loss_fails_at_denominator);
+    tcase_add_test(tc, test_accum_step_per_micro_fails_at_steps);
+    tcase_add_test(tc, test_accum_gradient_difference_fails_at_grad);
+    tcase_add_test(tc, test_accum_initial_state_differs_abstains);
+    tcase_add_test(tc, test_accum_short_reference_or_failed_run_is_error);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    int failed;
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,511 @@
+/* SPDX-License-Identifier: MIT
+ * coverage_test.c -- the coverage auditor and verdict from hand-built
+ * batches: every policy, every violation path, the order that decides
+ * "first", universes of ranges and unknown ones, and the verdict's
+ * ERROR / ABSTAIN / PASS rules. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/cov_audit.h"
+#include "daemon/verdict_coverage.h"
+
+/* ---- one epoch built by hand ---- */
+
+#define MAXB 64
+
+typedef struct ep {
+    tpd_batch b[MAXB];
+    int64_t ids[MAXB][8];
+    const tpd_batch *v[MAXB];
+    size_t first[9];
+    size_t n;
+    int64_t nranks;
+    tpd_cov_epoch e;
+} ep;
+
+static void ep_init(ep *x, int64_t nranks)
+{
+    memset(x, 0, sizeof *x);
+    x->nranks = nranks;
+}
+
+/* add appends a batch of rank r (ranks in order: 0's batches first). */
+static void add(ep *x, int64_t r, const int64_t *ids, uint32_t n)
+{
+    tpd_batch *b = &x->b[x->n];
+    uint32_t pos = 0;
+    for (size_t i = 0; i < x->n; i++) pos += x->b[i].rank == r;
+    memcpy(x->ids[x->n], ids, n * sizeof *ids);
+    b->rank = r;
+    b->pos = pos;
+    b->n = n;
+    b->ids = x->ids[x->n];
+    b->has_ids = true;
+    x->v[x->n++] = b;
+}
+
+static const tpd_cov_epoch *done(ep *x, bool complete)
+{
+    size_t k = 0;
+    for (int64_t r = 0; r < x->nranks; r++) {
+        x->first[r] = k;
+        while (k < x->n && x->b[k].rank == r) k++;
+    }
+    x->first[x->nranks] = k;
+    x->e.epoch = 0;
+    x->e.nranks = x->nranks;
+    x->e.batches = x->v;
+    x->e.first = x->first;
+    x->e.complete = complete;
+    return &x->e;
+}
+
+/* deal fills x as a DistributedSampler over 0..n-1 (no shuffle) would,
+ * padding by wrapping around, batches of bs. */
+static void deal(ep *x, int64_t n, int64_t world, uint32_t bs)
+{
+    int64_t total = (n + world - 1) / world * world;
+    ep_init(x, world);
+    for (int64_t r = 0; r < world; r++) {
+        int64_t buf[8];
+        uint32_t k = 0;
+        for (int64_t g = r; g < total; g += world) {
+            buf[k++] = g % n;
+            if (k == bs) add(x, r, buf, k), k = 0;
+        }
+        if (k) add(x, r, buf, k);
+    }
+}
+
+static tpd_cov_universe upto(int64_t n)
+{
+    tpd_cov_universe u = {true, n, NULL, 0};
+    return u;
+}
+
+static tpd_cov_finding audit(tpd_cov_policy p, tpd_cov_universe u, int64_t padding,
+                             const tpd_cov_epoch *e)
+{
+    tpd_cov_auditor *a = NULL;
+    tpd_cov_finding f;
+    tpd_cov_counts c;
+    ck_assert_int_eq(tpd_cov_auditor_create(&a, p, &u, padding), TP_OK);
+    ck_assert_int_eq(tpd_cov_audit(a, e, &f, &c), TP_OK);
+    tpd_cov_auditor_destroy(a);
+    return f;
+}
+
+#define PATH_IS(f, p) ck_assert_str_eq((f).path ? (f).path : "(none)", p)
+
+START_TEST(test_coverage_exactly_once_passes)
+{
+    ep x;
+    deal(&x, 12, 4, 2);
+    tpd_cov_finding f = audit(TPD_COV_EXACTLY_ONCE, upto(12), 0, done(&x, true));
+    ck_assert_ptr_null(f.path);
+}
+END_TEST
+
+START_TEST(test_coverage_missing_in_complete_epoch_only)
+{
+    ep x;
+    int64_t a[] = {0, 1, 2}, b[] = {4, 6};
+    ep_init(&x, 1);
+    add(&x, 0, a, 3);
+    add(&x, 0, b, 2);
+    tpd_cov_finding f = audit(TPD_COV_EXACTLY_ONCE, upto(8), 0, done(&x, true));
+    PATH_IS(f, "coverage.missing");
+    ck_assert_int_eq(f.nmissing, 3);
+    ck_assert_int_eq(f.nshown, 3);
+    ck_assert_int_eq(f.missing[0], 3);
+    ck_assert_int_eq(f.missing[1], 5);
+    ck_assert_int_eq(f.missing[2], 7);
+    f = audit(TPD_COV_EXACTLY_ONCE, upto(8), 0, done(&x, false));
+    ck_assert_ptr_null(f.path); /* an epoch not seen complete proves nothing missing */
+}
+END_TEST
+
+START_TEST(test_coverage_same_and_cross_rank_duplicates)
+{
+    ep x;
+    int64_t a[] = {0, 1}, b[] = {2, 1}, c[] = {3, 0};
+    ep_init(&x, 2);
+    add(&x, 0, a, 2);
+    add(&x, 0, b, 2); /* 1 again on rank 0 */
+    add(&x, 1, c, 2);
+    tpd_cov_finding f = audit(TPD_COV_EXACTLY_ONCE, upto(4), 0, done(&x, true));
+    PATH_IS(f, "coverage.same_rank_duplicate");
+    ck_assert_int_eq(f.rank, 0);
+    ck_assert_int_eq(f.pos, 1);
+    ck_assert_int_eq(f.item, 1);
+    ck_assert_int_eq(f.id, 1);
+    ck_assert(f.has_prev);
+    ck_assert_int_eq(f.prev_rank, 0);
+    ck_assert_int_eq(f.prev_pos, 0);
+    ck_assert_int_eq(f.prev_item, 1);
+
+    ep_init(&x, 2);
+    int64_t d[] = {0, 1}, e[] = {2, 0};
+    add(&x, 0, d, 2);
+    add(&x, 1, e, 2);
+    f = audit(TPD_COV_EXACTLY_ONCE, upto(3), 0, done(&x, true));
+    PATH_IS(f, "coverage.cross_rank_duplicate");
+    ck_assert_int_eq(f.rank, 1);
+    ck_assert_int_eq(f.item, 1);
+    ck_assert_int_eq(f.prev_rank, 0);
+    ck_assert(!f.has_worker); /* unknown, never worker 0 */
+}
+END_TEST
+
+START_TEST(test_coverage_first_violation_is_rank_major)
+{
+    ep x;
+    int64_t a[] = {0, 1}, b[] = {9, 2}, c[] = {3, 3};
+    ep_init(&x, 2);
+    add(&x, 0, a, 2);
+    add(&x, 0, b, 2); /* rank 0 position 1: 9 is outside 0..3 */
+    add(&x, 1, c, 2); /* rank 1 position 0: a duplicate, but later in order */
+    tpd_cov_finding f = audit(TPD_COV_EXACTLY_ONCE, upto(4), 0, done(&x, true));
+    PATH_IS(f, "coverage.unexpected_id");
+    ck_assert_int_eq(f.rank, 0);
+    ck_assert_int_eq(f.pos, 1);
+    ck_assert_int_eq(f.id, 9);
+    ck_assert(!f.has_prev);
+}
+END_TEST
+
+START_TEST(test_coverage_at_least_once_allows_repeats)
+{
+    ep x;
+    deal(&x, 10, 3, 2); /* padded: 0 and 1 twice */
+    tpd_cov_finding f = audit(TPD_COV_AT_LEAST_ONCE, upto(10), 0, done(&x, true));
+    ck_assert_ptr_null(f.path);
+    f = audit(TPD_COV_AT_LEAST_ONCE, upto(11), 0, done(&x, true));
+    PATH_IS(f, "coverage.missing");
+    ck_assert_int_eq(f.missing[0], 10);
+}
+END_TEST
+
+START_TEST(test_coverage_no_cross_rank_overlap)
+{
+    ep x;
+    int64_t a[] = {5, 5}, b[] = {7, 8}, c[] = {9, 5};
+    tpd_cov_universe unknown = {false, 0, NULL, 0};
+    ep_init(&x, 2);
+    add(&x, 0, a, 2); /* a same-rank repeat is allowed */
+    add(&x, 1, b, 2);
+    tpd_cov_finding f = audit(TPD_COV_NO_CROSS_RANK_OVERLAP, unknown, 0, done(&x, true));
+    ck_assert_ptr_null(f.path);
+    add(&x, 1, c, 2);
+    f = audit(TPD_COV_NO_CROSS_RANK_OVERLAP, unknown, 0, done(&x, true));
+    PATH_IS(f, "coverage.cross_rank_duplicate");
+    ck_assert_int_eq(f.rank, 1);
+    ck_assert_int_eq(f.pos, 1);
+    ck_assert_int_eq(f.id, 5);
+    ck_assert_int_eq(f.prev_rank, 0);
+    /* the same with a known universe, and missing IDs do not matter */
+    f = audit(TPD_COV_NO_CROSS_RANK_OVERLAP, upto(100), 0, done(&x, true));
+    PATH_IS(f, "coverage.cross_rank_duplicate");
+}
+END_TEST
+
+START_TEST(test_coverage_expected_padding)
+{
+    ep x;
+    deal(&x, 10, 3, 2); /* total 12: 0 and 1 repeated */
+    tpd_cov_finding f = audit(TPD_COV_EXPECTED_PADDING, upto(10), 2, done(&x, true));
+    ck_assert_ptr_null(f.path);
+    f = audit(TPD_COV_EXPECTED_PADDING, upto(10), 1, done(&x, true));
+    PATH_IS(f, "coverage.padding_exceeded");
+    ck_assert(!f.wrap); /* padding 1 wraps onto 0 alone: 1 may not repeat */
+    ck_assert_int_eq(f.id, 1);
+    ck_assert_int_eq(f.repeats, 2);
+    ck_assert_int_eq(f.allowed, 1);
+    ck_assert(!f.per_id);
+
+    /* a repeat of an ID that is not a wrap-around one */
+    int64_t a[] = {0, 1, 2}, b[] = {3, 2};
+    ep_init(&x, 1);
+    add(&x, 0, a, 3);
+    add(&x, 0, b, 2);
+    f = audit(TPD_COV_EXPECTED_PADDING, upto(4), 1, done(&x, true));
+    PATH_IS(f, "coverage.padding_exceeded");
+    ck_assert(!f.wrap);
+    ck_assert_int_eq(f.id, 2);
+
+    /* padding 2 over wrap IDs {0, 1}: each may repeat once, not 0 twice */
+    int64_t c[] = {0, 1, 2}, d[] = {0, 0};
+    ep_init(&x, 1);
+    add(&x, 0, c, 3);
+    add(&x, 0, d, 2);
+    f = audit(TPD_COV_EXPECTED_PADDING, upto(3), 2, done(&x, true));
+    PATH_IS(f, "coverage.padding_exceeded");
+    ck_assert(f.per_id);
+    ck_assert_int_eq(f.repeats, 2);
+    ck_assert_int_eq(f.allowed, 1);
+
+    /* 2 samples over 4 ranks: the padding of 2 wraps onto both IDs */
+    deal(&x, 2, 4, 1);
+    f = audit(TPD_COV_EXPECTED_PADDING, upto(2), 2, done(&x, true));
+    ck_assert_ptr_null(f.path);
+    f = audit(TPD_COV_EXPECTED_PADDING, upto(2), 0, done(&x, true));
+    PATH_IS(f, "coverage.padding_exceeded");
+    /* and missing IDs still fail */
+    deal(&x, 10, 3, 2);
+    f = audit(TPD_COV_EXPECTED_PADDING, upto(12), 2, done(&x, true));
+    PATH_IS(f, "coverage.missing");
+}
+END_TEST
+
+START_TEST(test_coverage_universe_of_ranges)
+{
+    static const tpd_cov_range rg[] = {{100, 103}, {200, 201}};
+    tpd_cov_universe u = {true, 6, rg, 2};
+    ep x;
+    int64_t a[] = {100, 101, 103}, b[] = {200, 201}, c[] = {150};
+    ep_init(&x, 1);
+    add(&x, 0, a, 3);
+    add(&x, 0, b, 2);
+    tpd_cov_finding f = audit(TPD_COV_EXACTLY_ONCE, u, 0, done(&x, true));
+    PATH_IS(f, "coverage.missing");
+    ck_assert_int_eq(f.nmissing, 1);
+    ck_assert_int_eq(f.missing[0], 102);
+    add(&x, 0, c, 1);
+    f = audit(TPD_COV_EXACTLY_ONCE, u, 0, done(&x, true));
+    PATH_IS(f, "coverage.unexpected_id");
+    ck_assert_int_eq(f.id, 150);
+}
+END_TEST
+
+START_TEST(test_coverage_auditor_reused_across_epochs)
+{
+    tpd_cov_universe u = upto(6);
+    tpd_cov_auditor *a = NULL;
+    tpd_cov_finding f;
+    tpd_cov_counts c;
+    ep x;
+    deal(&x, 6, 2, 2);
+    ck_assert_int_eq(tpd_cov_auditor_create(&a, TPD_COV_EXACTLY_ONCE, &u, 0), TP_OK);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(tpd_cov_audit(a, done(&x, true), &f, &c), TP_OK);
+        ck_assert_ptr_null(f.path);
+        ck_assert_int_eq(c.observations, 6);
+        ck_assert_int_eq(c.distinct, 6);
+    }
+    tpd_cov_auditor_destroy(a);
+    tpd_cov_auditor_destroy(NULL);
+    u.n = INT64_MAX;
+    ck_assert_int_eq(tpd_cov_auditor_create(&a, TPD_COV_EXACTLY_ONCE, &u, 0), TP_EINVAL);
+}
+END_TEST
+
+/* ---- the verdict, from a run built by hand ---- */
+
+typedef struct world {
+    tpd_run run;
+    tpd_exec ex;
+    tpd_proc pr[3];
+    tpd_batch b[3][16];
+    int64_t ids[3][16][4];
+} world;
+
+/* wbatch appends to process p a batch of loader 0 (end: an epoch's end). */
+static void wbatch(world *w, int p, uint32_t epoch, bool end, const int64_t *ids, uint32_t n)
+{
+    tpd_proc *q = &w->pr[p];
+    tpd_batch *b = &w->b[p][q->nbatches];
+    memset(b, 0, sizeof *b);
+    b->seq = q->nbatches;
+    b->epoch = epoch;
+    b->end = end;
+    b->rank = p;
+    b->world = (int64_t)w->ex.nprocs;
+    b->has_dataset_len = true;
+    b->dataset_len = 4;
+    b->sampler = "DistributedSampler";
+    b->id_source = "sampler";
+    if (!end) {
+        memcpy(w->ids[p][q->nbatches], ids, n * sizeof *ids);
+        b->ids = w->ids[p][q->nbatches];
+        b->n = n;
+        b->has_ids = true;
+    }
+    for (size_t i = 0; i < q->nbatches; i++) b->pos += !w->b[p][i].end && w->b[p][i].epoch == epoch;
+    q->batches = w->b[p];
+    q->nbatches++;
+}
+
+/* two_ranks: ranks 0 and 1 cover 0..3 in one epoch. */
+static void two_ranks(world *w, const char *params)
+{
+    int64_t r0[] = {0, 2}, r1[] = {1, 3};
+    memset(w, 0, sizeof *w);
+    w->run.id = 7;
+    w->run.check = "coverage";
+    w->run.params = params;
+    w->run.execs = &w->ex;
+    w->run.nexecs = 1;
+    w->ex.role = "coverage";
+    w->ex.argv_json = "[\"torchrun\"]";
+    w->ex.finished = w->ex.has_status = true;
+    w->ex.procs = w->pr;
+    w->ex.nprocs = 2;
+    for (int p = 0; p < 2; p++) {
+        w->pr[p].pid = 100 + p;
+        w->pr[p].rank = p;
+        w->pr[p].has_bye = true;
+        w->pr[p].bye_reason = "exit";
+        w->pr[p].sent = w->pr[p].nevents = 10;
+        w->pr[p].max_seq = 9;
+    }
+    wbatch(w, 0, 0, false, r0, 2);
+    wbatch(w, 0, 0, true, NULL, 0);
+    wbatch(w, 1, 0, false, r1, 2);
+    wbatch(w, 1, 0, true, NULL, 0);
+}
+
+static tpd_result judge(world *w)
+{
+    tpd_cmp_opts o;
+    tpd_result r;
+    memset(&o, 0, sizeof o);
+    ck_assert_int_eq(tpd_verdict_coverage(&w->run, &o, &r), TP_OK);
+    ck_assert_ptr_nonnull(r.text);
+    ck_assert_ptr_nonnull(r.json);
+    return r;
+}
+
+START_TEST(test_coverage_verdict_pass_names_window_and_world)
+{
+    world w;
+    two_ranks(&w, "{\"policy\": \"exactly_once\", \"loader\": 0}");
+    tpd_result r = judge(&w);
+    ck_assert_int_eq(r.outcome, TPD_PASS);
+    ck_assert_ptr_nonnull(strstr(r.text, "world size 2"));
+    ck_assert_ptr_nonnull(strstr(r.text, "len(dataset)"));
+    ck_assert_ptr_nonnull(strstr(r.json, "\"world_size\":2"));
+    ck_assert_ptr_nonnull(strstr(r.json, "\"first_divergence\":null"));
+    tpd_result_clear(&r);
+}
+END_TEST
+
+START_TEST(test_coverage_verdict_fail_path)
+{
+    world w;
+    int64_t dup[] = {0};
+    two_ranks(&w, "{\"policy\": \"exactly_once\"}");
+    /* rank 1 sees 0 again in a second epoch that both ranks finish */
+    int64_t r0[] = {0, 1, 2, 3};
+    wbatch(&w, 0, 1, false, r0, 4);
+    wbatch(&w, 0, 1, true, NULL, 0);
+    wbatch(&w, 1, 1, false, dup, 1);
+    wbatch(&w, 1, 1, true, NULL, 0);
+    tpd_result r = judge(&w);
+    ck_assert_int_eq(r.outcome, TPD_FAIL);
+    ck_assert_str_eq(r.path, "coverage.cross_rank_duplicate");
+    ck_assert_ptr_nonnull(strstr(r.json, "\"epoch\":1"));
+    ck_assert_ptr_nonnull(strstr(r.json, "\"worker\":null"));
+    tpd_result_clear(&r);
+}
+END_TEST
+
+START_TEST(test_coverage_verdict_abstains)
+{
+    world w;
+    tpd_result r;
+    /* no universe: the dataset has no len() and none is declared */
+    two_ranks(&w, "{\"policy\": \"exactly_once\"}");
+    for (int p = 0; p < 2; p++)
+        for (size_t i = 0; i < w.pr[p].nbatches; i++) w.b[p][i].has_dataset_len = false;
+    r = judge(&w);
+    ck_assert_int_eq(r.outcome, TPD_ABSTAIN);
+    ck_assert_ptr_nonnull(strstr(r.text, "universe"));
+    tpd_result_clear(&r);
+    /* ... which no_cross_rank_overlap does not need */
+    two_ranks(&w, "{\"policy\": \"no_cross_rank_overlap\"}");
+    for (int p = 0; p < 2; p++)
+        for (size_t i = 0; i < w.pr[p].nbatches; i++) w.b[p][i].has_dataset_len = false;
+    r = judge(&w);
+    ck_assert_int_eq(r.outcome, TPD_PASS);
+    tpd_result_clear(&r);
+    /* a window of 2 epochs, one seen */
+    two_ranks(&w, "{\"policy\": \"exactly_once\", \"epochs\": 2}");
+    r = judge(&w);
+    ck_assert_int_eq(r.outcome, TPD_ABSTAIN);
+    ck_assert_ptr_nonnull(strstr(r.text, "epoch 1 was not seen complete"));
+    tpd_result_clear(&r);
+    /* rank 1 never finished its epoch */
+    two_ranks(&w, "{\"policy\": \"exactly_once\"}");
+    w.pr[1].nbatches = 1;
+    r = judge(&w);
+    ck_assert_int_eq(r.outcome, TPD_ABSTAIN);
+    ck_assert_ptr_nonnull(strstr(r.text, "rank 1"));
+    tpd_result_clear(&r);
+}
+END_TEST
+
+START_TEST(test_coverage_verdict_errors)
+{
+    world w;
+    tpd_result r;
+    two_ranks(&w, "{\"policy\": \"exactly_once\"}");
+    w.pr[1].has_bye = false; /* rank 1 died */
+    r = judge(&w);
+    ck_assert_int_eq(r.outcome, TPD_ERROR);
+    tpd_result_clear(&r);
+    two_ranks(&w, "{\"policy\": \"exactly_once\"}");
+    w.pr[0].dropped = 3;
+    r = judge(&w);
+    ck_assert_int_eq(r.outcome, TPD_ERROR);
+    tpd_result_clear(&r);
+    two_ranks(&w, "{\"policy\": \"exactly_once\"}");
+    w.ex.status = 1;
+    r = judge(&w);
+    ck_assert_int_eq(r.outcome, TPD_ERROR);
+    tpd_result_clear(&r);
+    two_ranks(&w, "{\"policy\": \"exactly_once\"}");
+    w.ex.nprocs = 1; /* world 2, rank 1 absent */
+    r = judge(&w);
+    ck_assert_int_eq(r.outcome, TPD_ERROR);
+    ck_assert_ptr_nonnull(strstr(r.text, "rank 1"));
+    tpd_result_clear(&r);
+    two_ranks(&w, "{\"policy\": \"sometimes\"}");
+    r = judge(&w);
+    ck_assert_int_eq(r.outcome, TPD_ERROR);
+    tpd_result_clear(&r);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("coverage");
+    TCase *t = tcase_create("audit");
+    tcase_add_test(t, test_coverage_exactly_once_passes);
+    tcase_add_test(t, test_coverage_missing_in_complete_epoch_only);
+    tcase_add_test(t, test_coverage_same_and_cross_rank_duplicates);
+    tcase_add_test(t, test_coverage_first_violation_is_rank_major);
+    tcase_add_test(t, test_coverage_at_least_once_allows_repeats);
+    tcase_add_test(t, test_coverage_no_cross_rank_overlap);
+    tcase_add_test(t, test_coverage_expected_padding);
+    tcase_add_test(t, test_coverage_universe_of_ranges);
+    tcase_add_test(t, test_coverage_auditor_reused_across_epochs);
+    suite_add_tcase(s, t);
+    t = tcase_create("verdict");
+    tcase_add_test(t, test_coverage_verdict_pass_names_window_and_world);
+    tcase_add_test(t, test_coverage_verdict_fail_path);
+    tcase_add_test(t, test_coverage_verdict_abstains);
+    tcase_add_test(t, test_coverage_verdict_errors);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    int failed;
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

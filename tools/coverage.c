@@ -1,0 +1,325 @@
+/* SPDX-License-Identifier: MIT
+ * coverage.c -- trainparity-run coverage: sample coverage across ranks.
+ *
+ * One execution of the command (a launcher such as torchrun and its ranks,
+ * or a single process), every process reporting to the same daemon.  The
+ * declaration (policy, universe, padding, window, --sample-id) goes into
+ * the run's params as JSON, so the daemon judges from the stored run alone
+ * (daemon/cov_decl.h, daemon/verdict_coverage.c).  A universe file is read
+ * here and sent as sorted ranges of IDs: a dense universe costs a few
+ * bytes, whatever its size. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/cli.h"
+#include "tools/cmds.h"
+#include "tools/ctl.h"
+#include "tools/errbuf.h"
+#include "tools/exec.h"
+#include "tools/opts.h"
+#include "tools/session.h"
+
+static const char *policy_s, *universe_s, *universe_file, *padding_s, *epochs_s, *sample_id,
+    *loader_s;
+
+static const tpt_optx extra[] = {
+    {"policy", "P",
+     "exactly_once | at_least_once | no_cross_rank_overlap | expected_padding (required)",
+     &policy_s},
+    {"universe", "N", "the sample IDs are 0..N-1 (default: len(dataset), when it has one)",
+     &universe_s},
+    {"universe-file", "F", "the sample IDs, integers separated by blanks, commas or lines",
+     &universe_file},
+    {"padding", "P",
+     "expected_padding: repeated observations allowed per epoch (default: what the "
+     "DistributedSampler adds, total_size - len(dataset))",
+     &padding_s},
+    {"epochs", "E", "audit epochs 0..E-1, each of which must be seen complete (default: all seen)",
+     &epochs_s},
+    {"sample-id", "EXPR",
+     "a Python expression over `batch` giving its sample IDs (default: the sampler's indices)",
+     &sample_id},
+    {"loader", "L", "the DataLoader audited, in creation order (default 0)", &loader_s},
+    {NULL, NULL, NULL, NULL},
+};
+
+static const tpt_cmdspec spec = {
+    "coverage",
+    "--policy P [options] -- CMD...",
+    "Sample coverage: runs CMD once (e.g. torchrun --nproc_per_node 4 train.py;\n"
+    "every rank reports to the same daemon) and audits the stable sample IDs\n"
+    "each rank's DataLoader returned, per epoch and position, against the\n"
+    "policy.  PASS (0); FAIL (1) at the first violation in (epoch, rank,\n"
+    "position) order: coverage.missing, .same_rank_duplicate,\n"
+    ".cross_rank_duplicate, .unexpected_id, .padding_exceeded; ABSTAIN (2) for\n"
+    "an unknown universe where the policy needs one, or an epoch not seen\n"
+    "complete; ERROR (3) when a rank crashed or its events are incomplete.",
+    TPT_O_NAME | TPT_O_JSON | TPT_O_CMD,
+    extra,
+};
+
+/* count parses a non-negative integer option (min: its least value). */
+static int count(const char *opt, const char *s, long long min, long long *v)
+{
+    char *end;
+    errno = 0;
+    *v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || *v < min) {
+        tpt_error("coverage: --%s wants an integer >= %lld, not '%s'", opt, min, s);
+        return -1;
+    }
+    return 0;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* read_ids reads the universe file into a sorted array; duplicates and
+ * anything but integers are errors (an ID must be unique). */
+static int read_ids(const char *path, int64_t **out, size_t *n)
+{
+    FILE *f = fopen(path, "r");
+    int64_t *v = NULL;
+    size_t k = 0, cap = 0;
+    char word[64];
+    int c, len = 0;
+    if (f == NULL) {
+        tpt_error("coverage: cannot read %s: %s", path, strerror(errno));
+        return -1;
+    }
+    do {
+        c = fgetc(f);
+        if (c == '#') /* a comment to the end of the line */
+            while (c != EOF && c != '\n') c = fgetc(f);
+        if (c != EOF && c != ' ' && c != '\t' && c != '\n' && c != '\r' && c != ',') {
+            if (len + 1 >= (int)sizeof word) goto bad;
+            word[len++] = (char)c;
+            continue;
+        }
+        if (len == 0) continue;
+        word[len] = '\0';
+        len = 0;
+        if (k == cap) {
+            int64_t *nv = realloc(v, (cap = cap ? cap * 2 : 1024) * sizeof *v);
+            if (nv == NULL) goto oom;
+            v = nv;
+        }
+        {
+            char *end;
+            errno = 0;
+            v[k++] = strtoll(word, &end, 10);
+            if (errno || *end) goto bad;
+        }
+    } while (c != EOF);
+    fclose(f);
+    qsort(v, k, sizeof *v, cmp_i64);
+    for (size_t i = 1; i < k; i++)
+        if (v[i] == v[i - 1]) {
+            tpt_error("coverage: %s lists ID %" PRId64 " twice: an ID must be unique", path, v[i]);
+            free(v);
+            return -1;
+        }
+    if (k == 0) {
+        tpt_error("coverage: %s holds no IDs", path);
+        free(v);
+        return -1;
+    }
+    *out = v;
+    *n = k;
+    return 0;
+bad:
+    tpt_error("coverage: %s: '%.*s' is not an integer ID", path, len, word);
+    goto out;
+oom:
+    tpt_error("coverage: out of memory reading %s", path);
+out:
+    fclose(f);
+    free(v);
+    return -1;
+}
+
+/* put_str appends s to the buffer as a JSON string. */
+static void put_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c == '\n')
+            fputs("\\n", f);
+        else if (c == '\t')
+            fputs("\\t", f);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+/* params writes the declaration (cov_decl.h) into a malloc'ed string. */
+static char *params(const char *policy, long long universe, const int64_t *ids, size_t nids,
+                    long long padding, long long epochs, long long loader)
+{
+    char *s = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&s, &len);
+    if (f == NULL) return NULL;
+    fprintf(f, "{\"policy\": \"%s\", \"loader\": %lld", policy, loader);
+    if (epochs > 0) fprintf(f, ", \"epochs\": %lld", epochs);
+    if (universe >= 0) fprintf(f, ", \"universe\": %lld", universe);
+    if (padding >= 0) fprintf(f, ", \"padding\": %lld", padding);
+    if (sample_id) {
+        fputs(", \"sample_id\": ", f);
+        put_str(f, sample_id);
+    }
+    if (ids != NULL) {
+        fputs(", \"universe_file\": ", f);
+        put_str(f, universe_file);
+        fputs(", \"universe_ranges\": [", f);
+        for (size_t i = 0; i < nids;) {
+            size_t j = i;
+            while (j + 1 < nids && ids[j + 1] == ids[j] + 1) j++;
+            fprintf(f, "%s[%" PRId64 ", %" PRId64 "]", i ? ", " : "", ids[i], ids[j]);
+            i = j + 1;
+        }
+        fputs("]", f);
+    }
+    fputs("}", f);
+    if (fclose(f) != 0) {
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+static int outcome_status(const char *outcome)
+{
+    if (outcome == NULL) return TPT_EXIT_ERROR;
+    if (!strcmp(outcome, "PASS")) return TPT_EXIT_PASS;
+    if (!strcmp(outcome, "FAIL")) return TPT_EXIT_FAIL;
+    if (!strcmp(outcome, "ABSTAIN")) return TPT_EXIT_ABSTAIN;
+    return TPT_EXIT_ERROR;
+}
+
+static int write_json(const char *path, const char *json)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL || fputs(json ? json : "{}\n", f) < 0 || fclose(f) != 0) {
+        tpt_error("cannot write %s: %s", path, strerror(errno));
+        if (f) fclose(f);
+        return -1;
+    }
+    return 0;
+}
+
+/* parse checks the options; returns an exit status, or -1 to go on. */
+static int parse(int argc, char **argv, tpt_opts *o, long long *universe, long long *padding,
+                 long long *epochs, long long *loader)
+{
+    int st;
+    policy_s = universe_s = universe_file = padding_s = epochs_s = sample_id = loader_s = NULL;
+    *universe = *padding = -1;
+    *epochs = *loader = 0;
+    if ((st = tpt_opts_cli(&spec, argc, argv, o)) >= 0) return st;
+    if (policy_s == NULL) {
+        tpt_error("coverage: --policy is required (exactly_once, at_least_once, "
+                  "no_cross_rank_overlap or expected_padding)");
+        return TPT_EXIT_USAGE;
+    }
+    if (strcmp(policy_s, "exactly_once") && strcmp(policy_s, "at_least_once") &&
+        strcmp(policy_s, "no_cross_rank_overlap") && strcmp(policy_s, "expected_padding")) {
+        tpt_error("coverage: unknown policy '%s'", policy_s);
+        return TPT_EXIT_USAGE;
+    }
+    if (universe_s && universe_file) {
+        tpt_error("coverage: give --universe or --universe-file, not both");
+        return TPT_EXIT_USAGE;
+    }
+    if (padding_s && strcmp(policy_s, "expected_padding") != 0) {
+        tpt_error("coverage: --padding goes with --policy expected_padding");
+        return TPT_EXIT_USAGE;
+    }
+    if (sample_id && sample_id[0] == '\0') {
+        tpt_error("coverage: --sample-id wants a Python expression");
+        return TPT_EXIT_USAGE;
+    }
+    if ((universe_s && count("universe", universe_s, 0, universe) != 0) ||
+        (padding_s && count("padding", padding_s, 0, padding) != 0) ||
+        (epochs_s && count("epochs", epochs_s, 1, epochs) != 0) ||
+        (loader_s && count("loader", loader_s, 0, loader) != 0))
+        return TPT_EXIT_USAGE;
+    return -1;
+}
+
+int tpt_cmd_coverage(int argc, char **argv)
+{
+    char err[TPT_ERR_LEN], shown[512], *env[2] = {NULL, NULL}, *par = NULL;
+    long long universe, padding, epochs, loader;
+    tpt_verdict_info v = {NULL, NULL, NULL};
+    tpt_session *s = NULL;
+    tpt_exec_result res;
+    tpt_exec_spec es;
+    int64_t *ids = NULL, run;
+    size_t nids = 0;
+    tpt_opts o;
+    int st;
+
+    if ((st = parse(argc, argv, &o, &universe, &padding, &epochs, &loader)) >= 0) return st;
+    if (universe_file && read_ids(universe_file, &ids, &nids) != 0) return TPT_EXIT_USAGE;
+    par = params(policy_s, universe, ids, nids, padding, epochs, loader);
+    free(ids);
+    if (par == NULL ||
+        (sample_id && asprintf(&env[0], "TRAINPARITY_SAMPLE_ID=%s", sample_id) < 0)) {
+        tpt_error("coverage: out of memory");
+        free(par);
+        return TPT_EXIT_ERROR;
+    }
+    if (tpt_session_open(&s, err) != TP_OK) {
+        tpt_error("%s", err);
+        free(par);
+        free(env[0]);
+        return TPT_EXIT_ERROR;
+    }
+    st = TPT_EXIT_ERROR;
+    if (tpt_run_create(tpt_session_client(s), o.name, "coverage", par, &run, err) != TP_OK) {
+        tpt_error("cannot create a run: %s", err);
+        goto done;
+    }
+    tpt_argv_join(o.cmd, shown, sizeof shown);
+    tpt_progress("coverage", "run %lld: running %s", (long long)run, shown);
+    memset(&es, 0, sizeof es);
+    es.role = "coverage";
+    es.argv = o.cmd;
+    es.env = env;
+    if (tpt_exec_run(s, run, &es, &res, err) != TP_OK) {
+        tpt_error("%s", err);
+        if (!res.launched) goto done;
+    }
+    if (res.exit.signal > 0)
+        tpt_progress("coverage", "killed by signal %d", res.exit.signal);
+    else
+        tpt_progress("coverage", "exited with status %d", res.exit.status);
+    if (tpt_verdict(tpt_session_client(s), run, NULL, &v, err) != TP_OK) {
+        tpt_error("cannot judge run %lld: %s", (long long)run, err);
+        goto done;
+    }
+    printf("run %lld\n%s", (long long)run, v.text ? v.text : "");
+    fflush(stdout);
+    st = outcome_status(v.outcome);
+    if (o.json && write_json(o.json, v.json) != 0) st = TPT_EXIT_ERROR;
+done:
+    tpt_verdict_info_free(&v);
+    if (tpt_session_close(s, err) != TP_OK) tpt_error("%s", err);
+    free(par);
+    free(env[0]);
+    return st;
+}
