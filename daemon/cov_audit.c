@@ -203,13 +203,14 @@ static tp_err find_wraps(tpd_cov_auditor *a, const tpd_cov_epoch *e)
             }
         }
     }
-    qsort(a->wraps, a->nwraps, sizeof *a->wraps, cmp_wrap);
+    if (a->nwraps > 1) qsort(a->wraps, a->nwraps, sizeof *a->wraps, cmp_wrap);
     return TP_OK;
 }
 
 static wrap *wrap_of(tpd_cov_auditor *a, int64_t id)
 {
     wrap key = {id, 0, 0, 0};
+    if (a->nwraps == 0) return NULL; /* bsearch wants a real array even when empty */
     return bsearch(&key, a->wraps, a->nwraps, sizeof *a->wraps, cmp_wrap);
 }
 

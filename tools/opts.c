@@ -17,8 +17,8 @@ typedef struct common {
 static const common commons[] = {
     {TPT_O_NAME, "name", "NAME", "label the run NAME"},
     {TPT_O_CAPTURE, "capture", "WHAT", "digests (default) or values: also store tensor bytes"},
-    {TPT_O_RTOL, "rtol", "X", "declared relative tolerance (default: exact)"},
-    {TPT_O_ATOL, "atol", "X", "declared absolute tolerance (default: exact)"},
+    {TPT_O_RTOL, "rtol", "X", "declared relative tolerance (default: exact; accum: 1e-4)"},
+    {TPT_O_ATOL, "atol", "X", "declared absolute tolerance (default: exact; accum: 1e-6)"},
     {TPT_O_JSON, "json", "FILE", "write a JSON report to FILE"},
     {TPT_O_JUNIT, "junit", "FILE", "write a JUnit XML report to FILE"},
     {TPT_O_HTML, "html", "FILE", "write an HTML report to FILE"},
