@@ -16,9 +16,19 @@
 #include <xxhash.h>
 
 #include "agent/digest.h"
+#include "agent/xxh3_avx2.h"
 
 #define CHUNK (64u * 1024u)
 #define LANES 16
+
+/* hash_update feeds XXH3 through its AVX2 build when the CPU has one. */
+static void hash_update(XXH3_state_t *s, const void *p, size_t n)
+{
+    if (tpa_xxh3_avx2_available())
+        tpa_xxh3_128_update_avx2(s, p, n);
+    else
+        XXH3_128bits_update(s, p, n);
+}
 
 /* Sixteen double accumulators: element i of a float32 run goes to lane
  * i % 16, squares are accumulated with fused multiply-add, and the lanes are
@@ -387,14 +397,14 @@ static void digest(const char *dtype_name, const int64_t *shape, int ndim, const
     if (may_parallel && dt != TPA_DT_OTHER && nbytes >= PARALLEL_BYTES)
         parallel = worker_post(&a, dt, p, nbytes) == 0;
     if (parallel || dt == TPA_DT_OTHER) {
-        if (nbytes) XXH3_128bits_update(&state, p, nbytes);
+        if (nbytes) hash_update(&state, p, nbytes);
         if (parallel) worker_wait();
     } else {
         /* chunk by chunk: the statistics read what hashing just brought in */
         size_t chunk = CHUNK - CHUNK % elem_size(dt);
         while (nbytes > 0) {
             size_t k = nbytes < chunk ? nbytes : chunk;
-            XXH3_128bits_update(&state, p, k);
+            hash_update(&state, p, k);
             stats_chunk(&a, dt, p, k);
             p += k;
             nbytes -= k;
@@ -434,6 +444,9 @@ void tpa_digest_tensor_serial(const char *dtype_name, const int64_t *shape, int 
 void tpa_digest_bytes(const void *p, size_t n, uint8_t out[TP_DIGEST_LEN])
 {
     XXH128_canonical_t c;
-    XXH128_canonicalFromHash(&c, XXH3_128bits(p, n));
+    XXH3_state_t state;
+    XXH3_128bits_reset(&state);
+    hash_update(&state, p, n); /* the same hash as XXH3_128bits(p, n) */
+    XXH128_canonicalFromHash(&c, XXH3_128bits_digest(&state));
     memcpy(out, c.digest, TP_DIGEST_LEN);
 }

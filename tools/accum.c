@@ -144,8 +144,9 @@ static int write_json(const char *path, const char *json)
 int tpt_cmd_accum(int argc, char **argv)
 {
     char err[TPT_ERR_LEN], params[512];
-    /* values: the gradients and weights are compared within a tolerance */
-    char *env[] = {"TRAINPARITY_CAPTURE=values", NULL, NULL};
+    /* values: the gradients and weights are compared within a tolerance;
+     * loss counts: the elements each mean-reduced loss averaged over */
+    char *env[] = {"TRAINPARITY_CAPTURE=values", "TRAINPARITY_LOSS_COUNTS=1", NULL, NULL};
     tpt_session *s = NULL;
     tpt_verdict_info v = {NULL, NULL, NULL};
     tpt_tolerance tol;
@@ -154,7 +155,7 @@ int tpt_cmd_accum(int argc, char **argv)
     int st;
 
     if ((st = parse_plan(&p, argc, argv)) >= 0) return st;
-    if (no_dropout != NULL) env[1] = "TRAINPARITY_DISABLE_DROPOUT=1";
+    if (no_dropout != NULL) env[2] = "TRAINPARITY_DISABLE_DROPOUT=1";
     snprintf(params, sizeof params,
              "{\"micro\": %lld, \"updates\": %lld, \"disable_dropout\": %s, \"rtol\": %.17g, "
              "\"atol\": %.17g}",
