@@ -28,6 +28,9 @@ typedef struct ctx {
     tpd_awins wf, wm;
     tpd_arena *a;
     bool found, unsure;
+    bool explained; /* the divergence's cause does not depend on random draws:
+                     * call counts, an exact factor, a carry-over, or equal
+                     * gradients feeding different updates */
     int64_t update;
     char path[256];
     tpd_str vm, vf; /* the two values at the first divergence, text */
@@ -303,6 +306,7 @@ static bool phase_steps(ctx *x, int64_t u)
                 "the optimizer did not step after the last micro-batch of update %lld: the "
                 "micro-batch run made %zu updates",
                 (long long)u, x->wm.n);
+        x->explained = true;
         return true;
     }
     m = &x->wm.v[u];
@@ -313,6 +317,7 @@ static bool phase_steps(ctx *x, int64_t u)
          m->samples == f->samples))
         return false; /* the final window of both runs: the data ran out */
     diverge(x, u, "optimizer.steps");
+    x->explained = true;
     tpd_str_printf(&x->vm, "1 optimizer step after %d backward calls", m->nbwd);
     tpd_str_printf(&x->vf, "1 optimizer step after %d backward call%s (x N=%lld: %lld expected)",
                    f->nbwd, f->nbwd == 1 ? "" : "s", (long long)x->N, (long long)want);
@@ -349,6 +354,7 @@ static bool phase_loss(ctx *x, int64_t u)
                 "the micro-batch losses sum to %.6g x the full-batch loss "
                 "(N=%lld, %d micro-batches in this update): %s",
                 k, (long long)x->N, m->nbwd, ct);
+        x->explained = true;
         return true;
     }
     if (m->nmean == m->nbwd && m->nbwd <= TPD_AWIN_MEANS && m->nbwd > 1) {
@@ -372,6 +378,7 @@ static bool phase_loss(ctx *x, int64_t u)
                     fits ? " (weighting the micro-batch means by their counts reproduces the "
                            "full-batch loss)"
                          : "");
+            x->explained = fits;
             return true;
         }
     }
@@ -401,7 +408,7 @@ static void grad_causes(ctx *x, int64_t u, const tpd_item *im, const tcmp *t)
             const char *ct = cause_text(tpd_ratio_cause_of(k, x->N, m->nbwd));
             if (ct) {
                 add_why(x, "grad", "the gradient is %.6g x the reference's: %s", k, ct);
-                said = true;
+                said = x->explained = true;
             }
         }
         if (!said && u > 0) {
@@ -415,7 +422,7 @@ static void grad_causes(ctx *x, int64_t u, const tpd_item *im, const tcmp *t)
                             "carry-over: the gradient minus the previous update's is the "
                             "reference's gradient, so zero_grad does not run after the "
                             "optimizer step");
-                    said = true;
+                    said = x->explained = true;
                 }
             }
             free(p);
@@ -429,7 +436,7 @@ static void grad_causes(ctx *x, int64_t u, const tpd_item *im, const tcmp *t)
                 m->clip_active ? ", and a norm exceeded its threshold, so each partial sum was "
                                  "clipped rather than the accumulated gradient"
                                : "");
-        said = true;
+        said = x->explained = true;
     }
     if (m->nunscale > f->nunscale) {
         add_why(x, "grad",
@@ -437,7 +444,7 @@ static void grad_causes(ctx *x, int64_t u, const tpd_item *im, const tcmp *t)
                 "unscaling per micro-batch divides what is already unscaled or mixes scaled "
                 "and unscaled gradients; unscale once, at the boundary",
                 m->nunscale, f->nunscale);
-        said = true;
+        said = x->explained = true;
     }
     if (has_batchnorm(x->pm))
         add_why(x, "batchnorm",
@@ -468,6 +475,7 @@ static bool phase_state(ctx *x, int64_t u)
     add_why(x, "optimizer.state",
             "the gradients of update %lld agree but the optimizer state after it differs",
             (long long)u);
+    x->explained = true; /* equal gradients: the random draws fed the same update */
     tcmp_free(&t);
     return true;
 }
@@ -481,6 +489,7 @@ static bool phase_model(ctx *x, int64_t u)
     if (!has_step(x->pf, u + 1) || !has_step(x->pm, u + 1)) return false;
     if (!compare_items(x, u, u + 1, TPD_G_MODEL, "model", &t, &im, &ifr)) return false;
     tcmp_free(&t);
+    x->explained = true; /* equal gradients: the random draws fed the same update */
     if (m->has_lr && f->has_lr && fabs(m->lr - f->lr) > 1e-12 + 1e-9 * fabs(f->lr)) {
         add_why(x, "scheduler",
                 "the gradients agree but the learning rate of update %lld was %.6g in the "
@@ -518,6 +527,7 @@ static bool phase_sched(ctx *x, int64_t u)
     if (has_step(x->pf, u + 1) && has_step(x->pm, u + 1) &&
         compare_items(x, u, u + 1, TPD_G_SCHEDULER, "scheduler", &t, &im, &ifr)) {
         tcmp_free(&t);
+        x->explained = true;
         add_why(x, "scheduler",
                 "the scheduler stepped %d times during update %lld (the "
                 "reference: %d)",
@@ -526,6 +536,7 @@ static bool phase_sched(ctx *x, int64_t u)
     }
     if (m->nsched == f->nsched) return false;
     diverge(x, u, "scheduler.steps");
+    x->explained = true;
     tpd_str_printf(&x->vm, "%d scheduler steps", m->nsched);
     tpd_str_printf(&x->vf, "%d scheduler step%s", f->nsched, f->nsched == 1 ? "" : "s");
     add_why(x, "scheduler", "the scheduler steps %s per update than the reference does",
@@ -535,7 +546,43 @@ static bool phase_sched(ctx *x, int64_t u)
 
 /* ---- the initial state ---- */
 
-static bool initial_differs(ctx *x)
+/* What the initial states at the first backward say.  Parameters,
+ * optimizer, scheduler or scaler state that differ make the updates
+ * incomparable.  An RNG alone is different: the micro-batch run draws by
+ * micro-batch (torch.randint batches, a prefetch before backward), so its
+ * RNG is elsewhere at the first backward even when it drew the same numbers
+ * in the end; what the RNG fed shows in the losses and gradients, which the
+ * phases compare anyway.  So the difference of an RNG that both runs seeded
+ * alike is kept for later: when every update matches it did not matter
+ * (PASS, said); when one differs for a reason random draws cannot produce
+ * (call counts, an exact factor of N, a carry-over, equal gradients feeding
+ * different weights) it is a FAIL; otherwise nothing tells randomness from
+ * accumulation (ABSTAIN).  An RNG seeded differently is an initial state
+ * that differs. */
+typedef enum init_diff { INIT_SAME, INIT_RNG, INIT_STATE } init_diff;
+
+/* same_seeding: both runs seeded the RNG at path alike before their first
+ * update (the same seeds in the same order, or none at all: torch's default
+ * generator starts from a fixed seed), so that they started it from the same
+ * state.  A state set from elsewhere (set_rng_state) cannot be told equal. */
+static bool same_seeding(const ctx *x, const char *path)
+{
+    size_t i = 0, j = 0;
+    const tpd_proc *a = x->pf, *b = x->pm;
+    for (;;) {
+        while (i < a->nrestores && (a->restores[i].step != 0 || a->restores[i].obj == NULL ||
+                                    strcmp(a->restores[i].obj, path) != 0))
+            i++;
+        while (j < b->nrestores && (b->restores[j].step != 0 || b->restores[j].obj == NULL ||
+                                    strcmp(b->restores[j].obj, path) != 0))
+            j++;
+        if (i == a->nrestores || j == b->nrestores) return i == a->nrestores && j == b->nrestores;
+        const tpd_restore *r = &a->restores[i++], *q = &b->restores[j++];
+        if (!r->has_seed || !q->has_seed || r->seed != q->seed) return false;
+    }
+}
+
+static init_diff initial_differs(ctx *x, tpd_str *rngs)
 {
     tpd_cmp_opts exact = {false, 0, 0};
     size_t lo, hi, k = 0;
@@ -552,27 +599,27 @@ static bool initial_differs(ctx *x)
             continue;
         m = find_at(x->pm, 0, f->path);
         if (m != NULL && tpd_val_eq(&m->v, &f->v, &exact) == TPD_SAME) continue;
-        if (k < 6) tpd_str_printf(&list, "%s%s%s", k ? ", " : "", f->path, m ? "" : " (absent)");
+        if (f->group == TPD_G_RNG && m != NULL && same_seeding(x, f->path)) {
+            tpd_str_printf(rngs, "%s%s", rngs->len ? ", " : "", f->path);
+            continue;
+        }
         if (f->group == TPD_G_RNG) rng = true;
+        if (k < 6) tpd_str_printf(&list, "%s%s%s", k ? ", " : "", f->path, m ? "" : " (absent)");
         k++;
     }
-    if (k == 0) {
-        tpd_str_free(&list);
-        return false;
-    }
+    if (k == 0) return rngs->len ? INIT_RNG : INIT_SAME;
     tpd_str_printf(&x->head, "  the initial states differ at the first backward: %s%s\n", list.s,
                    k > 6 ? ", ..." : "");
     if (rng)
         add_why(x, "initial",
-                "an RNG differs at the first backward: random draws in the "
-                "forward pass (dropout) consume it by batch size; --disable-dropout, or seed "
-                "both runs alike");
+                "an RNG differs at the first backward and the two runs did not seed it alike; "
+                "seed both runs alike");
     add_why(x, "initial",
             "the two commands do not start from the same state, so their "
             "updates cannot be compared: %s",
             list.s);
     tpd_str_free(&list);
-    return true;
+    return INIT_STATE;
 }
 
 /* ---- the report ---- */
@@ -719,6 +766,7 @@ static void ctx_free(ctx *x)
 
 static tpd_outcome judge(ctx *x)
 {
+    tpd_str rngs = {0};
     char buf[1024];
     const char *problem;
     if ((problem = exec_problem(x->F, x->pf, "reference (full-batch)", buf, sizeof buf)) ||
@@ -738,12 +786,49 @@ static tpd_outcome judge(ctx *x)
                        x->wf.n, x->wf.n == 1 ? "" : "s", (long long)x->U);
         return TPD_ERROR;
     }
-    if (initial_differs(x)) return TPD_ABSTAIN;
+    switch (initial_differs(x, &rngs)) {
+    case INIT_STATE:
+        tpd_str_free(&rngs);
+        return TPD_ABSTAIN;
+    case INIT_RNG:
+        tpd_str_printf(&x->head, "  %s differed at the first backward: judged by the updates (see why)\n",
+                       rngs.s);
+        break;
+    case INIT_SAME:
+        break;
+    }
     for (int64_t u = 0; u < x->U; u++) {
         if (phase_steps(x, u) || phase_loss(x, u) || phase_grad(x, u) || phase_state(x, u) ||
-            phase_model(x, u) || phase_sched(x, u))
-            return TPD_FAIL;
+            phase_model(x, u) || phase_sched(x, u)) {
+            if (rngs.len == 0) return TPD_FAIL;
+            if (x->explained) {
+                add_why(x, "initial",
+                        "%s differed at the first backward (the micro-batch run draws in "
+                        "smaller pieces); the cause above does not depend on random draws",
+                        rngs.s);
+                tpd_str_free(&rngs);
+                return TPD_FAIL;
+            }
+            /* what the phase made of the difference assumed equal draws */
+            tpd_str_free(&x->why);
+            tpd_str_free(&x->jwhy);
+            x->nwhy = 0;
+            add_why(x, "initial",
+                    "%s differed at the first backward, and the runs differ: random draws "
+                    "(dropout, random batches) may differ between them, so the difference "
+                    "cannot be put down to accumulation; --disable-dropout, or draw batches "
+                    "from a seeded generator of their own",
+                    rngs.s);
+            tpd_str_free(&rngs);
+            return TPD_ABSTAIN;
+        }
     }
+    if (rngs.len)
+        add_why(x, "initial",
+                "%s differed at the first backward (the micro-batch run draws in smaller "
+                "pieces), yet every update matched: what the RNG fed was the same",
+                rngs.s);
+    tpd_str_free(&rngs);
     if (x->unsure) return TPD_ABSTAIN;
     return TPD_PASS;
 }

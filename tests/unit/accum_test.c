@@ -270,15 +270,95 @@ START_TEST(test_accum_gradient_difference_fails_at_grad)
 }
 END_TEST
 
+/* set_at changes the value of path in who's timeline at update u (all
+ * updates when u < 0). */
+static void set_at(world *w, int who, int64_t u, const char *path, tpd_val v)
+{
+    for (size_t i = 0; i < w->pr[who].timeline.n; i++)
+        if (!strcmp(w->pr[who].timeline.v[i].path, path) &&
+            (u < 0 || w->pr[who].timeline.v[i].step == u))
+            w->pr[who].timeline.v[i].v = v;
+}
+
+/* seed records torch.manual_seed(seed) before who's first update. */
+static void seed(world *w, int who, int64_t seed)
+{
+    tpd_restore *r = tpd_arena_alloc(w->run->arena, sizeof *r);
+    memset(r, 0, sizeof *r);
+    r->what = "rng", r->obj = "rng.torch_cpu", r->op = "seed";
+    r->has_seed = true, r->seed = seed;
+    w->pr[who].restores = r;
+    w->pr[who].nrestores = 1;
+}
+
 START_TEST(test_accum_initial_state_differs_abstains)
 {
     world *w = clean(0.2, 4);
-    for (size_t i = 0; i < w->pr[MICRO].timeline.n; i++)
-        if (!strcmp(w->pr[MICRO].timeline.v[i].path, "rng.torch_cpu"))
-            w->pr[MICRO].timeline.v[i].v = tensor(8, 3.0);
+    set_at(w, MICRO, 0, "model.fc.weight", tensor(77, 2.0));
     tpd_result res = judge(w);
     ck_assert_msg(res.outcome == TPD_ABSTAIN, "%s", res.text);
-    ck_assert_ptr_nonnull(strstr(res.text, "rng.torch_cpu"));
+    ck_assert_ptr_nonnull(strstr(res.text, "initial states differ at the first backward: "
+                                           "model.fc.weight"));
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
+START_TEST(test_accum_rng_seeded_differently_abstains)
+{
+    world *w = clean(0.2, 4);
+    set_at(w, MICRO, -1, "rng.torch_cpu", tensor(8, 3.0));
+    seed(w, FULL, 1);
+    seed(w, MICRO, 2);
+    tpd_result res = judge(w);
+    ck_assert_msg(res.outcome == TPD_ABSTAIN, "%s", res.text);
+    ck_assert_ptr_nonnull(strstr(res.text, "did not seed it alike"));
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
+/* Seeded alike, the micro run's RNG is elsewhere at its first backward
+ * (it draws by micro-batch): matching updates PASS, and say so. */
+START_TEST(test_accum_rng_drawn_in_pieces_passes_when_updates_match)
+{
+    world *w = clean(0.2, 4);
+    set_at(w, MICRO, -1, "rng.torch_cpu", tensor(8, 3.0));
+    seed(w, FULL, 1);
+    seed(w, MICRO, 1);
+    tpd_result res = judge(w);
+    ck_assert_msg(res.outcome == TPD_PASS, "%s", res.text);
+    ck_assert_ptr_nonnull(strstr(res.text, "yet every update matched"));
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
+/* ... and when an update differs, randomness cannot be ruled out: ABSTAIN,
+ * not FAIL. */
+START_TEST(test_accum_rng_drawn_in_pieces_abstains_when_updates_differ)
+{
+    world *w = clean(0.2, 4);
+    set_at(w, MICRO, -1, "rng.torch_cpu", tensor(8, 3.0));
+    set_at(w, MICRO, 1, "grad.fc.weight", tensor(99, 5.0));
+    tpd_result res = judge(w);
+    ck_assert_msg(res.outcome == TPD_ABSTAIN, "%s", res.text);
+    ck_assert_ptr_nonnull(strstr(res.text, "cannot be put down to accumulation"));
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
+/* ... unless the cause is one random draws cannot produce: a loss not
+ * divided by N is a FAIL whatever the RNG did. */
+START_TEST(test_accum_rng_drawn_in_pieces_still_fails_an_exact_factor)
+{
+    world *w = clean(0.8, 4);
+    set_at(w, MICRO, -1, "rng.torch_cpu", tensor(8, 3.0));
+    tpd_result res = judge(w);
+    ck_assert_msg(res.outcome == TPD_FAIL, "%s", res.text);
+    ck_assert_str_eq(res.path, "loss_accounting.denominator");
+    ck_assert_ptr_nonnull(strstr(res.text, "does not depend on random draws"));
     tpd_result_clear(&res);
     drop(w);
 }
@@ -316,6 +396,10 @@ static Suite *suite(void)
     tcase_add_test(tc, test_accum_step_per_micro_fails_at_steps);
     tcase_add_test(tc, test_accum_gradient_difference_fails_at_grad);
     tcase_add_test(tc, test_accum_initial_state_differs_abstains);
+    tcase_add_test(tc, test_accum_rng_seeded_differently_abstains);
+    tcase_add_test(tc, test_accum_rng_drawn_in_pieces_passes_when_updates_match);
+    tcase_add_test(tc, test_accum_rng_drawn_in_pieces_abstains_when_updates_differ);
+    tcase_add_test(tc, test_accum_rng_drawn_in_pieces_still_fails_an_exact_factor);
     tcase_add_test(tc, test_accum_short_reference_or_failed_run_is_error);
     suite_add_tcase(s, tc);
     return s;
