@@ -791,7 +791,8 @@ static tpd_outcome judge(ctx *x)
         tpd_str_free(&rngs);
         return TPD_ABSTAIN;
     case INIT_RNG:
-        tpd_str_printf(&x->head, "  %s differed at the first backward: judged by the updates (see why)\n",
+        tpd_str_printf(&x->head,
+                       "  %s differed at the first backward: judged by the updates (see why)\n",
                        rngs.s);
         break;
     case INIT_SAME:
