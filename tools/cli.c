@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT
  * cli.c -- error and progress lines, command display. */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -67,4 +68,30 @@ void tpt_argv_join(char *const argv[], char *out, size_t n)
         }
         len += (size_t)snprintf(out + len, n - len, "%s%s", i > 0 ? " " : "", word);
     }
+}
+
+int tpt_outcome_status(const char *outcome)
+{
+    if (outcome == NULL) return TPT_EXIT_ERROR;
+    if (!strcmp(outcome, "PASS")) return TPT_EXIT_PASS;
+    if (!strcmp(outcome, "FAIL")) return TPT_EXIT_FAIL;
+    if (!strcmp(outcome, "ABSTAIN")) return TPT_EXIT_ABSTAIN;
+    return TPT_EXIT_ERROR;
+}
+
+int tpt_write_report(const char *path, const char *json)
+{
+    FILE *f = fopen(path, "w");
+    int bad;
+    if (f == NULL) {
+        tpt_error("cannot write %s: %s", path, strerror(errno));
+        return -1;
+    }
+    bad = fputs(json ? json : "{}\n", f) < 0;
+    if (fclose(f) != 0) bad = 1; /* closed either way: never twice */
+    if (bad) {
+        tpt_error("cannot write %s: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
 }

@@ -24,6 +24,14 @@ void tpt_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * terminal, and nothing otherwise. */
 void tpt_progress(const char *tag, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* tpt_outcome_status maps a verdict's outcome ("PASS", ...) to its exit
+ * status; anything else (NULL included) is TPT_EXIT_ERROR. */
+int tpt_outcome_status(const char *outcome);
+
+/* tpt_write_report writes a check's JSON report to path ("{}" when json is
+ * NULL); on failure it says so on stderr and returns -1. */
+int tpt_write_report(const char *path, const char *json);
+
 /* tpt_argv_join writes argv (NULL-terminated) as a shell would read it back,
  * quoting words that need it, into out (n bytes; truncated with "..."). */
 void tpt_argv_join(char *const argv[], char *out, size_t n);

@@ -201,26 +201,6 @@ static char *params(const char *policy, long long universe, const int64_t *ids, 
     return s;
 }
 
-static int outcome_status(const char *outcome)
-{
-    if (outcome == NULL) return TPT_EXIT_ERROR;
-    if (!strcmp(outcome, "PASS")) return TPT_EXIT_PASS;
-    if (!strcmp(outcome, "FAIL")) return TPT_EXIT_FAIL;
-    if (!strcmp(outcome, "ABSTAIN")) return TPT_EXIT_ABSTAIN;
-    return TPT_EXIT_ERROR;
-}
-
-static int write_json(const char *path, const char *json)
-{
-    FILE *f = fopen(path, "w");
-    if (f == NULL || fputs(json ? json : "{}\n", f) < 0 || fclose(f) != 0) {
-        tpt_error("cannot write %s: %s", path, strerror(errno));
-        if (f) fclose(f);
-        return -1;
-    }
-    return 0;
-}
-
 /* parse checks the options; returns an exit status, or -1 to go on. */
 static int parse(int argc, char **argv, tpt_opts *o, long long *universe, long long *padding,
                  long long *epochs, long long *loader)
@@ -314,8 +294,8 @@ int tpt_cmd_coverage(int argc, char **argv)
     }
     printf("run %lld\n%s", (long long)run, v.text ? v.text : "");
     fflush(stdout);
-    st = outcome_status(v.outcome);
-    if (o.json && write_json(o.json, v.json) != 0) st = TPT_EXIT_ERROR;
+    st = tpt_outcome_status(v.outcome);
+    if (o.json && tpt_write_report(o.json, v.json) != 0) st = TPT_EXIT_ERROR;
 done:
     tpt_verdict_info_free(&v);
     if (tpt_session_close(s, err) != TP_OK) tpt_error("%s", err);
