@@ -115,6 +115,24 @@ def _env_int(name, default):
 
 # ---- the training state ------------------------------------------------
 
+# Wrappers that train another module, and the attribute that holds it.
+_WRAPPERS = {"DistributedDataParallel": "module", "DataParallel": "module",
+             "OptimizedModule": "_orig_mod"}
+
+
+def _unwrap(m):
+    """The module a wrapper (DDP, DataParallel, torch.compile) trains.  Its
+    parameters are named as that module names them, which is how a script
+    saves them (model.module.state_dict()), so that the training state and
+    the checkpoint speak of the same components."""
+    for _ in range(4):
+        attr = _WRAPPERS.get(type(m).__name__)
+        inner = m._modules.get(attr) if attr else None
+        if inner is None:
+            break
+        m = inner
+    return m
+
 
 def _roots():
     """Root modules that own a parameter of some optimizer, creation order.
@@ -140,7 +158,7 @@ def _roots():
             continue
         for p in m.parameters():
             if id(p) in trained:
-                roots.append(m)
+                roots.append(_unwrap(m))
                 break
     return roots
 
@@ -154,7 +172,8 @@ def _any_roots():
         for c in m._modules.values():
             if c is not None:
                 children.add(id(c))
-    return [m for m in mods if id(m) not in children and next(m.parameters(), None) is not None]
+    return [_unwrap(m) for m in mods
+            if id(m) not in children and next(m.parameters(), None) is not None]
 
 
 def _snapshot(why):
@@ -440,6 +459,7 @@ def _restore_hook(what, registry):
 
 
 def _module_path(m):
+    m = _unwrap(m)
     roots = _roots() or _any_roots()
     for i, r in enumerate(roots):
         if r is m:
@@ -799,6 +819,33 @@ def _observe_load(api, f, recs, result, error, use_records, data=None):
     seq = _tp.emit("load", body, "manifest", items, True)
     if seq >= 0:
         S.last_load = seq
+
+
+def _patch_storage_pickling(torch):
+    """Plain pickle (dist.all_gather_object, pickle.dumps of a tensor) writes
+    a storage with torch.save into a buffer and reads it back with
+    torch.load(BytesIO): the transport of an object, not a checkpoint, so
+    the save and load inside are not observed."""
+    st = torch.storage
+
+    def quiet(orig, cat):
+        def fn(*a, **k):
+            _enter(cat)
+            try:
+                return orig(*a, **k)
+            finally:
+                _leave(cat)
+
+        return _wraps(orig, fn)
+
+    for name in ("_StorageBase", "TypedStorage"):
+        cls = getattr(st, name, None)
+        red = cls.__dict__.get("__reduce__") if cls is not None else None
+        if red is not None and not _is_wrapped(red):
+            cls.__reduce__ = quiet(red, "save")
+    lfb = getattr(st, "_load_from_bytes", None)
+    if lfb is not None and not _is_wrapped(lfb):
+        st._load_from_bytes = quiet(lfb, "load")
 
 
 def _patch_save_load(torch):
@@ -1286,6 +1333,7 @@ def _on_torch(torch):
         _patch_sched,
         _patch_backward,
         _patch_save_load,
+        _patch_storage_pickling,
         _patch_rng_torch,
         _patch_scaler,
         _patch_clip,

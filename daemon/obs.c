@@ -529,14 +529,29 @@ const tpd_exec *tpd_obs_exec(const tpd_run *r, const char *role)
     return NULL;
 }
 
+static bool interrupted(const tpd_proc *p)
+{
+    return p->bye_reason != NULL && strcmp(p->bye_reason, "interrupt") == 0;
+}
+
+/* better: p is a better choice of trainer than b.  The agent's interruption
+ * names the process resume's I is about; then a process that stepped; then,
+ * among ranks, the lowest, so that every execution of a multi-rank run is
+ * followed on the same rank (their RNGs and data differ by rank); then the
+ * process that stepped most. */
+static bool better(const tpd_proc *p, const tpd_proc *b)
+{
+    if (interrupted(p) != interrupted(b)) return interrupted(p);
+    if ((p->steps > 0) != (b->steps > 0)) return p->steps > 0;
+    if (p->rank >= 0 && b->rank >= 0 && p->rank != b->rank) return p->rank < b->rank;
+    if (p->steps != b->steps) return p->steps > b->steps;
+    return p->nevents > b->nevents;
+}
+
 const tpd_proc *tpd_obs_trainer(const tpd_exec *e)
 {
     const tpd_proc *best = NULL;
-    for (size_t i = 0; e && i < e->nprocs; i++) {
-        const tpd_proc *p = &e->procs[i];
-        if (best == NULL || p->steps > best->steps ||
-            (p->steps == best->steps && p->nevents > best->nevents))
-            best = p;
-    }
+    for (size_t i = 0; e && i < e->nprocs; i++)
+        if (best == NULL || better(&e->procs[i], best)) best = &e->procs[i];
     return best;
 }

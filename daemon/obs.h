@@ -189,8 +189,10 @@ void tpd_obs_free(tpd_run *r);
 
 /* tpd_obs_exec finds the execution with the given role, or NULL. */
 const tpd_exec *tpd_obs_exec(const tpd_run *r, const char *role);
-/* tpd_obs_trainer is the process of e that trained (most optimizer steps,
- * then most events), or NULL when e has no process. */
+/* tpd_obs_trainer is the process of e whose training the checks follow, or
+ * NULL when e has no process: the one the agent interrupted, else one that
+ * stepped, the lowest rank first (the same rank in every execution of a
+ * multi-rank run), then the most optimizer steps, then the most events. */
 const tpd_proc *tpd_obs_trainer(const tpd_exec *e);
 
 /* ---- building observations (the loader, and tests) ---- */

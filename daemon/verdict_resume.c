@@ -665,7 +665,11 @@ static void explain(ctx *x, const tpd_cmp_result *cmp)
                 "everything the checkpoint restored matches the state when it was saved, yet the "
                 "runs diverge: look outside the checkpoint -- the data pipeline position, plain "
                 "Python attributes (a step counter, a hand-written schedule), nondeterministic "
-                "kernels");
+                "kernels%s",
+                x->pr != NULL && x->pr->world > 1
+                    ? "; or another rank's state: this check follows rank 0, and every rank's "
+                      "data and RNG feed the gradients the ranks average"
+                    : "");
 }
 
 /* ---- the verdict ---- */

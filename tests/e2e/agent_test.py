@@ -179,6 +179,18 @@ def test_async_equals_sync(py):
     assert len(runs[0]) > 20 and runs[0] == runs[1], "deferred hashing changed a digest"
 
 
+def test_pickle_is_not_a_checkpoint(py):
+    """A tensor through plain pickle is not a checkpoint; torch.save is."""
+    w = Workdir()
+    r = w.run("record", "--", py, fixture("pickled.py"))
+    assert r.returncode == 0, r.stderr
+    want = last_json(r.stdout)
+    p = trainer(w)
+    complete(p)
+    assert len(w.events(p["pid"], "save")) == want["saves"], w.events(p["pid"], "save")
+    assert len(w.events(p["pid"], "load")) == want["loads"], w.events(p["pid"], "load")
+
+
 def test_killed(py):
     """A script killed by SIGKILL: recorded as killed, its events up to then kept."""
     w = Workdir()
