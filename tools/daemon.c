@@ -149,11 +149,27 @@ static void describe_exit(int st, char *out, size_t n)
         snprintf(out, n, "stopped");
 }
 
+/* last_line copies the last non-empty line of the file at path (the
+ * daemon's reason for stopping) into out (n bytes); "" when none. */
+static void last_line(const char *path, char *out, size_t n)
+{
+    char line[512];
+    FILE *f = fopen(path, "r");
+    out[0] = '\0';
+    if (f == NULL) return;
+    while (fgets(line, sizeof line, f) != NULL) {
+        size_t k = strcspn(line, "\n");
+        line[k] = '\0';
+        if (k > 0) snprintf(out, n, "%.*s", (int)(n > 1 ? n - 1 : 0), line);
+    }
+    fclose(f);
+}
+
 /* await answers the first ping from the daemon we started, or says why not. */
 static tp_err await(tpt_daemon *d, char *err)
 {
     long long deadline = now_ms() + TPT_DAEMON_START_MS;
-    char how[64];
+    char how[64], said[256];
     pid_t w;
     int st;
 
@@ -168,8 +184,9 @@ static tp_err await(tpt_daemon *d, char *err)
             tpt_client_timeout(d->client, PROBE_MS);
             if (tpt_ping(d->client, &d->ping, NULL) == TP_OK) break;
             describe_exit(st, how, sizeof(how));
-            return tpt_seterr(err, TP_ECHILD, "%s %s before it answered; see %s", TPT_DAEMON_BIN,
-                              how, d->log);
+            last_line(d->log, said, sizeof said);
+            return tpt_seterr(err, TP_ECHILD, "%s %s before it answered%s%s (%s)", TPT_DAEMON_BIN,
+                              how, said[0] ? ": " : "", said, d->log);
         }
         if (now_ms() > deadline)
             return tpt_seterr(err, TP_ETIMEDOUT, "%s did not answer at %s within %d ms; see %s",
