@@ -8,8 +8,11 @@
  *
  * ERROR: an execution failed, lost events or reported a hook error; the
  * reference made fewer than U updates.
- * ABSTAIN: the initial states (model, optimizer, scheduler, scaler, RNG at
- * the first backward) differ; or equality needs values that were not captured.
+ * ABSTAIN: the initial states (model, optimizer, scheduler, scaler at the
+ * first backward, an RNG the runs seeded differently) differ; an RNG seeded
+ * alike but drawn by micro-batch differed and an update differs for a reason
+ * random draws could produce; or equality needs values that were not
+ * captured.
  * FAIL: for each of the first U updates, in this order, the first phase that
  * differs: optimizer.steps, loss_accounting.denominator, grad.<param>,
  * optimizer.state.*, model.<param> after the update, scheduler.* -- with the
