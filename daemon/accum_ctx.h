@@ -12,6 +12,7 @@
 #include "daemon/accum_win.h"
 #include "daemon/compare.h"
 #include "daemon/obs.h"
+#include "daemon/result.h"
 #include "daemon/text.h"
 
 typedef struct tpd_actx {
@@ -30,9 +31,7 @@ typedef struct tpd_actx {
     char path[256];
     tpd_str vm, vf; /* the two values at the first divergence, text */
     tpd_str head;   /* lines under the outcome */
-    tpd_str why;    /* explanation, text */
-    tpd_str jwhy;   /* explanation, JSON array items */
-    int nwhy;
+    tpd_why why;    /* the explanation */
     bool oom;
 } tpd_actx;
 

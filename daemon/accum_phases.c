@@ -20,18 +20,10 @@
 
 void tpd_actx_why(tpd_actx *x, const char *kind, const char *fmt, ...)
 {
-    char line[2048];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
+    tpd_why_vadd(&x->why, kind, fmt, ap);
     va_end(ap);
-    tpd_str_printf(&x->why, "  - %s\n", line);
-    tpd_str_printf(&x->jwhy, "%s{\"kind\":", x->nwhy ? "," : "");
-    tpd_str_jsonz(&x->jwhy, kind);
-    tpd_str_puts(&x->jwhy, ",\"text\":");
-    tpd_str_jsonz(&x->jwhy, line);
-    tpd_str_puts(&x->jwhy, "}");
-    x->nwhy++;
 }
 
 /* diverge records the first divergence: update u, component path. */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT
  * result.c -- verdict results. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,4 +27,24 @@ void tpd_result_clear(tpd_result *r)
     free(r->text);
     free(r->json);
     memset(r, 0, sizeof *r);
+}
+
+void tpd_why_vadd(tpd_why *w, const char *kind, const char *fmt, va_list ap)
+{
+    char line[2048];
+    vsnprintf(line, sizeof line, fmt, ap);
+    tpd_str_printf(&w->text, "  - %s\n", line);
+    tpd_str_printf(&w->json, "%s{\"kind\":", w->n ? "," : "");
+    tpd_str_jsonz(&w->json, kind);
+    tpd_str_puts(&w->json, ",\"text\":");
+    tpd_str_jsonz(&w->json, line);
+    tpd_str_puts(&w->json, "}");
+    w->n++;
+}
+
+void tpd_why_free(tpd_why *w)
+{
+    tpd_str_free(&w->text);
+    tpd_str_free(&w->json);
+    w->n = 0;
 }

@@ -4,8 +4,11 @@
 #ifndef TP_DAEMON_RESULT_H
 #define TP_DAEMON_RESULT_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "daemon/text.h"
 
 typedef enum tpd_outcome { TPD_PASS = 0, TPD_FAIL, TPD_ABSTAIN, TPD_ERROR } tpd_outcome;
 
@@ -23,5 +26,18 @@ typedef struct tpd_result {
 
 /* tpd_result_clear frees text and json and zeroes r.  NULL is a no-op. */
 void tpd_result_clear(tpd_result *r);
+
+/* The explanation of a verdict ("why"), built line by line: text lines
+ * "  - LINE" and JSON objects {"kind": KIND, "text": LINE}, comma-separated
+ * (the caller writes the brackets).  Zero-initialised is empty. */
+typedef struct tpd_why {
+    tpd_str text, json;
+    int n;
+} tpd_why;
+
+/* tpd_why_vadd appends one line, formatted from fmt and ap. */
+void tpd_why_vadd(tpd_why *w, const char *kind, const char *fmt, va_list ap);
+/* tpd_why_free frees w's text and JSON and empties it. */
+void tpd_why_free(tpd_why *w);
 
 #endif

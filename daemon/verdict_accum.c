@@ -231,9 +231,9 @@ static tp_err finish(ctx *x, tpd_outcome oc, tpd_result *out)
         out->step = x->update;
         snprintf(out->path, sizeof out->path, "%s", x->path);
     }
-    if (x->nwhy) {
+    if (x->why.n) {
         tpd_str_printf(&t, "\n%s\n", oc == TPD_FAIL ? "why (from the evidence)" : "why");
-        tpd_str_puts(&t, x->why.s);
+        tpd_str_puts(&t, x->why.text.s);
     }
     if (x->pf && x->pm && oc != TPD_ERROR) updates_text(x, &t, upto);
 
@@ -257,7 +257,7 @@ static tp_err finish(ctx *x, tpd_outcome oc, tpd_result *out)
         tpd_str_puts(&j, "null");
     }
     tpd_str_puts(&j, ",\"explanation\":[");
-    tpd_str_puts(&j, x->jwhy.s ? x->jwhy.s : "");
+    tpd_str_puts(&j, x->why.json.s ? x->why.json.s : "");
     tpd_str_puts(&j, "],\"evidence\":{\"executions\":");
     execs_json(x, &j);
     tpd_str_puts(&j, ",\"updates\":[");
@@ -287,8 +287,7 @@ static tp_err finish(ctx *x, tpd_outcome oc, tpd_result *out)
 static void ctx_free(ctx *x)
 {
     tpd_str_free(&x->head);
-    tpd_str_free(&x->why);
-    tpd_str_free(&x->jwhy);
+    tpd_why_free(&x->why);
     tpd_str_free(&x->vm);
     tpd_str_free(&x->vf);
     tpd_arena_destroy(x->a);
@@ -342,9 +341,7 @@ static tpd_outcome judge(ctx *x)
                 return TPD_FAIL;
             }
             /* what the phase made of the difference assumed equal draws */
-            tpd_str_free(&x->why);
-            tpd_str_free(&x->jwhy);
-            x->nwhy = 0;
+            tpd_why_free(&x->why);
             tpd_actx_why(x, "initial",
                          "%s differed at the first backward, and the runs differ: random draws "
                          "(dropout, random batches) may differ between them, so the difference "

@@ -25,9 +25,7 @@ typedef struct ctx {
     int64_t c;              /* the step of that save, in A's numbering */
     int64_t r0;             /* R's step at the load */
     tpd_str head;           /* lines under the outcome */
-    tpd_str why;            /* explanation, text */
-    tpd_str jwhy;           /* explanation, JSON array items */
-    int nwhy;
+    tpd_why why;            /* the explanation */
 } ctx;
 
 /* ---- small helpers ---- */
@@ -58,18 +56,10 @@ static void add_why(ctx *x, const char *kind, const char *fmt, ...)
 
 static void add_why(ctx *x, const char *kind, const char *fmt, ...)
 {
-    char line[2048];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
+    tpd_why_vadd(&x->why, kind, fmt, ap);
     va_end(ap);
-    tpd_str_printf(&x->why, "  - %s\n", line);
-    tpd_str_printf(&x->jwhy, "%s{\"kind\":", x->nwhy ? "," : "");
-    tpd_str_jsonz(&x->jwhy, kind);
-    tpd_str_puts(&x->jwhy, ",\"text\":");
-    tpd_str_jsonz(&x->jwhy, line);
-    tpd_str_puts(&x->jwhy, "}");
-    x->nwhy++;
 }
 
 static void val_str(const tpd_val *v, char *buf, size_t n)
@@ -156,9 +146,9 @@ static tp_err finish(ctx *x, tpd_outcome oc, const tpd_cmp_result *cmp, const ch
         out->step = d->step_a;
         snprintf(out->path, sizeof out->path, "%s", d->path);
     }
-    if (x->nwhy) {
+    if (x->why.n) {
         tpd_str_printf(&t, "\n%s\n", oc == TPD_FAIL ? "why (from the evidence)" : "why");
-        tpd_str_puts(&t, x->why.s);
+        tpd_str_puts(&t, x->why.text.s);
     }
 
     tpd_str_printf(&j,
@@ -182,7 +172,7 @@ static tp_err finish(ctx *x, tpd_outcome oc, const tpd_cmp_result *cmp, const ch
         tpd_str_puts(&j, "null");
     }
     tpd_str_puts(&j, ",\"explanation\":[");
-    tpd_str_puts(&j, x->jwhy.s ? x->jwhy.s : "");
+    tpd_str_puts(&j, x->why.json.s ? x->why.json.s : "");
     tpd_str_puts(&j, "],\"evidence\":{\"executions\":");
     execs_json(x, &j);
     tpd_str_printf(&j,
@@ -203,8 +193,7 @@ static tp_err finish(ctx *x, tpd_outcome oc, const tpd_cmp_result *cmp, const ch
     out->text = tpd_str_steal(&t);
     out->json = tpd_str_steal(&j);
     tpd_str_free(&x->head);
-    tpd_str_free(&x->why);
-    tpd_str_free(&x->jwhy);
+    tpd_why_free(&x->why);
     if (out->text == NULL || out->json == NULL) {
         tpd_result_clear(out);
         return TP_ENOMEM;
