@@ -27,6 +27,14 @@
 
 extern const char tpa_glue_py[];
 
+/* The glue's file name.  A warning that torch raises with a stacklevel
+ * (the deprecated torch.cuda.amp.GradScaler, lr_scheduler.step() before
+ * optimizer.step()) must name the user's line, not the glue's wrapper it
+ * passed through: CPython's warnings skip the frames of a file whose name
+ * holds both "importlib" and "_bootstrap" when they count a stacklevel (the
+ * import system's own frames), so the name says that. */
+#define TPA_GLUE_FILENAME "<trainparity-glue, skipped by warnings like importlib_bootstrap>"
+
 static int hooked; /* the audit hook is registered */
 static int booted; /* the glue ran (or failed to) */
 static int forked; /* this is a forked child of a booted process */
@@ -62,7 +70,7 @@ static void boot(void)
     dict = P.PyModule_GetDict(glue);
     if (P.PyDict_SetItemString(dict, "__builtins__", P.PyEval_GetBuiltins()) != 0) goto fail;
     if (P.PyDict_SetItemString(dict, "_tp", agent) != 0) goto fail;
-    code = P.Py_CompileString(tpa_glue_py, "<trainparity-glue>", TPA_PY_FILE_INPUT);
+    code = P.Py_CompileString(tpa_glue_py, TPA_GLUE_FILENAME, TPA_PY_FILE_INPUT);
     if (code == NULL) goto fail;
     res = P.PyEval_EvalCode(code, dict, dict);
     if (res == NULL) goto fail;

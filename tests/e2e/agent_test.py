@@ -88,6 +88,18 @@ def test_bit_identity(py):
     complete(trainer(w))
 
 
+def test_warnings_keep_their_line(py):
+    """A warning torch raises through a wrapped call names the same line as
+    without the agent (the user's, for a stacklevel that points there)."""
+    w = Workdir()
+    r = w.run("record", "--", py, fixture("warns.py"))
+    assert r.returncode == 0, r.stderr
+    recorded = [l for l in r.stdout.splitlines() if l.startswith("warning ")]
+    plain = [l for l in plain_output(py, "warns.py").splitlines() if l.startswith("warning ")]
+    assert plain, "the fixture raised no warning"
+    assert recorded == plain, (recorded, plain)
+
+
 def dataloader(py, method):
     w = Workdir()
     r = w.run("record", "--", py, fixture("dataloader.py"), method, timeout=300)
