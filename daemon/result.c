@@ -48,3 +48,11 @@ void tpd_why_free(tpd_why *w)
     tpd_str_free(&w->json);
     w->n = 0;
 }
+
+const char *tpd_status_hint(int64_t status, bool seen)
+{
+    if (seen) return "";
+    if (status == 127) return " (the command was not found)";
+    if (status == 126) return " (the command could not be executed)";
+    return "";
+}

@@ -27,6 +27,11 @@ typedef struct tpd_result {
 /* tpd_result_clear frees text and json and zeroes r.  NULL is a no-op. */
 void tpd_result_clear(tpd_result *r);
 
+/* tpd_status_hint explains an exit status the shell or launcher gives a
+ * command it could not run (127: not found, 126: not executable) when no
+ * Python process of it was seen (seen false): " (...)", else "". */
+const char *tpd_status_hint(int64_t status, bool seen);
+
 /* The explanation of a verdict ("why"), built line by line: text lines
  * "  - LINE" and JSON objects {"kind": KIND, "text": LINE}, comma-separated
  * (the caller writes the brackets).  Zero-initialised is empty. */

@@ -43,7 +43,8 @@ static const char *exec_problem(const tpd_exec *e, const tpd_proc *p, const char
         return buf;
     }
     if (e->has_status && e->status != 0) {
-        snprintf(buf, n, "the %s execution exited with status %lld%s%s", who, (long long)e->status,
+        snprintf(buf, n, "the %s execution exited with status %lld%s%s%s", who,
+                 (long long)e->status, tpd_status_hint(e->status, p != NULL),
                  p && p->bye_exc ? " after an uncaught " : "", p && p->bye_exc ? p->bye_exc : "");
         return buf;
     }

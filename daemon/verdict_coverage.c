@@ -286,7 +286,8 @@ static const char *exec_problem(const tpd_exec *e, char *buf, size_t n)
         }
     }
     if (e->has_status && e->status != 0) {
-        snprintf(buf, n, "the command exited with status %lld", (long long)e->status);
+        snprintf(buf, n, "the command exited with status %lld%s", (long long)e->status,
+                 tpd_status_hint(e->status, e->nprocs > 0));
         return buf;
     }
     for (size_t i = 0; i < e->nprocs; i++) {

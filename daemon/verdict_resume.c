@@ -228,8 +228,9 @@ static const char *exec_problem(const tpd_exec *e, const tpd_proc *p, char *buf,
     if (p == NULL || p->steps == 0) {
         if (e->has_status && e->status != 0 &&
             !(p && p->bye_reason && !strcmp(p->bye_reason, "interrupt")))
-            snprintf(buf, n, "%s exited with status %lld%s%s before any optimizer step", who,
-                     (long long)e->status, p && p->bye_exc ? " after an uncaught " : "",
+            snprintf(buf, n, "%s exited with status %lld%s%s%s before any optimizer step", who,
+                     (long long)e->status, tpd_status_hint(e->status, p != NULL),
+                     p && p->bye_exc ? " after an uncaught " : "",
                      p && p->bye_exc ? p->bye_exc : "");
         else
             snprintf(buf, n, "%s ran no optimizer step: nothing was observed to compare", who);
