@@ -179,9 +179,11 @@ def _any_roots():
 def _snapshot(why):
     """Snapshot of the training state.  The start-of-step one has its large
     tensors hashed on the agent's thread while backward runs, which writes
-    only gradients; the backward wrapper waits for it (sync) before returning
-    to code that could write the parameters."""
-    _tp.sync()
+    only gradients.  Deferred hashing never outlives the call that started
+    it: the backward and optimizer-step wrappers wait for it (sync) before
+    they return, and the only training calls that can run inside an
+    optimizer step, an optimizer closure's backward and zero_grad, wait
+    before they start; so nothing else needs to."""
     torch = S.torch
     items = []
     names = {}
@@ -260,7 +262,6 @@ def _interrupt():
 
 def _step_pre(opt, via):
     try:
-        _tp.sync()  # the step writes what the start-of-step snapshot hashes
         if S.armed:
             _interrupt()
         names = _param_names()
@@ -293,7 +294,6 @@ def _step_pre(opt, via):
 
 
 def _step_post(opt, params, skipped=False):
-    _tp.sync()  # the user's code after the step may write the gradients
     try:
         body = {"phase": "post", "opt": _index(S.optimizers, opt), "cls": type(opt).__name__}
         if skipped:
@@ -319,11 +319,13 @@ def _wrap_opt_step(cls):
         _enter("opt")
         try:
             params = _step_pre(self, "scaler" if _depth("scaler_step") else "optimizer")
-            r = orig(self, *a, **k)
+            try:
+                r = orig(self, *a, **k)
+            finally:
+                _tp.sync()  # the gradients were hashed while the step ran
             _step_post(self, params)
             return r
         finally:
-            _tp.sync()
             _leave("opt")
 
     cls.step = _wraps(orig, step)
@@ -481,7 +483,6 @@ def _wrap_method(cls, name, after, cat=None):
     def method(self, *a, **k):
         if _depth(cat) or _off():
             return orig(self, *a, **k)
-        _tp.sync()  # load_state_dict and friends write what may be hashing
         _enter(cat)
         try:
             r = orig(self, *a, **k)
@@ -855,7 +856,6 @@ def _patch_save_load(torch):
     def save(obj, f, *a, **k):
         if _depth("save") or _off():
             return osave(obj, f, *a, **k)
-        _tp.sync()
         _enter("save")
         try:
             _rec_begin()
@@ -880,7 +880,6 @@ def _patch_save_load(torch):
     def load(f, *a, **k):
         if _depth("load") or _off():
             return oload(f, *a, **k)
-        _tp.sync()
         _enter("load")
         use_records = not k.get("mmap")
         try:
@@ -998,7 +997,6 @@ def _patch_scaler(torch):
                     return ostep(self, optimizer, *a, **k)
                 _enter("scaler_step")
                 try:
-                    _tp.sync()
                     if S.armed:
                         _interrupt()
                     before = S.step
@@ -1105,43 +1103,35 @@ def _on_batch(it, data):
             _fail("--sample-id %r" % _SAMPLE_ID)
             ids = None
         source = "expr"
-    loader = it.__dict__.get("_tp_loader")
-    li = loader if loader is not None else -1
     pos = it.__dict__.get("_tp_pos", 0)
     it._tp_pos = pos + 1
+    body = _loader_body(it, pos)
+    body.update(ids=ids, worker=worker, size=len(ids) if ids is not None else None,
+                id_source=source)
+    _tp.emit("batch", body)
+
+
+def _loader_body(it, pos):
+    """What a batch event and an epoch's end share: the loader, its epoch,
+    the position, rank and world, and what the DataLoader says of its
+    dataset and sampler (nothing when it is gone)."""
+    li = it.__dict__.get("_tp_loader")
+    li = li if li is not None else -1
+    rank, world = _rank_world()
+    body = {"loader": max(li, 0), "epoch": max(S.epochs.get(li, 0), 0), "pos": pos,
+            "rank": rank, "world": world, "dataset_len": None, "sampler": None,
+            "total_size": None, "drop_last": False}
     dl = it.__dict__.get("_tp_dl")
     dl = dl() if dl is not None else None
-    rank, world = _rank_world()
-    dataset_len = None
-    sampler = None
-    total = None
-    drop_last = False
     if dl is not None:
         try:
-            dataset_len = len(dl.dataset)
+            body["dataset_len"] = len(dl.dataset)
         except Exception:
-            dataset_len = None
-        sampler = type(dl.sampler).__name__
-        total = getattr(dl.sampler, "total_size", None)
-        drop_last = bool(dl.drop_last)
-    _tp.emit(
-        "batch",
-        {
-            "loader": max(li, 0),
-            "epoch": max(S.epochs.get(li, 0), 0),
-            "pos": pos,
-            "ids": ids,
-            "worker": worker,
-            "size": len(ids) if ids is not None else None,
-            "dataset_len": dataset_len,
-            "sampler": sampler,
-            "rank": rank,
-            "world": world,
-            "total_size": total,
-            "drop_last": drop_last,
-            "id_source": source,
-        },
-    )
+            pass
+        body["sampler"] = type(dl.sampler).__name__
+        body["total_size"] = getattr(dl.sampler, "total_size", None)
+        body["drop_last"] = bool(dl.drop_last)
+    return body
 
 
 def _on_loader_end(it):
@@ -1154,21 +1144,8 @@ def _on_loader_end(it):
         if it.__dict__.get("_tp_ended") or it.__dict__.get("_tp_loader") is None:
             return
         it._tp_ended = True
-        dl = it.__dict__.get("_tp_dl")
-        dl = dl() if dl is not None else None
-        rank, world = _rank_world()
-        li = it._tp_loader
-        body = {"loader": max(li, 0), "epoch": max(S.epochs.get(li, 0), 0),
-                "pos": it.__dict__.get("_tp_pos", 0), "ids": None, "worker": None,
-                "rank": rank, "world": world, "end": True}
-        if dl is not None:
-            try:
-                body["dataset_len"] = len(dl.dataset)
-            except Exception:
-                body["dataset_len"] = None
-            body["sampler"] = type(dl.sampler).__name__
-            body["total_size"] = getattr(dl.sampler, "total_size", None)
-            body["drop_last"] = bool(dl.drop_last)
+        body = _loader_body(it, it.__dict__.get("_tp_pos", 0))
+        body.update(ids=None, worker=None, end=True)
         _tp.emit("batch", body)
     except Exception:
         _fail("DataLoader end")

@@ -206,36 +206,22 @@ static tp_err add_step(tpd_arena *a, tpd_proc *p, const tp_event *e)
     return TP_OK;
 }
 
-static tp_err add_batch(tpd_arena *a, tpd_proc *p, const tp_event *e)
+/* add_batch files the sample ids of batch b (filed by obs_batch.c from
+ * event e, ids and all) as the timeline value data.<loader>.ids. */
+static tp_err add_batch(tpd_arena *a, tpd_proc *p, const tp_event *e, const tpd_batch *b)
 {
-    tp_mpr r;
-    tp_mptype t;
-    uint32_t n;
-    int64_t loader = body_int(e, "loader", 0), *ids;
+    uint32_t n = b->n;
+    int64_t loader = b->loader;
     uint8_t *le;
     XXH128_canonical_t c;
     char path[64];
     uint32_t k;
     tpd_val v;
-    if (tp_body_find(e, "ids", &r) != TP_OK || tp_mpr_peek(&r, &t) != TP_OK || t != TP_MP_ARRAY)
-        return TP_OK; /* no ids: nothing to compare */
-    if (tp_mpr_array(&r, &n) != TP_OK) return TP_EPROTO;
-    ids = tpd_arena_alloc(a, sizeof(int64_t) * (n < 8 ? (n ? n : 1) : 8));
-    le = malloc((size_t)n * 8 + 1);
-    if (ids == NULL || le == NULL) {
-        free(le);
-        return TP_ENOMEM;
-    }
-    for (uint32_t i = 0; i < n; i++) {
-        int64_t id;
-        if (tp_mpr_int(&r, &id) != TP_OK) {
-            free(le);
-            return TP_EPROTO;
-        }
+    if (!b->has_ids) return TP_OK; /* no ids (or an epoch's end): nothing to compare */
+    if ((le = calloc((size_t)n * 8 + 1, 1)) == NULL) return TP_ENOMEM;
+    for (uint32_t i = 0; i < n; i++)
         for (int j = 0; j < 8; j++)
-            le[(size_t)i * 8 + (size_t)j] = (uint8_t)((uint64_t)id >> (8 * j));
-        if (i < 8) ids[i] = id;
-    }
+            le[(size_t)i * 8 + (size_t)j] = (uint8_t)((uint64_t)b->ids[i] >> (8 * j));
     XXH128_canonicalFromHash(&c, XXH3_128bits(le, (size_t)n * 8));
     free(le);
     k = 0;
@@ -252,7 +238,7 @@ static tp_err add_batch(tpd_arena *a, tpd_proc *p, const tp_event *e)
     memset(&v, 0, sizeof v);
     v.kind = 'i';
     v.n = n;
-    v.ids = ids;
+    v.ids = b->ids;
     memcpy(v.digest, c.digest, 16);
     return push_value(a, p, e, path, &v, 0);
 }
@@ -324,7 +310,7 @@ tp_err tpd_proc_add_event(tpd_arena *a, tpd_proc *p, const tp_event *e)
         return add_step(a, p, e);
     case TP_K_BATCH: {
         tp_err rc = tpd_proc_add_batch(a, p, e);
-        return rc != TP_OK ? rc : add_batch(a, p, e);
+        return rc != TP_OK ? rc : add_batch(a, p, e, &p->batches[p->nbatches - 1]);
     }
     case TP_K_SAVE:
         return add_ckpt(a, p, e, false);

@@ -54,7 +54,7 @@ typedef struct tpd_val {
     double f;
     const char *s;
     uint64_t n;         /* 'd': items; 'i': number of ids */
-    const int64_t *ids; /* 'i': the first min(n, 8) ids */
+    const int64_t *ids; /* 'i': the n ids */
 } tpd_val;
 
 typedef struct tpd_item {

@@ -152,3 +152,23 @@ void tpd_render_comparison_json(tpd_str *b, const tpd_cmp_opts *o)
     else
         tpd_str_puts(b, "{\"mode\":\"exact\"}");
 }
+
+void tpd_render_execs_json(tpd_str *j, const tpd_exec *const *ex, const tpd_proc *const *px,
+                           size_t n)
+{
+    bool first = true;
+    tpd_str_puts(j, "[");
+    for (size_t i = 0; i < n; i++) {
+        if (ex[i] == NULL) continue;
+        tpd_str_printf(j, "%s{\"role\":", first ? "" : ",");
+        tpd_str_jsonz(j, ex[i]->role);
+        tpd_str_printf(j, ",\"execution\":%lld,\"argv\":%s", (long long)ex[i]->id,
+                       ex[i]->argv_json ? ex[i]->argv_json : "null");
+        if (ex[i]->has_status) tpd_str_printf(j, ",\"exit_status\":%lld", (long long)ex[i]->status);
+        if (ex[i]->has_signal) tpd_str_printf(j, ",\"exit_signal\":%lld", (long long)ex[i]->signal);
+        if (px[i]) tpd_str_printf(j, ",\"steps\":%lld", (long long)px[i]->steps);
+        tpd_str_puts(j, "}");
+        first = false;
+    }
+    tpd_str_puts(j, "]");
+}

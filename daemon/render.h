@@ -18,4 +18,10 @@ void tpd_render_comparison(tpd_str *b, const tpd_cmp_opts *o);
 /* tpd_render_comparison_json appends the declared comparison as JSON. */
 void tpd_render_comparison_json(tpd_str *b, const tpd_cmp_opts *o);
 
+/* tpd_render_execs_json writes the executions ex[0..n-1] (NULL ones are
+ * left out) as a JSON array: role, id, argv, exit status or signal, and the
+ * optimizer steps of their trainer process px[i] when known. */
+void tpd_render_execs_json(tpd_str *j, const tpd_exec *const *ex, const tpd_proc *const *px,
+                           size_t n);
+
 #endif

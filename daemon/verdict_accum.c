@@ -195,20 +195,7 @@ static void execs_json(ctx *x, tpd_str *j)
 {
     const tpd_exec *ex[2] = {x->F, x->M};
     const tpd_proc *px[2] = {x->pf, x->pm};
-    bool first = true;
-    tpd_str_puts(j, "[");
-    for (int i = 0; i < 2; i++) {
-        if (ex[i] == NULL) continue;
-        tpd_str_printf(j, "%s{\"role\":", first ? "" : ",");
-        tpd_str_jsonz(j, ex[i]->role);
-        tpd_str_printf(j, ",\"execution\":%lld,\"argv\":%s", (long long)ex[i]->id,
-                       ex[i]->argv_json ? ex[i]->argv_json : "null");
-        if (ex[i]->has_status) tpd_str_printf(j, ",\"exit_status\":%lld", (long long)ex[i]->status);
-        if (px[i]) tpd_str_printf(j, ",\"steps\":%lld", (long long)px[i]->steps);
-        tpd_str_puts(j, "}");
-        first = false;
-    }
-    tpd_str_puts(j, "]");
+    tpd_render_execs_json(j, ex, px, 2);
 }
 
 static tp_err finish(ctx *x, tpd_outcome oc, tpd_result *out)

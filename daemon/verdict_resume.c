@@ -76,21 +76,7 @@ static void execs_json(ctx *x, tpd_str *j)
 {
     const tpd_exec *ex[4] = {x->A, x->B, x->I, x->R};
     const tpd_proc *px[4] = {x->pa, x->pb, x->pi, x->pr};
-    int first = 1;
-    tpd_str_puts(j, "[");
-    for (int i = 0; i < 4; i++) {
-        if (ex[i] == NULL) continue;
-        tpd_str_printf(j, "%s{\"role\":", first ? "" : ",");
-        tpd_str_jsonz(j, ex[i]->role);
-        tpd_str_printf(j, ",\"execution\":%lld,\"argv\":%s", (long long)ex[i]->id,
-                       ex[i]->argv_json ? ex[i]->argv_json : "null");
-        if (ex[i]->has_status) tpd_str_printf(j, ",\"exit_status\":%lld", (long long)ex[i]->status);
-        if (ex[i]->has_signal) tpd_str_printf(j, ",\"exit_signal\":%lld", (long long)ex[i]->signal);
-        if (px[i]) tpd_str_printf(j, ",\"steps\":%lld", (long long)px[i]->steps);
-        tpd_str_puts(j, "}");
-        first = 0;
-    }
-    tpd_str_puts(j, "]");
+    tpd_render_execs_json(j, ex, px, 4);
 }
 
 static void window_json(ctx *x, tpd_str *j)

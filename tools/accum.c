@@ -128,7 +128,6 @@ int tpt_cmd_accum(int argc, char **argv)
      * loss counts: the elements each mean-reduced loss averaged over */
     char *env[] = {"TRAINPARITY_CAPTURE=values", "TRAINPARITY_LOSS_COUNTS=1", NULL, NULL};
     tpt_session *s = NULL;
-    tpt_verdict_info v = {NULL, NULL, NULL};
     tpt_tolerance tol;
     plan p;
     int64_t run;
@@ -156,16 +155,8 @@ int tpt_cmd_accum(int argc, char **argv)
     tol.declared = true;
     tol.rtol = p.rtol;
     tol.atol = p.atol;
-    if (tpt_verdict(tpt_session_client(s), run, &tol, &v, err) != TP_OK) {
-        tpt_error("cannot judge run %lld: %s", (long long)run, err);
-        goto done;
-    }
-    printf("run %lld\n%s", (long long)run, v.text ? v.text : "");
-    fflush(stdout);
-    st = tpt_outcome_status(v.outcome);
-    if (p.o.json && tpt_write_report(p.o.json, v.json) != 0) st = TPT_EXIT_ERROR;
+    st = tpt_judge(tpt_session_client(s), run, &tol, p.o.json);
 done:
-    tpt_verdict_info_free(&v);
     if (tpt_session_close(s, err) != TP_OK) tpt_error("%s", err);
     free(p.full);
     return st;

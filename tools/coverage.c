@@ -244,7 +244,6 @@ int tpt_cmd_coverage(int argc, char **argv)
 {
     char err[TPT_ERR_LEN], shown[512], *env[2] = {NULL, NULL}, *par = NULL;
     long long universe, padding, epochs, loader;
-    tpt_verdict_info v = {NULL, NULL, NULL};
     tpt_session *s = NULL;
     tpt_exec_result res;
     tpt_exec_spec es;
@@ -288,16 +287,8 @@ int tpt_cmd_coverage(int argc, char **argv)
         tpt_progress("coverage", "killed by signal %d", res.exit.signal);
     else
         tpt_progress("coverage", "exited with status %d", res.exit.status);
-    if (tpt_verdict(tpt_session_client(s), run, NULL, &v, err) != TP_OK) {
-        tpt_error("cannot judge run %lld: %s", (long long)run, err);
-        goto done;
-    }
-    printf("run %lld\n%s", (long long)run, v.text ? v.text : "");
-    fflush(stdout);
-    st = tpt_outcome_status(v.outcome);
-    if (o.json && tpt_write_report(o.json, v.json) != 0) st = TPT_EXIT_ERROR;
+    st = tpt_judge(tpt_session_client(s), run, NULL, o.json);
 done:
-    tpt_verdict_info_free(&v);
     if (tpt_session_close(s, err) != TP_OK) tpt_error("%s", err);
     free(par);
     free(env[0]);

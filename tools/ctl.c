@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "tools/cli.h"
 #include "tools/ctl.h"
 #include "tools/errbuf.h"
 
@@ -306,4 +307,22 @@ tp_err tpt_shutdown(tpt_client *c, char *err)
     rc = call(c, &req, &rep, err);
     tp_buf_free(&rep);
     return rc;
+}
+
+int tpt_judge(tpt_client *c, int64_t run, const tpt_tolerance *tol, const char *json)
+{
+    tpt_verdict_info v = {NULL, NULL, NULL};
+    char err[TPT_ERR_LEN];
+    int st;
+    if (tpt_verdict(c, run, tol, &v, err) != TP_OK) {
+        tpt_error("cannot judge run %lld: %s", (long long)run, err);
+        tpt_verdict_info_free(&v);
+        return TPT_EXIT_ERROR;
+    }
+    printf("run %lld\n%s", (long long)run, v.text ? v.text : "");
+    fflush(stdout);
+    st = tpt_outcome_status(v.outcome);
+    if (json != NULL && tpt_write_report(json, v.json) != 0) st = TPT_EXIT_ERROR;
+    tpt_verdict_info_free(&v);
+    return st;
 }

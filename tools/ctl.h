@@ -90,6 +90,13 @@ typedef struct tpt_tolerance {
 tp_err tpt_verdict(tpt_client *c, int64_t run, const tpt_tolerance *tol, tpt_verdict_info *out,
                    char *err);
 
+/* tpt_judge asks the daemon for run's verdict under tol (NULL: exact),
+ * prints "run N" and the text report on stdout, writes the JSON report to
+ * json (when not NULL) and returns the exit status that goes with it: the
+ * outcome's, or TPT_EXIT_ERROR (said on stderr) when it cannot judge or
+ * write. */
+int tpt_judge(tpt_client *c, int64_t run, const tpt_tolerance *tol, const char *json);
+
 /* tpt_verdict_info_free frees what tpt_verdict allocated in v.  NULL is a
  * no-op. */
 void tpt_verdict_info_free(tpt_verdict_info *v);

@@ -206,7 +206,6 @@ int tpt_cmd_resume(int argc, char **argv)
     char *ienv[3], *renv[2];
     tpt_session *s = NULL;
     tpt_exec_result res;
-    tpt_verdict_info v = {NULL, NULL, NULL};
     tpt_tolerance tol;
     plan p;
     int64_t run;
@@ -233,16 +232,8 @@ int tpt_cmd_resume(int argc, char **argv)
     tol.declared = p.o.rtol_set || p.o.atol_set;
     tol.rtol = p.o.rtol;
     tol.atol = p.o.atol;
-    if (tpt_verdict(tpt_session_client(s), run, &tol, &v, err) != TP_OK) {
-        tpt_error("cannot judge run %lld: %s", (long long)run, err);
-        goto done;
-    }
-    printf("run %lld\n%s", (long long)run, v.text ? v.text : "");
-    fflush(stdout);
-    st = tpt_outcome_status(v.outcome);
-    if (p.o.json && tpt_write_report(p.o.json, v.json) != 0) st = TPT_EXIT_ERROR;
+    st = tpt_judge(tpt_session_client(s), run, &tol, p.o.json);
 done:
-    tpt_verdict_info_free(&v);
     if (tpt_session_close(s, err) != TP_OK) tpt_error("%s", err);
     free(p.owned);
     return st;
