@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/async.h"
 #include "agent/bridge.h"
 #include "agent/config.h"
 #include "agent/emit.h"
@@ -102,7 +101,6 @@ static void atfork_child(void)
     forked = 1;
     tpa_emit_atfork_child();
     tpa_send_atfork_child();
-    tpa_async_atfork_child();
 }
 
 __attribute__((constructor)) static void tpa_init(void)
@@ -124,7 +122,6 @@ __attribute__((destructor)) static void tpa_fini(void)
 {
     /* the glue's exit hook normally said bye; this covers exit() from C */
     if (hooked && booted && !forked && tpa_emit_count() > 0) {
-        tpa_async_wait(false);
         tpa_bridge_bye("exit", 0, 0, NULL);
     }
 }

@@ -9,13 +9,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/async.h"
 #include "agent/bridge.h"
 #include "agent/ckpt.h"
 #include "agent/config.h"
 #include "agent/cxx.h"
 #include "agent/emit.h"
 #include "agent/flatten.h"
+#include "agent/job.h"
+#include "agent/team.h"
 #include "agent/log.h"
 #include "agent/pyapi.h"
 #include "agent/send.h"
@@ -107,13 +108,14 @@ static int encode_value(tp_buf *b, PyObject *v, int depth)
     return 0;
 }
 
-/* emit(kind, body, key=None, items=None, manifest=False, defer=False) -> seq,
- * or -1 when disabled or deferred: with defer, large tensors of the leaves
- * are hashed on the hashing thread and the event is committed by sync(). */
+/* emit(kind, body, key=None, items=None, manifest=False) -> seq, or -1 when
+ * disabled.  The large tensors of a state's leaves are hashed together at
+ * the end, on every compute thread (job.h); a manifest's are hashed where
+ * they are met, since its node digests need them on the way. */
 static PyObject *py_emit(PyObject *self, PyObject *args)
 {
     PyObject *kind = arg(args, 0), *body = arg(args, 1), *key = arg(args, 2), *items = arg(args, 3),
-             *manifest = arg(args, 4), *defer = arg(args, 5);
+             *manifest = arg(args, 4);
     Py_ssize_t kn, keyn = 0, pos = 0;
     const char *ks = text(kind, &kn), *keys = NULL;
     PyObject *k, *v;
@@ -147,8 +149,7 @@ static PyObject *py_emit(PyObject *self, PyObject *args)
     if (keys != NULL) {
         tp_mp_str(&b, keys, (size_t)keyn);
         tpa_flat_begin(&f, &b, manifest != NULL && manifest == P.True);
-        if (defer == P.True && tpa_async_enabled())
-            f.job = job = tpa_job_create(tk, tpa_emit_step());
+        if (!f.manifest) f.job = job = tpa_job_create();
         for (Py_ssize_t i = 0; i < P.PyList_Size(items); i++) {
             PyObject *it = P.PyList_GetItem(items, i), *pre, *obj;
             const char *ps;
@@ -174,26 +175,15 @@ static PyObject *py_emit(PyObject *self, PyObject *args)
                 tp_mp_f64(&b, sqrt(f.sq_sum + f.sq_large));
         }
     }
-    if (job && tpa_job_count(job) > 0) {
-        tpa_job_submit(job, &b);
-        return P.PyLong_FromLongLong(-1);
-    }
-    tpa_job_discard(job);
+    if (job) tpa_job_run(job, &b);
+    tpa_job_destroy(job);
     seq = tpa_emit_commit(tk, &b);
     tp_buf_free(&b);
     return P.PyLong_FromLongLong(seq == TPA_NO_SEQ ? -1 : (long long)seq);
 fail:
-    tpa_job_discard(job);
+    tpa_job_destroy(job);
     tp_buf_free(&b);
     return NULL;
-}
-
-/* sync(): waits for deferred hashing and commits those events (see async.h). */
-static PyObject *py_sync(PyObject *self, PyObject *args)
-{
-    (void)self, (void)args;
-    tpa_async_wait(true);
-    return none();
 }
 
 static PyObject *py_flush(PyObject *self, PyObject *args)
@@ -416,7 +406,6 @@ static PyObject *py_bye(PyObject *self, PyObject *args)
         }
     }
     snprintf(rbuf, sizeof rbuf, "%s", reason);
-    tpa_async_wait(true);
     if (exc) snprintf(ebuf, sizeof ebuf, "%s", exc);
     ts = P.PyEval_SaveThread();
     tpa_bridge_bye(rbuf, has_code, code, exc ? ebuf : NULL);
@@ -428,7 +417,6 @@ static PyObject *py_bye(PyObject *self, PyObject *args)
 static PyObject *py_interrupt(PyObject *self, PyObject *args)
 {
     (void)self, (void)args;
-    tpa_async_wait(true);
     P.PyEval_SaveThread();
     tpa_bridge_bye("interrupt", 1, TP_INTERRUPT_STATUS, NULL);
     _exit(TP_INTERRUPT_STATUS);
@@ -523,13 +511,19 @@ static PyObject *py_cxx_status(PyObject *self, PyObject *args)
     return P.PyUnicode_FromString(tpa_cxx_status());
 }
 
+/* hash_threads(): how many threads hash a snapshot's large tensors (team.h). */
+static PyObject *py_hash_threads(PyObject *self, PyObject *args)
+{
+    (void)self, (void)args;
+    return P.PyLong_FromLongLong(tpa_team_size());
+}
+
 #define V TPA_METH_VARARGS
 #define O TPA_METH_O
 #define N TPA_METH_NOARGS
 static PyMethodDef methods[] = {
     {"emit", py_emit, V, NULL},
     {"flush", py_flush, N, NULL},
-    {"sync", py_sync, N, NULL},
     {"set_step", py_set_step, O, NULL},
     {"set_rank", py_set_rank, O, NULL},
     {"rec_begin", py_rec_begin, N, NULL},
@@ -546,6 +540,7 @@ static PyMethodDef methods[] = {
     {"update_end", py_update_end, O, NULL},
     {"log", py_log, O, NULL},
     {"cxx_status", py_cxx_status, N, NULL},
+    {"hash_threads", py_hash_threads, N, NULL},
     {NULL, NULL, 0, NULL},
 };
 

@@ -48,5 +48,6 @@ void tpa_config_load(void)
     tpa_cfg.debug = env_int(TP_ENV_DEBUG, 0) != 0;
     tpa_cfg.send_timeout_ms = (int)env_int("TRAINPARITY_SEND_TIMEOUT_MS", 1000);
     if (tpa_cfg.send_timeout_ms < 10) tpa_cfg.send_timeout_ms = 10;
-    tpa_cfg.async_hash = env_int("TRAINPARITY_ASYNC", 1) != 0;
+    tpa_cfg.hash_threads = (int)env_int("TRAINPARITY_HASH_THREADS", 0);
+    if (tpa_cfg.hash_threads < 0 || tpa_cfg.hash_threads > 64) tpa_cfg.hash_threads = 0;
 }

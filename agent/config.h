@@ -21,7 +21,7 @@ typedef struct tpa_config {
     int64_t interrupt_at; /* TRAINPARITY_INTERRUPT_AT, -1 when unset */
     bool debug;           /* TRAINPARITY_DEBUG=1 */
     int send_timeout_ms;  /* TRAINPARITY_SEND_TIMEOUT_MS, default 1000 */
-    bool async_hash;      /* TRAINPARITY_ASYNC (default 1): hash snapshots off the step */
+    int hash_threads;     /* TRAINPARITY_HASH_THREADS, 0 when unset (team.h) */
 } tpa_config;
 
 /* tpa_cfg is filled by tpa_config_load() in the constructor, then read-only. */

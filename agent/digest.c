@@ -1,15 +1,14 @@
 /* SPDX-License-Identifier: MIT
  * digest.c -- fused XXH3-128 + statistics over tensor memory.
  *
- * The bytes are walked in 64 KiB chunks: each chunk is hashed, then its
- * statistics are accumulated while it is still in L2, so memory is read once.
- * Statistics use eight independent double accumulators so the compiler can
- * keep them in vector registers; the order is fixed, so equal bytes always
- * give equal statistics. */
+ * Memory is read once: each 4 KiB piece is hashed, then its statistics are
+ * accumulated from L1 while later lines are prefetched (see "the fused
+ * pass").  On this project's machines that runs at the speed of a plain
+ * memory read (bench/hash_bench.c).  Statistics use sixteen independent
+ * double accumulators; the order is fixed, so equal bytes always give equal
+ * statistics, whichever kernel computed them. */
 #define _GNU_SOURCE
 #include <float.h>
-#include <pthread.h>
-#include <signal.h>
 #include <math.h>
 #include <string.h>
 
@@ -18,7 +17,6 @@
 #include "agent/digest.h"
 #include "agent/xxh3_avx2.h"
 
-#define CHUNK (64u * 1024u)
 #define LANES 16
 
 /* hash_update feeds XXH3 through its AVX2 build when the CPU has one. */
@@ -84,6 +82,21 @@ static void f32_portable(acc *a, const float *p, size_t n)
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
+/* The sixteen lanes in four registers of sums (s0-s3) and four of squares
+ * (q0-q3), in and out of an acc. */
+#define LANES_LOAD(a)                                                                              \
+    __m256d s0 = _mm256_loadu_pd(&(a)->sum[0]), s1 = _mm256_loadu_pd(&(a)->sum[4]);                \
+    __m256d s2 = _mm256_loadu_pd(&(a)->sum[8]), s3 = _mm256_loadu_pd(&(a)->sum[12]);               \
+    __m256d q0 = _mm256_loadu_pd(&(a)->sq[0]), q1 = _mm256_loadu_pd(&(a)->sq[4]);                  \
+    __m256d q2 = _mm256_loadu_pd(&(a)->sq[8]), q3 = _mm256_loadu_pd(&(a)->sq[12])
+#define LANES_STORE(a)                                                                             \
+    do {                                                                                           \
+        _mm256_storeu_pd(&(a)->sum[0], s0), _mm256_storeu_pd(&(a)->sum[4], s1);                    \
+        _mm256_storeu_pd(&(a)->sum[8], s2), _mm256_storeu_pd(&(a)->sum[12], s3);                   \
+        _mm256_storeu_pd(&(a)->sq[0], q0), _mm256_storeu_pd(&(a)->sq[4], q1);                      \
+        _mm256_storeu_pd(&(a)->sq[8], q2), _mm256_storeu_pd(&(a)->sq[12], q3);                     \
+    } while (0)
+
 /* half8 accumulates eight floats into two double accumulators each. */
 #define HALF8(v, s_lo, s_hi, q_lo, q_hi)                                                           \
     do {                                                                                           \
@@ -104,10 +117,7 @@ __attribute__((target("avx2,fma"))) static void f32_avx2(acc *a, const float *p,
 {
     const __m256i expm = _mm256_set1_epi32(0x7f800000);
     const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-    __m256d s0 = _mm256_loadu_pd(&a->sum[0]), s1 = _mm256_loadu_pd(&a->sum[4]);
-    __m256d s2 = _mm256_loadu_pd(&a->sum[8]), s3 = _mm256_loadu_pd(&a->sum[12]);
-    __m256d q0 = _mm256_loadu_pd(&a->sq[0]), q1 = _mm256_loadu_pd(&a->sq[4]);
-    __m256d q2 = _mm256_loadu_pd(&a->sq[8]), q3 = _mm256_loadu_pd(&a->sq[12]);
+    LANES_LOAD(a);
     __m256 mx = _mm256_setzero_ps();
     uint64_t nf = 0;
     float m[8];
@@ -116,17 +126,41 @@ __attribute__((target("avx2,fma"))) static void f32_avx2(acc *a, const float *p,
         HALF8(v0, s0, s1, q0, q1);
         HALF8(v1, s2, s3, q2, q3);
     }
-    _mm256_storeu_pd(&a->sum[0], s0);
-    _mm256_storeu_pd(&a->sum[4], s1);
-    _mm256_storeu_pd(&a->sum[8], s2);
-    _mm256_storeu_pd(&a->sum[12], s3);
-    _mm256_storeu_pd(&a->sq[0], q0);
-    _mm256_storeu_pd(&a->sq[4], q1);
-    _mm256_storeu_pd(&a->sq[8], q2);
-    _mm256_storeu_pd(&a->sq[12], q3);
+    LANES_STORE(a);
     _mm256_storeu_ps(m, mx);
     for (int k = 0; k < 8; k++) a->mx = m[k] > a->mx ? m[k] : a->mx;
     a->nf += nf;
+}
+
+/* f32_avx2_fast is f32_avx2 without the non-finite masks: for finite data
+ * the same bits.  Its maxima are split in two to shorten the chain. */
+__attribute__((target("avx2,fma"))) static void f32_avx2_fast(acc *a, const float *p, size_t n)
+{
+    const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    LANES_LOAD(a);
+    __m256 mx0 = _mm256_setzero_ps(), mx1 = _mm256_setzero_ps();
+    float m[8];
+    for (size_t i = 0; i + 16 <= n; i += 16) {
+        /* converting straight from memory saves the lane extracts; the
+         * second read of each line comes from L1 */
+        __m256d a0 = _mm256_cvtps_pd(_mm_loadu_ps(p + i));
+        __m256d a1 = _mm256_cvtps_pd(_mm_loadu_ps(p + i + 4));
+        __m256d a2 = _mm256_cvtps_pd(_mm_loadu_ps(p + i + 8));
+        __m256d a3 = _mm256_cvtps_pd(_mm_loadu_ps(p + i + 12));
+        mx0 = _mm256_max_ps(mx0, _mm256_and_ps(_mm256_loadu_ps(p + i), absm));
+        mx1 = _mm256_max_ps(mx1, _mm256_and_ps(_mm256_loadu_ps(p + i + 8), absm));
+        s0 = _mm256_add_pd(s0, a0);
+        s1 = _mm256_add_pd(s1, a1);
+        s2 = _mm256_add_pd(s2, a2);
+        s3 = _mm256_add_pd(s3, a3);
+        q0 = _mm256_fmadd_pd(a0, a0, q0);
+        q1 = _mm256_fmadd_pd(a1, a1, q1);
+        q2 = _mm256_fmadd_pd(a2, a2, q2);
+        q3 = _mm256_fmadd_pd(a3, a3, q3);
+    }
+    LANES_STORE(a);
+    _mm256_storeu_ps(m, _mm256_max_ps(mx0, mx1));
+    for (int k = 0; k < 8; k++) a->mx = m[k] > a->mx ? m[k] : a->mx;
 }
 
 static int have_avx2(void)
@@ -140,15 +174,21 @@ static int have_avx2(void)
 }
 #endif
 
-static void stats_f32(acc *a, const float *p, size_t n)
+/* stats_f32 accumulates n floats; fast: without the non-finite masks. */
+static void stats_f32(acc *a, const float *p, size_t n, int fast)
 {
     size_t body = n - n % LANES;
 #if defined(__x86_64__) && defined(__GNUC__)
     if (have_avx2()) {
-        f32_avx2(a, p, body);
+        if (fast)
+            f32_avx2_fast(a, p, body);
+        else
+            f32_avx2(a, p, body);
         f32_portable(a, p + body, n - body);
         return;
     }
+#else
+    (void)fast;
 #endif
     f32_portable(a, p, n);
 }
@@ -181,7 +221,7 @@ static float half_to_float(uint16_t h)
     return f;
 }
 
-static void stats_half(acc *a, const uint16_t *p, size_t n, int bf16)
+static void stats_half(acc *a, const uint16_t *p, size_t n, int bf16, int fast)
 {
     float buf[256];
     while (n > 0) {
@@ -194,7 +234,7 @@ static void stats_half(acc *a, const uint16_t *p, size_t n, int bf16)
                 buf[i] = half_to_float(p[i]);
             }
         }
-        stats_f32(a, buf, k);
+        stats_f32(a, buf, k, fast);
         p += k;
         n -= k;
     }
@@ -239,21 +279,21 @@ static size_t elem_size(tpa_dtype dt)
     }
 }
 
-static void stats_chunk(acc *a, tpa_dtype dt, const void *p, size_t nbytes)
+static void stats_chunk(acc *a, tpa_dtype dt, const void *p, size_t nbytes, int fast)
 {
     size_t n = nbytes / elem_size(dt);
     switch (dt) {
     case TPA_DT_F32:
-        stats_f32(a, p, n);
+        stats_f32(a, p, n, fast);
         break;
     case TPA_DT_F64:
         stats_f64(a, p, n);
         break;
     case TPA_DT_F16:
-        stats_half(a, p, n, 0);
+        stats_half(a, p, n, 0, fast);
         break;
     case TPA_DT_BF16:
-        stats_half(a, p, n, 1);
+        stats_half(a, p, n, 1, fast);
         break;
     case TPA_DT_I8:
         stats_i8(a, p, n);
@@ -285,105 +325,64 @@ static void stats_chunk(acc *a, tpa_dtype dt, const void *p, size_t nbytes)
     }
 }
 
-/* ---- the statistics worker ----
- * For a large buffer the statistics are computed on a second thread while
- * the calling thread hashes: a snapshot runs while torch computes nothing, so
- * the second core is otherwise idle, and the two passes then cost about one
- * memory read instead of two.  One job at a time (callers hold the GIL or
- * are otherwise serialised; a busy worker means the caller does it itself).
- * A forked child starts without the thread and makes a new one on demand. */
+/* ---- the fused pass ----
+ * The bytes are hashed and their statistics accumulated in one pass of
+ * FUSE_BYTES pieces: a piece is hashed from memory, then its statistics are
+ * read from L1 while the lines PREFETCH_AHEAD further on are prefetched, so
+ * the memory stays busy while the statistics compute.  Float statistics
+ * first run without the non-finite masks (the same bits for finite data);
+ * a non-finite element leaves a non-finite sum of squares (NaN stays NaN,
+ * an infinity squares to +inf, finite squares of floats cannot overflow a
+ * double), and only then are the statistics computed again, masked. */
 
-#define PARALLEL_BYTES ((size_t)2 << 20)
+#define FUSE_BYTES     ((size_t)4096)
+#define SLICE_BYTES    ((size_t)1024)
+#define PREFETCH_AHEAD (2 * FUSE_BYTES)
 
-static struct {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int started, busy, has_job, failed;
-    acc *a;
-    tpa_dtype dt;
-    const uint8_t *p;
-    size_t n;
-} W = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, NULL, 0, NULL, 0};
-
-static void stats_all(acc *a, tpa_dtype dt, const uint8_t *p, size_t n)
+static int is_float(tpa_dtype dt)
 {
-    size_t chunk = CHUNK - CHUNK % elem_size(dt);
-    while (n > 0) {
-        size_t k = n < chunk ? n : chunk;
-        stats_chunk(a, dt, p, k);
-        p += k;
-        n -= k;
-    }
+    return dt == TPA_DT_F32 || dt == TPA_DT_F16 || dt == TPA_DT_BF16;
 }
 
-static void *worker_main(void *arg)
+static void prefetch(const uint8_t *p, size_t n)
 {
-    (void)arg;
-    pthread_mutex_lock(&W.mu);
-    for (;;) {
-        while (!W.has_job) pthread_cond_wait(&W.cv, &W.mu);
-        pthread_mutex_unlock(&W.mu);
-        stats_all(W.a, W.dt, W.p, W.n);
-        pthread_mutex_lock(&W.mu);
-        W.has_job = 0;
-        pthread_cond_broadcast(&W.cv);
-    }
-    return NULL;
+    for (size_t i = 0; i < n; i += 64) __builtin_prefetch(p + i, 0, 3);
 }
 
-static void worker_atfork_child(void)
+static int all_finite(const acc *a)
 {
-    pthread_mutex_init(&W.mu, NULL);
-    pthread_cond_init(&W.cv, NULL);
-    W.started = W.busy = W.has_job = 0;
+    for (int j = 0; j < LANES; j++)
+        if (!isfinite(a->sq[j])) return 0;
+    return 1;
 }
 
-/* worker_post hands the statistics of a buffer to the worker; 0 if taken. */
-static int worker_post(acc *a, tpa_dtype dt, const uint8_t *p, size_t n)
+/* fused hashes and accumulates n bytes (n a multiple of the element size). */
+static void fused(XXH3_state_t *state, acc *a, tpa_dtype dt, const uint8_t *p, size_t n)
 {
-    int taken = 0;
-    pthread_mutex_lock(&W.mu);
-    if (!W.started && !W.failed) {
-        pthread_t t;
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_sigmask(SIG_SETMASK, &all, &old);
-        if (pthread_create(&t, NULL, worker_main, NULL) == 0) {
-            pthread_detach(t);
-            W.started = 1;
-            pthread_atfork(NULL, NULL, worker_atfork_child);
-        } else {
-            W.failed = 1;
+    const uint8_t *end = p + n, *q = p;
+    int fast = is_float(dt);
+    while (q < end) {
+        size_t k = (size_t)(end - q) < FUSE_BYTES ? (size_t)(end - q) : FUSE_BYTES;
+        hash_update(state, q, k);
+        for (size_t s = 0; s < k; s += SLICE_BYTES) {
+            size_t m = k - s < SLICE_BYTES ? k - s : SLICE_BYTES;
+            if ((size_t)(end - q) - s >= PREFETCH_AHEAD + m) prefetch(q + s + PREFETCH_AHEAD, m);
+            stats_chunk(a, dt, q + s, m, fast);
         }
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        q += k;
     }
-    if (W.started && !W.busy) {
-        W.busy = W.has_job = 1;
-        W.a = a, W.dt = dt, W.p = p, W.n = n;
-        pthread_cond_broadcast(&W.cv);
-        taken = 1;
+    if (fast && !all_finite(a)) {
+        memset(a, 0, sizeof *a);
+        stats_chunk(a, dt, p, n, 0);
     }
-    pthread_mutex_unlock(&W.mu);
-    return taken ? 0 : -1;
 }
 
-static void worker_wait(void)
-{
-    pthread_mutex_lock(&W.mu);
-    while (W.has_job) pthread_cond_wait(&W.cv, &W.mu);
-    W.busy = 0;
-    pthread_mutex_unlock(&W.mu);
-}
-
-static void digest(const char *dtype_name, const int64_t *shape, int ndim, const void *data,
-                   size_t nbytes, tpa_dtype dt, uint8_t out[TP_DIGEST_LEN], tp_stats *st,
-                   int may_parallel)
+void tpa_digest_tensor(const char *dtype_name, const int64_t *shape, int ndim, const void *data,
+                       size_t nbytes, tpa_dtype dt, uint8_t out[TP_DIGEST_LEN], tp_stats *st)
 {
     XXH3_state_t state;
     XXH128_canonical_t c;
     acc a;
-    const uint8_t *p = data;
-    int parallel = 0;
 
     memset(&a, 0, sizeof a);
     XXH3_128bits_reset(&state);
@@ -394,21 +393,12 @@ static void digest(const char *dtype_name, const int64_t *shape, int ndim, const
         for (int k = 0; k < 8; k++) le[k] = (uint8_t)(v >> (8 * k));
         XXH3_128bits_update(&state, le, 8);
     }
-    if (may_parallel && dt != TPA_DT_OTHER && nbytes >= PARALLEL_BYTES)
-        parallel = worker_post(&a, dt, p, nbytes) == 0;
-    if (parallel || dt == TPA_DT_OTHER) {
-        if (nbytes) hash_update(&state, p, nbytes);
-        if (parallel) worker_wait();
+    if (dt == TPA_DT_OTHER) {
+        if (nbytes) hash_update(&state, data, nbytes);
     } else {
-        /* chunk by chunk: the statistics read what hashing just brought in */
-        size_t chunk = CHUNK - CHUNK % elem_size(dt);
-        while (nbytes > 0) {
-            size_t k = nbytes < chunk ? nbytes : chunk;
-            hash_update(&state, p, k);
-            stats_chunk(&a, dt, p, k);
-            p += k;
-            nbytes -= k;
-        }
+        size_t body = nbytes - nbytes % elem_size(dt);
+        fused(&state, &a, dt, data, body);
+        if (nbytes > body) hash_update(&state, (const uint8_t *)data + body, nbytes - body);
     }
     XXH128_canonicalFromHash(&c, XXH3_128bits_digest(&state));
     memcpy(out, c.digest, TP_DIGEST_LEN);
@@ -426,19 +416,6 @@ static void digest(const char *dtype_name, const int64_t *shape, int ndim, const
     st->l2 = sqrt(st->l2);
     st->maxabs = a.mx;
     st->nonfinite = a.nf;
-}
-
-void tpa_digest_tensor(const char *dtype_name, const int64_t *shape, int ndim, const void *data,
-                       size_t nbytes, tpa_dtype dt, uint8_t out[TP_DIGEST_LEN], tp_stats *st)
-{
-    digest(dtype_name, shape, ndim, data, nbytes, dt, out, st, 1);
-}
-
-void tpa_digest_tensor_serial(const char *dtype_name, const int64_t *shape, int ndim,
-                              const void *data, size_t nbytes, tpa_dtype dt,
-                              uint8_t out[TP_DIGEST_LEN], tp_stats *st)
-{
-    digest(dtype_name, shape, ndim, data, nbytes, dt, out, st, 0);
 }
 
 void tpa_digest_bytes(const void *p, size_t n, uint8_t out[TP_DIGEST_LEN])

@@ -4,8 +4,9 @@
  * A digest is XXH3-128 over the dtype name, the shape (int64 little-endian)
  * and the bytes, so equal digests mean equal dtype, shape and contents.  The
  * statistics (sum, L2 norm, max |x| over finite elements, non-finite count)
- * are computed in the same pass, chunk by chunk while the chunk is in cache.
- * Pure C, no Python, thread-safe; callers may release the GIL around it. */
+ * are computed in the same pass over memory.  Pure C, no Python, no threads
+ * of its own, reentrant: callers hash several tensors at once on several
+ * threads (job.h) and release the GIL around it. */
 #ifndef TP_AGENT_DIGEST_H
 #define TP_AGENT_DIGEST_H
 
@@ -39,12 +40,6 @@ tpa_dtype tpa_dtype_parse(const char *name);
  * NULL when nbytes is 0. */
 void tpa_digest_tensor(const char *dtype_name, const int64_t *shape, int ndim, const void *data,
                        size_t nbytes, tpa_dtype dt, uint8_t out[TP_DIGEST_LEN], tp_stats *st);
-
-/* tpa_digest_tensor_serial is tpa_digest_tensor on the calling thread only
- * (for a thread that is itself the background: it must not take a second). */
-void tpa_digest_tensor_serial(const char *dtype_name, const int64_t *shape, int ndim,
-                              const void *data, size_t nbytes, tpa_dtype dt,
-                              uint8_t out[TP_DIGEST_LEN], tp_stats *st);
 
 /* tpa_digest_bytes is XXH3-128 of n bytes. */
 void tpa_digest_bytes(const void *p, size_t n, uint8_t out[TP_DIGEST_LEN]);

@@ -64,11 +64,6 @@ static void flush_locked(void)
 
 uint64_t tpa_emit_commit(tp_kind k, const tp_buf *body)
 {
-    return tpa_emit_commit_at(k, body, INT64_MIN);
-}
-
-uint64_t tpa_emit_commit_at(tp_kind k, const tp_buf *body, int64_t step)
-{
     uint64_t seq;
     if (!enabled) return TPA_NO_SEQ;
     if (body->oom) {
@@ -83,7 +78,7 @@ uint64_t tpa_emit_commit_at(tp_kind k, const tp_buf *body, int64_t step)
         batch_off = tp_enc_batch_begin(&batch, &hdr);
     }
     seq = next_seq++;
-    tp_enc_event_begin(&batch, seq, now_ns(), step == INT64_MIN ? cur_step : step, k);
+    tp_enc_event_begin(&batch, seq, now_ns(), cur_step, k);
     tp_buf_append(&batch, body->data, body->len);
     batch_n++;
     if (batch.len >= BATCH_FLUSH_BYTES) flush_locked();

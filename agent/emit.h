@@ -23,9 +23,6 @@ void tpa_emit_init(int64_t rank);
 /* tpa_emit_commit appends body (a complete map) as an event of kind k at the
  * current step.  Returns its sequence number, or TPA_NO_SEQ when disabled. */
 uint64_t tpa_emit_commit(tp_kind k, const tp_buf *body);
-/* tpa_emit_commit_at is tpa_emit_commit for an event of an earlier step
- * (a snapshot whose hashing finished later). */
-uint64_t tpa_emit_commit_at(tp_kind k, const tp_buf *body, int64_t step);
 /* tpa_emit_flush closes the open batch and hands it to the sender. */
 void tpa_emit_flush(void);
 void tpa_emit_set_step(int64_t step);

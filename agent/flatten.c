@@ -13,11 +13,11 @@
 
 #include <xxhash.h>
 
-#include "agent/async.h"
 #include "agent/blob.h"
 #include "agent/config.h"
 #include "agent/digest.h"
 #include "agent/flatten.h"
+#include "agent/job.h"
 #include "proto/event.h"
 
 #define MAX_DEPTH          32
@@ -369,8 +369,8 @@ static int unreadable(tpa_flat *f, PyObject *t, XXH3_state_t *parent)
 }
 
 /* defer_leaf encodes a tensor leaf whose digest and statistics are left as
- * fixed-width placeholders for the hashing thread, which gets the tensor
- * (keep: a reference that passes to the job). */
+ * fixed-width placeholders for the job, which gets the tensor (keep: a
+ * reference that passes to the job). */
 static int defer_leaf(tpa_flat *f, PyObject *keep, const char *dtype, tpa_dtype dt,
                       const int64_t *shape, int ndim, const void *data, size_t nbytes,
                       const char *device)
@@ -404,7 +404,6 @@ static int defer_leaf(tpa_flat *f, PyObject *keep, const char *dtype, tpa_dtype 
     d.ndim = ndim;
     d.keep = keep;
     if (tpa_job_add(f->job, &d) != 0) {
-        P.Py_DecRef(keep);
         P.PyErr_SetString(*P.Exc_RuntimeError, "out of memory for a deferred digest");
         return -1;
     }

@@ -36,7 +36,7 @@ typedef struct tpa_flat {
     uint32_t nleaves;
     uint32_t max_leaves;
     bool manifest;       /* digest leaves for tuples */
-    struct tpa_job *job; /* not NULL: defer hashing large tensors to it (async.h) */
+    struct tpa_job *job; /* not NULL: defer hashing large tensors to it (job.h) */
     /* Sums of squared L2 norms of the tensor leaves: those hashed at once,
      * and, apart, those large enough to be deferred (deferred or not), so
      * that a gradient norm adds them in the same order either way. */

@@ -177,13 +177,9 @@ def _any_roots():
 
 
 def _snapshot(why):
-    """Snapshot of the training state.  The start-of-step one has its large
-    tensors hashed on the agent's thread while backward runs, which writes
-    only gradients.  Deferred hashing never outlives the call that started
-    it: the backward and optimizer-step wrappers wait for it (sync) before
-    they return, and the only training calls that can run inside an
-    optimizer step, an optimizer closure's backward and zero_grad, wait
-    before they start; so nothing else needs to."""
+    """Snapshot of the training state.  Its large tensors are hashed at the
+    end of the emit, all together, on torch's own compute threads (job.h):
+    the training thread is in the hook meanwhile, so nothing writes them."""
     torch = S.torch
     items = []
     names = {}
@@ -227,7 +223,7 @@ def _snapshot(why):
     npr = sys.modules.get("numpy.random")
     if S.seeded["numpy"] and npr is not None:
         items.append(("rng.numpy", Digest(npr.get_state())))
-    _tp.emit("snapshot", {"why": why}, "leaves", items, False, why == "backward")
+    _tp.emit("snapshot", {"why": why}, "leaves", items)
     return names
 
 
@@ -281,10 +277,7 @@ def _step_pre(opt, via):
             "ngrads": len(grads),
             "via": via,
         }
-        # The gradients are hashed while the step runs (see _step_post) only
-        # when the step is torch's own, which never writes them in place.
-        defer = type(opt).__module__.startswith("torch.optim")
-        _tp.emit("step", body, "grads", grads, False, defer)
+        _tp.emit("step", body, "grads", grads)
         if _cfg["update_norm"]:
             _tp.update_begin(params)
         return params
@@ -319,10 +312,7 @@ def _wrap_opt_step(cls):
         _enter("opt")
         try:
             params = _step_pre(self, "scaler" if _depth("scaler_step") else "optimizer")
-            try:
-                r = orig(self, *a, **k)
-            finally:
-                _tp.sync()  # the gradients were hashed while the step ran
+            r = orig(self, *a, **k)
             _step_post(self, params)
             return r
         finally:
@@ -350,7 +340,6 @@ def _patch_optim(torch):
 
     Opt.__init__ = _wraps(oinit, __init__)
     _wrap_method(Opt, "load_state_dict", _restore_hook("optimizer", S.optimizers))
-    _wrap_sync(Opt, "zero_grad")
 
 
 # ---- schedulers ---------------------------------------------------------
@@ -497,20 +486,6 @@ def _wrap_method(cls, name, after, cat=None):
     setattr(cls, name, _wraps(orig, method))
 
 
-def _wrap_sync(cls, name):
-    """Wraps cls.name so that deferred hashing finishes before it runs
-    (zero_grad writes the gradients an optimizer step handed over)."""
-    orig = cls.__dict__.get(name)
-    if orig is None or _is_wrapped(orig):
-        return
-
-    def method(self, *a, **k):
-        _tp.sync()
-        return orig(self, *a, **k)
-
-    setattr(cls, name, _wraps(orig, method))
-
-
 def _wrap_function(mod, name, after, cat):
     """Wraps the module attribute mod.name: after(result, args, kwargs)."""
     orig = getattr(mod, name, None)
@@ -594,7 +569,6 @@ def _patch_numpy_random(npr):
 
 def _before_backward(loss):
     try:
-        _tp.sync()  # backward accumulates into the gradients being hashed
         S.bwd += 1
         first = S.snap_step != S.step
         if first:
@@ -695,7 +669,6 @@ def _patch_backward(torch):
             _before_backward(self)
             return orig(self, *a, **k)
         finally:
-            _tp.sync()  # the snapshot was hashed while backward ran, no longer
             _leave("bwd")
 
     if not _is_wrapped(orig):
@@ -716,7 +689,6 @@ def _patch_backward(torch):
             _before_backward(t)
             return aorig(tensors, *a, **k)
         finally:
-            _tp.sync()
             _leave("bwd")
 
     ag.backward = _wraps(aorig, abackward)
@@ -1261,7 +1233,6 @@ def _patch_module(torch):
 
         M.__setstate__ = _wraps(mset, __setstate__)
     _wrap_method(M, "load_state_dict", _restore_hook("module", None))
-    _wrap_sync(M, "zero_grad")
 
 
 # ---- boot -----------------------------------------------------------------
@@ -1291,6 +1262,7 @@ def _hello(torch):
             "ppid": os.getppid(),
             "interrupt_at": _cfg["interrupt_at"],
             "capture": _cfg["capture"],
+            "hash_threads": _tp.hash_threads(),
         },
     )
     S.hello = True

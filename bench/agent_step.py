@@ -1,7 +1,16 @@
 # SPDX-License-Identifier: MIT
 # agent_step.py -- the training loop the agent-overhead bench times: a ~10M
 # parameter MLP or a small transformer on CPU, Adam, a full snapshot every
-# step.  Prints the median step time in seconds as JSON on the last line.
+# step.
+#
+#   agent_step.py MODEL [STEPS]        prints the median step time (seconds)
+#                                      as JSON on its last line
+#   agent_step.py MODEL --serve IN OUT [--floor]
+#                                      reads a step count from the FIFO IN,
+#                                      trains that many steps, writes their
+#                                      times as a JSON line to the FIFO OUT;
+#                                      "quit" ends it (bench/agent_overhead.py);
+#                                      --floor: see trainer()
 import json
 import statistics
 import sys
@@ -29,19 +38,57 @@ def transformer():
     return model, lambda: nn.functional.cross_entropy(model(tokens).flatten(0, 1), tokens.flatten())
 
 
-def main(kind, steps):
+def trainer(kind, floor=False):
+    """The model and a function that trains n steps, returning their times.
+    With floor, each step also reads what the agent hashes, where it hashes
+    it, with torch's own threads (amax: one pass, no copy): the parameters
+    and optimizer state at the backward, the gradients at the step."""
     model, loss_fn = {"mlp": mlp, "transformer": transformer}[kind]()
     opt = torch.optim.Adam(model.parameters(), lr=1e-4)
-    times = []
-    for _ in range(steps):
-        t0 = time.perf_counter()
-        opt.zero_grad()
-        loss_fn().backward()
-        opt.step()
-        times.append(time.perf_counter() - t0)
+    params = list(model.parameters())
+
+    def read(tensors):
+        for t in tensors:
+            t.amax()
+
+    def steps(n):
+        times = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            opt.zero_grad()
+            loss = loss_fn()
+            if floor:
+                read(params + [v for s in opt.state.values() for v in s.values() if v.dim()])
+            loss.backward()
+            if floor:
+                read([p.grad for p in params])
+            opt.step()
+            times.append(time.perf_counter() - t0)
+        return times
+
+    return model, steps
+
+
+def serve(kind, fifo_in, fifo_out, floor):
+    _, steps = trainer(kind, floor)
+    steps(2)  # warm up: allocations, the optimizer's state, the agent's caches
+    with open(fifo_in) as cmds, open(fifo_out, "w") as out:
+        for line in cmds:
+            if line.strip() == "quit":
+                break
+            out.write(json.dumps(steps(int(line))) + "\n")
+            out.flush()
+
+
+def main(kind, n):
+    model, steps = trainer(kind)
+    times = steps(n)
     nparams = sum(p.numel() for p in model.parameters())
     print(json.dumps({"model": kind, "params": nparams, "median_s": statistics.median(times[2:])}))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 12)
+    if len(sys.argv) > 2 and sys.argv[2] == "--serve":
+        serve(sys.argv[1], sys.argv[3], sys.argv[4], "--floor" in sys.argv[5:])
+    else:
+        main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 12)

@@ -34,23 +34,15 @@ typedef struct field {
     int required;
 } field;
 
-static const field hello_f[] = {{"schema", F_UINT, REQ},
-                                {"agent", F_STR, REQ},
-                                {"python", F_STR, REQ},
-                                {"torch", F_STR | F_NIL, 0},
-                                {"numpy", F_STR | F_NIL, 0},
-                                {"argv", F_STRS, REQ},
-                                {"cwd", F_STR, REQ},
-                                {"exe", F_STR | F_NIL, 0},
-                                {"role", F_STR, REQ},
-                                {"rank", F_INT, REQ},
-                                {"world", F_INT, REQ},
-                                {"local_rank", F_INT, 0},
-                                {"ppid", F_INT, REQ},
-                                {"interrupt_at", F_INT | F_NIL, 0},
-                                {"capture", F_STR, 0},
-                                {"cxx", F_STR, 0},
-                                {NULL, 0, 0}};
+static const field hello_f[] = {{"schema", F_UINT, REQ},     {"agent", F_STR, REQ},
+                                {"python", F_STR, REQ},      {"torch", F_STR | F_NIL, 0},
+                                {"numpy", F_STR | F_NIL, 0}, {"argv", F_STRS, REQ},
+                                {"cwd", F_STR, REQ},         {"exe", F_STR | F_NIL, 0},
+                                {"role", F_STR, REQ},        {"rank", F_INT, REQ},
+                                {"world", F_INT, REQ},       {"local_rank", F_INT, 0},
+                                {"ppid", F_INT, REQ},        {"interrupt_at", F_INT | F_NIL, 0},
+                                {"capture", F_STR, 0},       {"cxx", F_STR, 0},
+                                {"hash_threads", F_UINT, 0}, {NULL, 0, 0}};
 static const field bye_f[] = {{"reason", F_STR, REQ},    {"code", F_INT | F_NIL, 0},
                               {"sent", F_UINT, REQ},     {"dropped", F_UINT, REQ},
                               {"errors", F_UINT, REQ},   {"spooled", F_BOOL, 0},

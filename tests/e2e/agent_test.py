@@ -177,18 +177,21 @@ def leaves_of(w, p):
     return out
 
 
-def test_async_equals_sync(py):
-    """Digests hashed off the training thread equal those hashed in it."""
+def test_parallel_equals_serial(py):
+    """Digests hashed on torch's compute threads equal those hashed on the
+    training thread alone, event for event."""
     runs = []
-    for env in ({}, {"TRAINPARITY_ASYNC": "0"}):
+    for threads, env in ((2, {}), (1, {"TRAINPARITY_HASH_THREADS": "1"})):
         w = Workdir()
-        r = w.run("record", "--", "env", *["%s=%s" % kv for kv in env.items()], py,
-                  fixture("large.py"))
+        r = w.run("record", "--", "env", "OMP_NUM_THREADS=2",
+                  *["%s=%s" % kv for kv in env.items()], py, fixture("large.py"))
         assert r.returncode == 0, r.stderr
         p = trainer(w)
         complete(p)
-        runs.append(sorted(leaves_of(w, p), key=repr))  # deferred events commit later
-    assert len(runs[0]) > 20 and runs[0] == runs[1], "deferred hashing changed a digest"
+        hello = w.events(p["pid"], "hello")[0]["body"]
+        assert hello["hash_threads"] == threads, hello
+        runs.append(leaves_of(w, p))
+    assert len(runs[0]) > 20 and runs[0] == runs[1], "parallel hashing changed a digest"
 
 
 def test_pickle_is_not_a_checkpoint(py):

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT
  * digest_test.c -- tensor digests and statistics: what the digest covers,
  * exact statistics where they are exactly representable, non-finite counts,
- * and the same result from the chunked and the two-thread paths. */
+ * and the fused pass (its fast kernels, its pieces, slices and prefetches)
+ * against a plain element-by-element definition, bit for bit. */
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <xxhash.h>
 
 #include "agent/digest.h"
 
@@ -80,30 +83,138 @@ START_TEST(test_digest_stats_other_dtypes)
 }
 END_TEST
 
-START_TEST(test_digest_large_buffer_same_as_pieces)
+/* reference is the definition the kernels must reproduce exactly: element i
+ * goes to lane i % 16 (sum, then the square by fused multiply-add), the
+ * maximum and the sums skip non-finite elements and count them, the lanes
+ * are added in order. */
+static void reference(const float *x, size_t n, tp_stats *st)
 {
-    /* above the size where statistics move to the worker thread */
-    size_t n = (size_t)3 << 20;
-    float *x = malloc(n * sizeof *x);
-    int64_t shape = (int64_t)n;
-    uint8_t d1[16], d2[16];
-    tp_stats st1, st2;
-    double sum = 0;
-    ck_assert_ptr_nonnull(x);
+    double sum[16] = {0}, sq[16] = {0};
+    st->maxabs = 0, st->nonfinite = 0, st->sum = 0, st->l2 = 0;
     for (size_t i = 0; i < n; i++) {
-        x[i] = (float)((int)(i % 7) - 3);
-        sum += x[i];
+        double v = x[i];
+        if (!isfinite(x[i])) {
+            st->nonfinite++;
+            continue;
+        }
+        sum[i % 16] += v;
+        sq[i % 16] = fma(v, v, sq[i % 16]);
+        if (fabs(v) > st->maxabs) st->maxabs = fabs(v);
     }
-    x[12345] = NAN;
-    sum -= (float)((int)(12345 % 7) - 3);
-    digest("torch.float32", &shape, 1, x, n * sizeof *x, d1, &st1);
-    digest("torch.float32", &shape, 1, x, n * sizeof *x, d2, &st2);
-    ck_assert_mem_eq(d1, d2, 16);
-    ck_assert_double_eq(st1.sum, sum);
-    ck_assert_double_eq(st1.sum, st2.sum);
-    ck_assert_double_eq(st1.l2, st2.l2);
-    ck_assert_double_eq(st1.maxabs, 3);
-    ck_assert_uint_eq(st1.nonfinite, 1);
+    for (int j = 0; j < 16; j++) {
+        st->sum += sum[j];
+        st->l2 += sq[j];
+    }
+    st->l2 = sqrt(st->l2);
+}
+
+/* whole_hash is XXH3-128 over the dtype name, the shape and the bytes at once. */
+static void whole_hash(const char *dt, int64_t n, const void *p, size_t nbytes, uint8_t out[16])
+{
+    size_t hl = strlen(dt) + 1;
+    uint8_t *buf = malloc(hl + 8 + nbytes);
+    XXH128_canonical_t c;
+    ck_assert_ptr_nonnull(buf);
+    memcpy(buf, dt, hl);
+    for (int k = 0; k < 8; k++) buf[hl + k] = (uint8_t)((uint64_t)n >> (8 * k));
+    if (nbytes) memcpy(buf + hl + 8, p, nbytes);
+    XXH128_canonicalFromHash(&c, XXH3_128bits(buf, hl + 8 + nbytes));
+    memcpy(out, c.digest, 16);
+    free(buf);
+}
+
+static void check_f32(const float *x, size_t n)
+{
+    int64_t shape = (int64_t)n;
+    uint8_t d[16], want[16];
+    tp_stats st, ref;
+    digest("torch.float32", &shape, 1, x, n * sizeof *x, d, &st);
+    reference(x, n, &ref);
+    whole_hash("torch.float32", shape, x, n * sizeof *x, want);
+    ck_assert_mem_eq(d, want, 16);
+    ck_assert_msg(memcmp(&st.sum, &ref.sum, 8) == 0, "n=%zu sum %.17g != %.17g", n, st.sum,
+                  ref.sum);
+    ck_assert_msg(memcmp(&st.l2, &ref.l2, 8) == 0, "n=%zu l2 %.17g != %.17g", n, st.l2, ref.l2);
+    ck_assert_msg(st.maxabs == ref.maxabs, "n=%zu max %g != %g", n, st.maxabs, ref.maxabs);
+    ck_assert_uint_eq(st.nonfinite, ref.nonfinite);
+}
+
+static float *noise(size_t n, unsigned seed)
+{
+    float *x = malloc((n + 4) * sizeof *x);
+    uint32_t r = seed * 2654435761u + 1;
+    ck_assert_ptr_nonnull(x);
+    for (size_t i = 0; i < n + 4; i++) {
+        r = r * 1664525u + 1013904223u;
+        /* magnitudes from 1e-8 to 1e3, both signs: sums that round */
+        x[i] = ((float)(r >> 8) / 16777216.0f - 0.5f) * powf(10.0f, (float)(r % 12) - 8.0f);
+    }
+    return x;
+}
+
+START_TEST(test_digest_fused_matches_definition)
+{
+    /* around the lanes (16), the slices (256 floats), the pieces (1024) and
+     * the prefetch distance (2048), plus a large buffer */
+    static const size_t sizes[] = {1,    15,   16,   17,   255,  256,  257,  1023,
+                                   1024, 1025, 2047, 2048, 2049, 3071, 4103, 300007};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        float *x = noise(sizes[k], (unsigned)k);
+        for (size_t off = 0; off < 4; off++) check_f32(x + off, sizes[k]); /* any alignment */
+        free(x);
+    }
+}
+END_TEST
+
+START_TEST(test_digest_fused_non_finite)
+{
+    /* a non-finite element in the body sends the statistics to the masked
+     * pass; one in the tail is masked there; both give the definition */
+    size_t n = 300007;
+    float *x = noise(n, 7);
+    check_f32(x, n);
+    x[5000] = NAN;
+    check_f32(x, n);
+    x[5000] = INFINITY;
+    x[n - 3] = -INFINITY;
+    check_f32(x, n);
+    x[5000] = 1.0f;
+    check_f32(x, n);
+    x[0] = NAN;
+    check_f32(x, 20);
+    check_f32(x + 1, 20);
+    free(x);
+}
+END_TEST
+
+START_TEST(test_digest_bf16_fused_matches_definition)
+{
+    size_t n = 5000;
+    uint16_t *h = malloc(n * sizeof *h);
+    float *f = malloc(n * sizeof *f);
+    float *x = noise(n, 3);
+    int64_t shape = (int64_t)n;
+    uint8_t d[16];
+    tp_stats st, ref;
+    ck_assert_ptr_nonnull(h);
+    ck_assert_ptr_nonnull(f);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t bits;
+        memcpy(&bits, &x[i], 4);
+        h[i] = (uint16_t)(bits >> 16);
+        bits = (uint32_t)h[i] << 16;
+        memcpy(&f[i], &bits, 4);
+    }
+    h[4321] = 0x7fc0; /* NaN */
+    f[4321] = NAN;
+    digest("torch.bfloat16", &shape, 1, h, n * sizeof *h, d, &st);
+    reference(f, n, &ref);
+    ck_assert(memcmp(&st.sum, &ref.sum, 8) == 0);
+    ck_assert(memcmp(&st.l2, &ref.l2, 8) == 0);
+    ck_assert(st.maxabs == ref.maxabs);
+    ck_assert_uint_eq(st.nonfinite, 1);
+    free(h);
+    free(f);
     free(x);
 }
 END_TEST
@@ -115,7 +226,9 @@ static Suite *suite(void)
     tcase_add_test(tc, test_digest_covers_dtype_shape_and_bytes);
     tcase_add_test(tc, test_digest_stats_float32_exact);
     tcase_add_test(tc, test_digest_stats_other_dtypes);
-    tcase_add_test(tc, test_digest_large_buffer_same_as_pieces);
+    tcase_add_test(tc, test_digest_fused_matches_definition);
+    tcase_add_test(tc, test_digest_fused_non_finite);
+    tcase_add_test(tc, test_digest_bf16_fused_matches_definition);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: MIT
+ * job.c -- deferred tensors and their parallel hashing (see job.h).  The
+ * threads share the tensors out through one atomic counter, largest first so
+ * that no thread is left with a large one at the end; each writes only its
+ * own tensors' results, and the patching and the gradient norm are done
+ * afterwards on the calling thread, in the order the tensors were met. */
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/job.h"
+#include "agent/team.h"
+
+#define PARALLEL_BYTES    ((size_t)2 << 20) /* below this, one thread */
+#define RELEASE_GIL_BYTES ((size_t)1 << 20)
+
+#define P tpa_py
+
+struct tpa_job {
+    tpa_deferred *items;
+    size_t n, cap;
+    bool has_gnorm;
+    size_t at_gnorm;
+    double sync_sq;
+};
+
+tpa_job *tpa_job_create(void)
+{
+    return calloc(1, sizeof(tpa_job));
+}
+
+int tpa_job_add(tpa_job *j, const tpa_deferred *d)
+{
+    if (j->n == j->cap) {
+        size_t cap = j->cap ? j->cap * 2 : 16;
+        tpa_deferred *v = realloc(j->items, cap * sizeof *v);
+        if (v == NULL) {
+            P.Py_DecRef(d->keep);
+            return -1;
+        }
+        j->items = v;
+        j->cap = cap;
+    }
+    j->items[j->n++] = *d;
+    return 0;
+}
+
+size_t tpa_job_count(const tpa_job *j)
+{
+    return j->n;
+}
+
+void tpa_job_gnorm(tpa_job *j, size_t at, double sync_sq)
+{
+    j->has_gnorm = true;
+    j->at_gnorm = at;
+    j->sync_sq = sync_sq;
+}
+
+static void put_be64(uint8_t *p, uint64_t v)
+{
+    for (int i = 7; i >= 0; i--, v >>= 8) p[i] = (uint8_t)v;
+}
+
+static void patch_f64(tp_buf *b, size_t at, double v)
+{
+    uint64_t bits;
+    memcpy(&bits, &v, 8);
+    if (!b->oom && at + 9 <= b->len) put_be64(b->data + at + 1, bits);
+}
+
+size_t tpa_put_f64_fixed(tp_buf *b, double v)
+{
+    size_t at = b->len;
+    tp_mp_f64(b, v); /* msgpack-c always writes a float64 as 0xcb + 8 bytes */
+    return at;
+}
+
+size_t tpa_put_u64_fixed(tp_buf *b, uint64_t v)
+{
+    uint8_t raw[9] = {0xcf};
+    size_t at = b->len;
+    put_be64(raw + 1, v);
+    tp_buf_append(b, raw, sizeof raw);
+    return at;
+}
+
+typedef struct run_ctx {
+    tpa_deferred *items;
+    const size_t *order; /* NULL: the items' own order */
+    size_t n;
+    atomic_size_t next;
+} run_ctx;
+
+/* hash_share is what each thread runs: no Python, no lock. */
+static void hash_share(void *arg)
+{
+    run_ctx *c = arg;
+    size_t k;
+    while ((k = atomic_fetch_add_explicit(&c->next, 1, memory_order_relaxed)) < c->n) {
+        tpa_deferred *d = &c->items[c->order ? c->order[k] : k];
+        tpa_digest_tensor(d->dtype, d->shape, d->ndim, d->data, d->nbytes, d->dt, d->digest,
+                          &d->st);
+    }
+}
+
+static const tpa_deferred *sort_base;
+
+static int larger_first(const void *a, const void *b)
+{
+    size_t x = sort_base[*(const size_t *)a].nbytes, y = sort_base[*(const size_t *)b].nbytes;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+void tpa_job_run(tpa_job *j, tp_buf *body)
+{
+    run_ctx c;
+    size_t total = 0, *order = NULL;
+    double sq = 0; /* the deferred leaves' squared norms, in the order they were met */
+    int threads = 1;
+    PyThreadState *ts = NULL;
+
+    if (j->n == 0) return;
+    for (size_t i = 0; i < j->n; i++) total += j->items[i].nbytes;
+    if (total >= PARALLEL_BYTES && j->n > 1) {
+        threads = tpa_team_size();
+        if ((size_t)threads > j->n) threads = (int)j->n;
+    }
+    if (threads > 1 && (order = malloc(j->n * sizeof *order)) != NULL) {
+        for (size_t i = 0; i < j->n; i++) order[i] = i;
+        sort_base = j->items; /* GIL held: one sort at a time */
+        qsort(order, j->n, sizeof *order, larger_first);
+    }
+    c.items = j->items;
+    c.order = order;
+    c.n = j->n;
+    atomic_init(&c.next, 0);
+    if (total >= RELEASE_GIL_BYTES) ts = P.PyEval_SaveThread();
+    tpa_team_run(hash_share, &c, threads);
+    if (ts) P.PyEval_RestoreThread(ts);
+    free(order);
+
+    for (size_t i = 0; i < j->n; i++) {
+        const tpa_deferred *d = &j->items[i];
+        if (!body->oom && d->at_digest + 2 + TP_DIGEST_LEN <= body->len)
+            memcpy(body->data + d->at_digest + 2, d->digest, TP_DIGEST_LEN);
+        patch_f64(body, d->at_sum, d->st.sum);
+        patch_f64(body, d->at_l2, d->st.l2);
+        patch_f64(body, d->at_maxabs, d->st.maxabs);
+        if (!body->oom && d->at_nonfinite + 9 <= body->len)
+            put_be64(body->data + d->at_nonfinite + 1, d->st.nonfinite);
+        if (!isnan(d->st.l2)) sq += d->st.l2 * d->st.l2;
+    }
+    if (j->has_gnorm) patch_f64(body, j->at_gnorm, sqrt(j->sync_sq + sq));
+}
+
+void tpa_job_destroy(tpa_job *j)
+{
+    if (j == NULL) return;
+    for (size_t i = 0; i < j->n; i++)
+        if (j->items[i].keep) P.Py_DecRef(j->items[i].keep);
+    free(j->items);
+    free(j);
+}
