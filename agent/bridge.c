@@ -16,10 +16,10 @@
 #include "agent/emit.h"
 #include "agent/flatten.h"
 #include "agent/job.h"
-#include "agent/team.h"
 #include "agent/log.h"
 #include "agent/pyapi.h"
 #include "agent/send.h"
+#include "agent/team.h"
 #include "agent/update.h"
 #include "proto/control.h"
 

@@ -263,8 +263,9 @@ static int get_shape(PyObject *t, int64_t *shape, int *ndim)
 }
 
 /* cpu_contiguous returns a new reference to t, or to a CPU contiguous copy of
- * it; *device receives the original device type ("cpu", "cuda", "meta"). */
-static PyObject *cpu_contiguous(PyObject *t, char *device, size_t dn)
+ * it (then *copied is set); *device receives the original device type
+ * ("cpu", "cuda", "meta"). */
+static PyObject *cpu_contiguous(PyObject *t, char *device, size_t dn, bool *copied)
 {
     PyObject *dev = P.PyObject_GetAttrString(t, "device"), *ty, *r, *c;
     Py_ssize_t n;
@@ -277,6 +278,7 @@ static PyObject *cpu_contiguous(PyObject *t, char *device, size_t dn)
     s = utf8(ty, &n);
     snprintf(device, dn, "%.*s", s ? (int)n : 1, s ? s : "?");
     P.Py_DecRef(ty);
+    *copied = false;
     if (strcmp(device, "meta") == 0) {
         P.Py_IncRef(t);
         return t;
@@ -284,6 +286,7 @@ static PyObject *cpu_contiguous(PyObject *t, char *device, size_t dn)
     r = call0(t, "detach");
     if (r == NULL) return NULL;
     if (strcmp(device, "cpu") != 0) {
+        *copied = true;
         c = call0(r, "cpu");
         P.Py_DecRef(r);
         if (c == NULL) return NULL;
@@ -297,6 +300,7 @@ static PyObject *cpu_contiguous(PyObject *t, char *device, size_t dn)
     contig = P.PyObject_IsTrue(c);
     P.Py_DecRef(c);
     if (!contig) {
+        *copied = true;
         c = call0(r, "contiguous");
         P.Py_DecRef(r);
         r = c;
@@ -317,7 +321,8 @@ static long long int_of_call(PyObject *o, const char *name)
 int tpa_tensor_bytes(PyObject *t, PyObject **keep, const void **data, size_t *nbytes)
 {
     char device[32];
-    PyObject *c = cpu_contiguous(t, device, sizeof device);
+    bool copied;
+    PyObject *c = cpu_contiguous(t, device, sizeof device, &copied);
     long long ptr, numel, es;
     if (c == NULL) return -1;
     if (strcmp(device, "meta") == 0) {
@@ -370,8 +375,11 @@ static int unreadable(tpa_flat *f, PyObject *t, XXH3_state_t *parent)
 
 /* defer_leaf encodes a tensor leaf whose digest and statistics are left as
  * fixed-width placeholders for the job, which gets the tensor (keep: a
- * reference that passes to the job). */
-static int defer_leaf(tpa_flat *f, PyObject *keep, const char *dtype, tpa_dtype dt,
+ * reference that passes to the job).  A copy (a GPU tensor's host copy, a
+ * strided tensor made contiguous) is hashed now and dropped, so that a
+ * snapshot never holds more than one copy; it still joins the job, which
+ * patches its results and adds its norm in order. */
+static int defer_leaf(tpa_flat *f, PyObject *keep, bool copy, const char *dtype, tpa_dtype dt,
                       const int64_t *shape, int ndim, const void *data, size_t nbytes,
                       const char *device)
 {
@@ -403,6 +411,12 @@ static int defer_leaf(tpa_flat *f, PyObject *keep, const char *dtype, tpa_dtype 
     memcpy(d.shape, shape, sizeof(int64_t) * (size_t)ndim);
     d.ndim = ndim;
     d.keep = keep;
+    if (copy) {
+        hash_memory(dtype, shape, ndim, data, nbytes, dt, d.digest, &d.st);
+        P.Py_DecRef(keep);
+        d.keep = NULL;
+        d.done = true;
+    }
     if (tpa_job_add(f->job, &d) != 0) {
         P.PyErr_SetString(*P.Exc_RuntimeError, "out of memory for a deferred digest");
         return -1;
@@ -422,9 +436,9 @@ static int tensor_leaf(tpa_flat *f, PyObject *t, XXH3_state_t *parent)
     const void *data = NULL;
     size_t nbytes = 0;
     long long ptr = 0, numel = 0, es = 1;
-    bool blob = false, large;
+    bool blob = false, large, copied;
 
-    c = cpu_contiguous(t, device, sizeof device);
+    c = cpu_contiguous(t, device, sizeof device, &copied);
     if (c == NULL) return unreadable(f, t, parent);
     dto = P.PyObject_GetAttrString(c, "dtype");
     dc = dto ? dtype_of(dto) : NULL;
@@ -447,7 +461,7 @@ static int tensor_leaf(tpa_flat *f, PyObject *t, XXH3_state_t *parent)
     large =
         !f->manifest && data != NULL && nbytes >= DEFER_BYTES && !tpa_cfg.capture_values && room(f);
     if (large && f->job != NULL)
-        return defer_leaf(f, c, dc->name, dc->dt, shape, ndim, data, nbytes, device);
+        return defer_leaf(f, c, copied, dc->name, dc->dt, shape, ndim, data, nbytes, device);
     hash_memory(dc->name, shape, ndim, data, nbytes, dc->dt, d, &st);
     if (tpa_cfg.capture_values && data != NULL && room(f))
         blob = tpa_blob_ship(d, data, nbytes, dc->name, shape, ndim) == 0;

@@ -102,6 +102,7 @@ static void hash_share(void *arg)
     size_t k;
     while ((k = atomic_fetch_add_explicit(&c->next, 1, memory_order_relaxed)) < c->n) {
         tpa_deferred *d = &c->items[c->order ? c->order[k] : k];
+        if (d->done) continue;
         tpa_digest_tensor(d->dtype, d->shape, d->ndim, d->data, d->nbytes, d->dt, d->digest,
                           &d->st);
     }
@@ -111,7 +112,8 @@ static const tpa_deferred *sort_base;
 
 static int larger_first(const void *a, const void *b)
 {
-    size_t x = sort_base[*(const size_t *)a].nbytes, y = sort_base[*(const size_t *)b].nbytes;
+    const tpa_deferred *p = &sort_base[*(const size_t *)a], *q = &sort_base[*(const size_t *)b];
+    size_t x = p->done ? 0 : p->nbytes, y = q->done ? 0 : q->nbytes;
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
@@ -124,7 +126,9 @@ void tpa_job_run(tpa_job *j, tp_buf *body)
     PyThreadState *ts = NULL;
 
     if (j->n == 0) return;
-    for (size_t i = 0; i < j->n; i++) total += j->items[i].nbytes;
+    /* copies were hashed when met (flatten.c); only the rest counts here */
+    for (size_t i = 0; i < j->n; i++)
+        if (!j->items[i].done) total += j->items[i].nbytes;
     if (total >= PARALLEL_BYTES && j->n > 1) {
         threads = tpa_team_size();
         if ((size_t)threads > j->n) threads = (int)j->n;

@@ -11,6 +11,7 @@
 #ifndef TP_AGENT_JOB_H
 #define TP_AGENT_JOB_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,6 +31,7 @@ typedef struct tpa_deferred {
     PyObject *keep;                /* keeps the tensor's memory alive until the job is destroyed */
     uint8_t digest[TP_DIGEST_LEN]; /* results, written by tpa_job_run */
     tp_stats st;
+    bool done; /* hashed already (a copy, hashed and dropped when met) */
 } tpa_deferred;
 
 typedef struct tpa_job tpa_job; /* opaque */

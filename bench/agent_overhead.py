@@ -2,92 +2,64 @@
 # agent_overhead.py BUILD [ROUNDS [MODEL...]] -- the agent's cost on training
 # steps (default: 12 rounds, both models).
 #
-# Three copies of the same training loop (bench/agent_step.py: a ~10M
-# parameter MLP and a small transformer, Adam, a full snapshot every step)
-# run side by side, warm: one plain ("off"), one under the agent
-# (trainparity-run record, real daemon), and one plain that reads, with
-# torch's threads, the bytes the agent hashes where the agent hashes them
-# ("read"): the least any agent that digests every byte of the state every
-# step could cost.  They take turns, a few steps each, in an order that
-# rotates every round, so that whatever else the machine does falls on all
-# alike; the idle ones wait on a pipe.  The figures are medians, over rounds,
-# of the ratio of a round's median step times to the plain one's.
+# The same training loop (bench/agent_step.py: a ~10M-parameter MLP and a
+# small transformer, Adam, a full snapshot every step) runs three ways: plain
+# ("off"), under the agent (trainparity-run record, real daemon), and plain
+# but reading, with torch's threads, the bytes the agent hashes where the
+# agent hashes them ("read": the least that any agent digesting every byte
+# of the state at every step could cost).  Each round starts one fresh
+# process of each, in an order that rotates, and takes the median of its
+# step times; the figures are medians over rounds of the ratio to the plain
+# process of the same round.  Fresh processes, many rounds: two identical
+# processes on this kind of machine differ by up to 10% for as long as they
+# live (where their memory landed), so one pair of warm processes measures
+# their placement as much as the agent.
 import json
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-BLOCK = {"mlp": 4, "transformer": 2}  # steps per turn
+STEPS = {"mlp": 6, "transformer": 4}  # timed steps per process, after two
+PARAMS = {"mlp": "11.0M", "transformer": "3.7M"}
 
 
-class Worker:
-    def __init__(self, cmd, work, name, extra=()):
-        self.cin = os.path.join(work, name + ".in")
-        self.cout = os.path.join(work, name + ".out")
-        os.mkfifo(self.cin)
-        os.mkfifo(self.cout)
-        self.proc = subprocess.Popen(cmd + ["--serve", self.cin, self.cout, *extra], cwd=work,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self.w = open(self.cin, "w")
-        self.r = open(self.cout)
-
-    def steps(self, n):
-        self.w.write("%d\n" % n)
-        self.w.flush()
-        line = self.r.readline()
-        if not line:
-            raise SystemExit("agent_overhead: a worker ended early (exit %s)" % self.proc.wait())
-        return json.loads(line)
-
-    def close(self):
-        self.w.write("quit\n")
-        self.w.close()
-        self.r.close()
-        self.proc.wait()
+def median_step(cmd, cwd):
+    out = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, check=True).stdout
+    return json.loads([l for l in out.splitlines() if l.startswith("{")][-1])["median_s"]
 
 
 def measure(model, build, rounds):
     py = os.path.join(ROOT, ".venv", "bin", "python")
     run = os.path.join(build, "bin", "trainparity-run")
-    step = [py, os.path.join(HERE, "agent_step.py"), model]
+    step = [py, os.path.join(HERE, "agent_step.py"), model, str(STEPS[model] + 2)]
     work = tempfile.mkdtemp(prefix="tp-bench-")
-    workers = {"off": Worker(step, work, "off"),
-               "on": Worker([run, "record", "--"] + step, work, "on"),
-               "read": Worker(step, work, "read", ["--floor"])}
-    order = list(workers)
+    cmds = {"off": step, "on": [run, "record", "--"] + step, "read": step + ["--floor"]}
+    order = list(cmds)
+    times = {name: [] for name in cmds}
     ratios = {"on": [], "read": []}
-    times = {name: [] for name in workers}
-    try:
-        for r in range(rounds):
-            got = {}
-            for name in order[r % 3:] + order[:r % 3]:
-                time.sleep(0.05)  # let the others' threads and the daemon go idle
-                got[name] = workers[name].steps(BLOCK[model])
-                times[name] += got[name]
-            for name in ratios:
-                ratios[name].append(statistics.median(got[name]) / statistics.median(got["off"]))
-    finally:
-        for w in workers.values():
-            w.close()
+    for r in range(rounds):
+        got = {name: median_step(cmds[name], work) for name in order[r % 3:] + order[:r % 3]}
+        for name in cmds:
+            times[name].append(got[name])
+        for name in ratios:
+            ratios[name].append(got[name] / got["off"])
     return {name: statistics.median(t) for name, t in times.items()}, ratios
-
-
-PARAMS = {"mlp": "11.0M", "transformer": "3.7M"}
 
 
 def main(build, rounds, models):
     for model in models:
         t, ratios = measure(model, build, rounds)
-        on, read = ratios["on"], ratios["read"]
+        on, read = sorted(ratios["on"]), sorted(ratios["read"])
+        q = len(on) // 4
         print(f"agent overhead {model:12s} ({PARAMS[model]} params, {rounds} rounds): median step "
               f"{t['off'] * 1e3:.1f} ms without, {t['on'] * 1e3:.1f} ms with the agent: ratio "
-              f"{statistics.median(on):.3f} (rounds {min(on):.3f}-{max(on):.3f}); "
-              f"reading the same bytes: {statistics.median(read):.3f}", flush=True)
+              f"{statistics.median(on):.3f} (middle half of rounds {on[q]:.3f}-{on[-1 - q]:.3f}); "
+              f"reading the same bytes: {statistics.median(read):.3f} "
+              f"({read[q]:.3f}-{read[-1 - q]:.3f})", flush=True)
 
 
 if __name__ == "__main__":

@@ -3,14 +3,10 @@
 # parameter MLP or a small transformer on CPU, Adam, a full snapshot every
 # step.
 #
-#   agent_step.py MODEL [STEPS]        prints the median step time (seconds)
-#                                      as JSON on its last line
-#   agent_step.py MODEL --serve IN OUT [--floor]
-#                                      reads a step count from the FIFO IN,
-#                                      trains that many steps, writes their
-#                                      times as a JSON line to the FIFO OUT;
-#                                      "quit" ends it (bench/agent_overhead.py);
-#                                      --floor: see trainer()
+#   agent_step.py MODEL [STEPS] [--floor]
+#
+# prints the median step time in seconds, leaving out the first two steps,
+# as JSON on its last line.  --floor: see trainer().
 import json
 import statistics
 import sys
@@ -69,26 +65,13 @@ def trainer(kind, floor=False):
     return model, steps
 
 
-def serve(kind, fifo_in, fifo_out, floor):
-    _, steps = trainer(kind, floor)
-    steps(2)  # warm up: allocations, the optimizer's state, the agent's caches
-    with open(fifo_in) as cmds, open(fifo_out, "w") as out:
-        for line in cmds:
-            if line.strip() == "quit":
-                break
-            out.write(json.dumps(steps(int(line))) + "\n")
-            out.flush()
-
-
-def main(kind, n):
-    model, steps = trainer(kind)
+def main(kind, n, floor):
+    model, steps = trainer(kind, floor)
     times = steps(n)
     nparams = sum(p.numel() for p in model.parameters())
     print(json.dumps({"model": kind, "params": nparams, "median_s": statistics.median(times[2:])}))
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 2 and sys.argv[2] == "--serve":
-        serve(sys.argv[1], sys.argv[3], sys.argv[4], "--floor" in sys.argv[5:])
-    else:
-        main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 12)
+    args = [a for a in sys.argv[1:] if a != "--floor"]
+    main(args[0], int(args[1]) if len(args) > 1 else 12, "--floor" in sys.argv[1:])

@@ -190,7 +190,11 @@ def test_parallel_equals_serial(py):
         complete(p)
         hello = w.events(p["pid"], "hello")[0]["body"]
         assert hello["hash_threads"] == threads, hello
-        runs.append(leaves_of(w, p))
+        leaves = leaves_of(w, p)
+        strided = [l[3] for l in leaves if l[2] == "model.strided"]
+        contiguous = [l[3] for l in leaves if l[2] == "model.contiguous"]
+        assert strided and strided == contiguous, "a strided tensor's copy was hashed wrong"
+        runs.append(leaves)
     assert len(runs[0]) > 20 and runs[0] == runs[1], "parallel hashing changed a digest"
 
 
