@@ -108,11 +108,10 @@ static void hash_share(void *arg)
     }
 }
 
-static const tpa_deferred *sort_base;
-
-static int larger_first(const void *a, const void *b)
+/* larger_first orders item indices by the bytes left to hash, most first. */
+static int larger_first(const void *a, const void *b, void *items)
 {
-    const tpa_deferred *p = &sort_base[*(const size_t *)a], *q = &sort_base[*(const size_t *)b];
+    const tpa_deferred *v = items, *p = &v[*(const size_t *)a], *q = &v[*(const size_t *)b];
     size_t x = p->done ? 0 : p->nbytes, y = q->done ? 0 : q->nbytes;
     return x < y ? 1 : x > y ? -1 : 0;
 }
@@ -120,7 +119,7 @@ static int larger_first(const void *a, const void *b)
 void tpa_job_run(tpa_job *j, tp_buf *body)
 {
     run_ctx c;
-    size_t total = 0, *order = NULL;
+    size_t total = 0, pending = 0, *order = NULL;
     double sq = 0; /* the deferred leaves' squared norms, in the order they were met */
     int threads = 1;
     PyThreadState *ts = NULL;
@@ -128,15 +127,14 @@ void tpa_job_run(tpa_job *j, tp_buf *body)
     if (j->n == 0) return;
     /* copies were hashed when met (flatten.c); only the rest counts here */
     for (size_t i = 0; i < j->n; i++)
-        if (!j->items[i].done) total += j->items[i].nbytes;
-    if (total >= PARALLEL_BYTES && j->n > 1) {
+        if (!j->items[i].done) total += j->items[i].nbytes, pending++;
+    if (total >= PARALLEL_BYTES && pending > 1) {
         threads = tpa_team_size();
-        if ((size_t)threads > j->n) threads = (int)j->n;
+        if ((size_t)threads > pending) threads = (int)pending;
     }
     if (threads > 1 && (order = malloc(j->n * sizeof *order)) != NULL) {
         for (size_t i = 0; i < j->n; i++) order[i] = i;
-        sort_base = j->items; /* GIL held: one sort at a time */
-        qsort(order, j->n, sizeof *order, larger_first);
+        qsort_r(order, j->n, sizeof *order, larger_first, j->items);
     }
     c.items = j->items;
     c.order = order;
