@@ -256,9 +256,9 @@ def _interrupt():
 # ---- optimizers ------------------------------------------------------------
 
 
-def _step_pre(opt, via):
+def _step_pre(opt, via, check=True):
     try:
-        if S.armed:
+        if check and S.armed:
             _interrupt()
         names = _param_names()
         params = [p for g in opt.param_groups for p in g["params"]]
@@ -311,14 +311,49 @@ def _wrap_opt_step(cls):
             return orig(self, *a, **k)
         _enter("opt")
         try:
-            params = _step_pre(self, "scaler" if _depth("scaler_step") else "optimizer")
+            via = "scaler" if _depth("scaler_step") else "optimizer"
+            closure = k.get("closure") if "closure" in k else (a[0] if a else None)
+            if not callable(closure):
+                params = _step_pre(self, via)
+                r = orig(self, *a, **k)
+                _step_post(self, params)
+                return r
+            if S.armed:
+                _interrupt()
+            pre = []
+            wrapped = _closure_pre(closure, lambda: pre.append(_step_pre(self, via, False)))
+            if "closure" in k:
+                k = dict(k, closure=wrapped)
+            else:
+                a = (wrapped,) + a[1:]
             r = orig(self, *a, **k)
-            _step_post(self, params)
+            if not pre:
+                pre.append(_step_pre(self, via, False))
+            _step_post(self, pre[0])
             return r
         finally:
             _leave("opt")
 
     cls.step = _wraps(orig, step)
+
+
+def _closure_pre(closure, emit):
+    """optimizer.step(closure) (Lightning, LBFGS): forward and backward run
+    inside the closure, so the step's gradients exist only once the
+    optimizer has called it.  The step's pre event (its gradients, and the
+    parameters before the update) is emitted when the first call returns;
+    later calls (LBFGS re-evaluates) emit nothing.  Returns what the
+    closure returns and raises what it raises."""
+    done = []
+
+    def fn(*a, **k):
+        r = closure(*a, **k)
+        if not done:
+            done.append(True)
+            emit()
+        return r
+
+    return fn
 
 
 def _patch_optim(torch):
@@ -418,17 +453,52 @@ def _patch_sched(torch):
 # ---- restores -------------------------------------------------------------
 
 
-def _emit_restore(what, obj, op, missing=None, unexpected=None, seed=None):
+_GLUE_FILE = sys._getframe().f_code.co_filename
+
+
+def _caller():
+    """Who made the call being observed: the first frame outside the glue,
+    as module.function (e.g. accelerate.optimizer.AcceleratedOptimizer.__init__),
+    so that a restore that did not come from a checkpoint is named for what
+    it is."""
+    f = sys._getframe(1)
+    while f is not None and f.f_code.co_filename == _GLUE_FILE:
+        f = f.f_back
+    if f is None:
+        return None
+    code = f.f_code
+    name = getattr(code, "co_qualname", None) or code.co_name
+    return "%s.%s" % (f.f_globals.get("__name__", "?"), name)
+
+
+_NO_ARG = object()
+
+
+def _emit_restore(what, obj, op, missing=None, unexpected=None, seed=None, arg=_NO_ARG):
+    """A restore: a load_state_dict, an RNG setter or seed.  `arg` is what was
+    restored; its manifest lets the daemon tell whether it came from a
+    checkpoint that was loaded (its content matches) or from elsewhere (the
+    object's own state, a state saved in memory)."""
     if not S.hello:
         return
-    body = {"what": what, "obj": obj, "op": op, "load": S.last_load}
+    body = {"what": what, "obj": obj, "op": op, "load": S.last_load, "caller": _caller()}
     if missing:
         body["missing"] = [str(x) for x in missing][:200]
     if unexpected:
         body["unexpected"] = [str(x) for x in unexpected][:200]
     if seed is not None:
         body["seed"] = seed
+    if arg is not _NO_ARG:
+        try:
+            _tp.emit("restore", body, "manifest", [("", arg)], True)
+            return
+        except Exception:
+            pass  # what cannot be flattened is sent without: provenance unknown
     _tp.emit("restore", body)
+
+
+def _arg0(a, k, key):
+    return a[0] if a else k.get(key)
 
 
 def _restore_hook(what, registry):
@@ -444,6 +514,7 @@ def _restore_hook(what, registry):
             "load_state_dict",
             getattr(result, "missing_keys", None),
             getattr(result, "unexpected_keys", None),
+            arg=_arg0(a, k, "state_dict"),
         )
 
     return after
@@ -521,7 +592,7 @@ def _seed_of(a, k, key="seed"):
 
 def _patch_rng_torch(torch):
     def setter(obj):
-        return lambda r, a, k: _emit_restore("rng", obj, "set_state")
+        return lambda r, a, k: _emit_restore("rng", obj, "set_state", arg=_arg0(a, k, "new_state"))
 
     def seeder(obj):
         return lambda r, a, k: _emit_restore("rng", obj, "seed", seed=_seed_of(a, k))
@@ -544,7 +615,10 @@ def _patch_rng_python():
     def mark(op):
         def after(r, a, k):
             S.seeded["python"] = True
-            _emit_restore("rng", "rng.python", op, seed=_seed_of(a, k, "a") if op == "seed" else None)
+            if op == "seed":
+                _emit_restore("rng", "rng.python", op, seed=_seed_of(a, k, "a"))
+            else:
+                _emit_restore("rng", "rng.python", op, arg=_arg0(a, k, "state"))
 
         return after
 
@@ -556,7 +630,10 @@ def _patch_numpy_random(npr):
     def mark(op):
         def after(r, a, k):
             S.seeded["numpy"] = True
-            _emit_restore("rng", "rng.numpy", op, seed=_seed_of(a, k) if op == "seed" else None)
+            if op == "seed":
+                _emit_restore("rng", "rng.numpy", op, seed=_seed_of(a, k))
+            else:
+                _emit_restore("rng", "rng.numpy", op, arg=_arg0(a, k, "state"))
 
         return after
 
@@ -638,7 +715,9 @@ def _patch_loss(torch):
 def _patch_dropout(torch):
     """Only with TRAINPARITY_DISABLE_DROPOUT=1 (the user asked for it): the
     functional dropouts, which nn.Dropout and friends call, see training=False
-    and return their input, as in eval mode; nothing else changes."""
+    and return their input, as in eval mode; fused attention (SDPA, which HF
+    models call, and the function nn.MultiheadAttention calls) gets
+    dropout_p=0.0; nothing else changes."""
     if os.environ.get("TRAINPARITY_DISABLE_DROPOUT") != "1":
         return
     F = torch.nn.functional
@@ -655,6 +734,25 @@ def _patch_dropout(torch):
             return fn
 
         setattr(F, name, _wraps(orig, make(orig)))
+    # name -> index of dropout_p among the positional arguments; torch 1.13
+    # has no scaled_dot_product_attention
+    for name, at in (("scaled_dot_product_attention", 4), ("multi_head_attention_forward", 10)):
+        orig = getattr(F, name, None)
+        if orig is not None and not _is_wrapped(orig):
+            setattr(F, name, _wraps(orig, _no_dropout_p(orig, at)))
+
+
+def _no_dropout_p(orig, at):
+    """orig called with dropout_p=0.0, given by keyword or at position `at`."""
+
+    def fn(*a, **k):
+        if len(a) > at:
+            a = a[:at] + (0.0,) + a[at + 1:]
+        elif "dropout_p" in k:
+            k["dropout_p"] = 0.0
+        return orig(*a, **k)
+
+    return fn
 
 
 def _patch_backward(torch):
@@ -704,7 +802,26 @@ def _target(f):
     name = getattr(f, "name", None)
     if isinstance(name, str) and name:
         return "file", os.path.abspath(name)
+    # fsspec's local files (Lightning reads checkpoints through them) carry
+    # their path as .path; a remote file's .path is not absolute.
+    path = getattr(f, "path", None)
+    if isinstance(path, str) and os.path.isabs(path) and os.path.isfile(path):
+        return "file", path
     return "buffer", None
+
+
+def _buffer_size(f):
+    """The size of an in-memory buffer, without copying it: a checkpoint
+    written to a BytesIO ends up in a file of that size (Lightning writes
+    getvalue() through fsspec), which is how trainparity-run finds it."""
+    gb = getattr(f, "getbuffer", None)
+    if gb is None:
+        return None
+    try:
+        with gb() as mv:
+            return mv.nbytes
+    except Exception:
+        return None
 
 
 def _rec_begin():
@@ -729,6 +846,8 @@ def _content(f, recs, use_records, data=None):
         nbytes = None
         if target == "path" and os.path.isfile(name):
             nbytes = os.path.getsize(name)
+        elif target == "buffer":
+            nbytes = _buffer_size(f)
         return recs[0], "records", [list(r) for r in recs[1]], nbytes
     target, name = _target(f)
     r = None
@@ -958,7 +1077,7 @@ def _patch_scaler(torch):
         _wrap_method(c, "scale", after_scale)
         _wrap_method(c, "unscale_", after_unscale)
         _wrap_method(c, "update", after_update)
-        _wrap_method(c, "load_state_dict", lambda self, r, a, k: _emit_restore("scaler", _indexed("scaler", _index(S.scalers, self), len(_live(S.scalers))), "load_state_dict"))
+        _wrap_method(c, "load_state_dict", lambda self, r, a, k: _emit_restore("scaler", _indexed("scaler", _index(S.scalers, self), len(_live(S.scalers))), "load_state_dict", arg=_arg0(a, k, "state_dict")))
         ostep = c.__dict__.get("step")
         if ostep is None or _is_wrapped(ostep):
             continue
@@ -1100,10 +1219,37 @@ def _loader_body(it, pos):
             body["dataset_len"] = len(dl.dataset)
         except Exception:
             pass
-        body["sampler"] = type(dl.sampler).__name__
-        body["total_size"] = getattr(dl.sampler, "total_size", None)
+        try:
+            s = _order_sampler(dl)
+        except Exception:  # a user batch sampler's attribute that raises
+            s = dl.sampler
+        body["sampler"] = type(s).__name__
+        n = getattr(s, "total_size", None)
+        body["total_size"] = n if isinstance(n, int) and not isinstance(n, bool) else None
         body["drop_last"] = bool(dl.drop_last)
     return body
+
+
+def _order_sampler(dl):
+    """The sampler that orders dl's samples.  Given a batch_sampler, the
+    DataLoader's own .sampler is a SequentialSampler it never draws from:
+    accelerate's prepared loader wraps the user's BatchSampler (and its
+    RandomSampler) in BatchSamplerShard or SkipBatchSampler.  So through
+    .batch_sampler, else .sampler, a few levels down, to the innermost; a
+    batch sampler with neither orders the samples itself."""
+    s = dl.sampler
+    bs = getattr(dl, "batch_sampler", None)
+    if bs is None or (type(bs) is S.torch.utils.data.BatchSampler and bs.sampler is s):
+        return s
+    o = bs
+    for _ in range(6):
+        inner = getattr(o, "batch_sampler", None)
+        if inner is None:
+            inner = getattr(o, "sampler", None)
+        if inner is None or inner is o or not hasattr(inner, "__iter__"):
+            break
+        o = inner
+    return o
 
 
 def _on_loader_end(it):

@@ -4,8 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <xxhash.h>
-
 #include "daemon/obs.h"
 
 #define ORD(seq) ((uint64_t)(seq) << 24)
@@ -206,43 +204,6 @@ static tp_err add_step(tpd_arena *a, tpd_proc *p, const tp_event *e)
     return TP_OK;
 }
 
-/* add_batch files the sample ids of batch b (filed by obs_batch.c from
- * event e, ids and all) as the timeline value data.<loader>.ids. */
-static tp_err add_batch(tpd_arena *a, tpd_proc *p, const tp_event *e, const tpd_batch *b)
-{
-    uint32_t n = b->n;
-    int64_t loader = b->loader;
-    uint8_t *le;
-    XXH128_canonical_t c;
-    char path[64];
-    uint32_t k;
-    tpd_val v;
-    if (!b->has_ids) return TP_OK; /* no ids (or an epoch's end): nothing to compare */
-    if ((le = calloc((size_t)n * 8 + 1, 1)) == NULL) return TP_ENOMEM;
-    for (uint32_t i = 0; i < n; i++)
-        for (int j = 0; j < 8; j++)
-            le[(size_t)i * 8 + (size_t)j] = (uint8_t)((uint64_t)b->ids[i] >> (8 * j));
-    XXH128_canonicalFromHash(&c, XXH3_128bits(le, (size_t)n * 8));
-    free(le);
-    k = 0;
-    if (loader >= 0 && loader < 8) {
-        if (p->batch_step[loader] == e->step + 1)
-            k = ++p->batch_k[loader];
-        else
-            p->batch_step[loader] = e->step + 1, p->batch_k[loader] = 0;
-    }
-    if (k == 0)
-        snprintf(path, sizeof path, "data.%lld.ids", (long long)loader);
-    else
-        snprintf(path, sizeof path, "data.%lld.ids[%u]", (long long)loader, k);
-    memset(&v, 0, sizeof v);
-    v.kind = 'i';
-    v.n = n;
-    v.ids = b->ids;
-    memcpy(v.digest, c.digest, 16);
-    return push_value(a, p, e, path, &v, 0);
-}
-
 static tp_err add_ckpt(tpd_arena *a, tpd_proc *p, const tp_event *e, bool load)
 {
     tpd_ckpt *c;
@@ -270,6 +231,7 @@ static tp_err add_ckpt(tpd_arena *a, tpd_proc *p, const tp_event *e, bool load)
 
 static tp_err add_restore(tpd_arena *a, tpd_proc *p, const tp_event *e)
 {
+    tp_mpr m;
     tpd_restore *r = tpd_arena_grow(a, p->restores, &p->restores_cap, p->nrestores + 1, sizeof *r);
     if (r == NULL) return TP_ENOMEM;
     p->restores = r;
@@ -280,8 +242,13 @@ static tp_err add_restore(tpd_arena *a, tpd_proc *p, const tp_event *e)
     r->what = body_str(a, e, "what");
     r->obj = body_str(a, e, "obj");
     r->op = body_str(a, e, "op");
+    r->caller = body_str(a, e, "caller");
     r->has_load = tp_body_int(e, "load", &r->load) == TP_OK;
     r->has_seed = tp_body_int(e, "seed", &r->seed) == TP_OK;
+    if (tp_body_find(e, "manifest", &m) == TP_OK) {
+        r->has_manifest = true;
+        return tpd_leaves_add(a, &r->manifest, &m, e->step, 0);
+    }
     return TP_OK;
 }
 
@@ -309,8 +276,10 @@ tp_err tpd_proc_add_event(tpd_arena *a, tpd_proc *p, const tp_event *e)
     case TP_K_STEP:
         return add_step(a, p, e);
     case TP_K_BATCH: {
+        /* not a timeline item: data is compared as a stream (stream.c) */
         tp_err rc = tpd_proc_add_batch(a, p, e);
-        return rc != TP_OK ? rc : add_batch(a, p, e, &p->batches[p->nbatches - 1]);
+        if (rc == TP_OK) p->batches[p->nbatches - 1].step = e->step;
+        return rc;
     }
     case TP_K_SAVE:
         return add_ckpt(a, p, e, false);

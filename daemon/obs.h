@@ -3,11 +3,12 @@
  *
  * tpd_obs_load reads a run from the store into plain structs (one arena):
  * its executions, their processes, and for each process a timeline of
- * comparable items sorted by (step, group, order of emission): data ids,
- * the start-of-step snapshot leaves (model, optimizer, scheduler, scaler,
- * rng), losses, gradients and updates; plus its checkpoint saves and loads,
- * restores, and the snapshots taken at saves and at exit.  Verdict engines
- * are pure functions of these structs, so tests build them by hand. */
+ * comparable items sorted by (step, group, order of emission): the
+ * start-of-step snapshot leaves (model, optimizer, scheduler, scaler, rng),
+ * losses, gradients and updates; plus its DataLoader batches (compared as a
+ * stream, stream.h), checkpoint saves and loads, restores, and the snapshots
+ * taken at saves and at exit.  Verdict engines are pure functions of these
+ * structs, so tests build them by hand. */
 #ifndef TP_DAEMON_OBS_H
 #define TP_DAEMON_OBS_H
 
@@ -82,12 +83,16 @@ typedef struct tpd_ckpt {
     tpd_items manifest;
 } tpd_ckpt;
 
+/* A restore: a load_state_dict, an RNG setter or seed.  manifest is what was
+ * restored (empty for a seed, and from agents that did not send it); caller
+ * is the function outside the agent that made the call, or NULL. */
 typedef struct tpd_restore {
     uint64_t seq;
     int64_t step;
-    const char *what, *obj, *op;
-    bool has_load, has_seed;
+    const char *what, *obj, *op, *caller;
+    bool has_load, has_seed, has_manifest;
     int64_t load, seed;
+    tpd_items manifest;
 } tpd_restore;
 
 /* A snapshot outside the timeline: at a save, at exit, at an interruption. */
@@ -103,6 +108,7 @@ typedef struct tpd_snap {
  * Filed in emission order (obs_batch.c). */
 typedef struct tpd_batch {
     uint64_t seq;
+    int64_t step; /* the step during which it was fetched */
     uint32_t loader, epoch, pos;
     bool end, has_ids, has_worker, has_dataset_len, has_total_size, drop_last;
     int64_t worker, rank, world; /* rank -1: unknown */
@@ -155,9 +161,6 @@ typedef struct tpd_proc {
     size_t nrestores, restores_cap;
     tpd_batch *batches; /* every batch event, in seq order */
     size_t nbatches, batches_cap;
-    /* loader state: which batch of the step each loader is at */
-    int64_t batch_step[8];
-    uint32_t batch_k[8];
 } tpd_proc;
 
 typedef struct tpd_exec {

@@ -416,15 +416,29 @@ tp_err tpd_query_saves(tpd_store *s, int64_t exec, tpd_str *out, char *why, size
     sqlite3_bind_int64(st, 1, exec);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         tp_event e;
-        const char *name, *target;
-        uint32_t nlen, tlen;
+        const char *name, *target, *error;
+        uint32_t nlen, tlen, elen;
+        uint8_t d[16];
+        int64_t size;
         memset(&e, 0, sizeof e);
         e.kind = TP_K_SAVE;
         e.body = sqlite3_column_blob(st, 0);
         e.body_len = (size_t)sqlite3_column_bytes(st, 0);
-        if (e.body == NULL || tp_body_str(&e, "name", &name, &nlen) != TP_OK ||
-            tp_body_str(&e, "target", &target, &tlen) != TP_OK)
+        if (e.body == NULL || tp_body_str(&e, "target", &target, &tlen) != TP_OK) continue;
+        /* A buffer's bytes end up in a file the agent never sees (Lightning
+         * writes them through fsspec): "buffer <digest> <size>" lets the tool
+         * find that file by its content. */
+        if (tlen == 6 && memcmp(target, "buffer", 6) == 0) {
+            if (tp_body_str(&e, "error", &error, &elen) == TP_OK ||
+                tp_body_digest(&e, "digest", d) != TP_OK ||
+                tp_body_int(&e, "bytes", &size) != TP_OK || size <= 0)
+                continue;
+            tpd_str_puts(out, "buffer ");
+            for (int i = 0; i < 16; i++) tpd_str_printf(out, "%02x", d[i]);
+            tpd_str_printf(out, " %lld\n", (long long)size);
             continue;
+        }
+        if (tp_body_str(&e, "name", &name, &nlen) != TP_OK) continue;
         if (nlen == 0 || name[0] != '/' || memchr(name, '\n', nlen) != NULL) continue;
         tpd_str_append(out, name, nlen);
         tpd_str_puts(out, "\n");

@@ -28,7 +28,8 @@ tp_err tpd_query_run(tpd_store *s, int64_t run, tpd_str *out, char *why, size_t 
 tp_err tpd_query_steps(tpd_store *s, int64_t run, tpd_str *out, char *why, size_t whylen);
 
 /* tpd_query_saves lists the files an execution saved checkpoints to (the
- * absolute names of its path and file targets), one per line. */
+ * absolute names of its path and file targets), one per line, and its
+ * buffer saves as "buffer <content digest, hex> <size>" lines. */
 tp_err tpd_query_saves(tpd_store *s, int64_t exec, tpd_str *out, char *why, size_t whylen);
 
 /* tpd_query dispatches on what ("runs", "run", "steps"); id is ignored for

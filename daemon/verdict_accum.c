@@ -4,6 +4,7 @@
  * accum_phases.c, and the report. */
 #include <math.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,19 @@ static double param_num(const char *json, const char *key, double dflt)
     if ((p = strstr(json, pat)) == NULL) return dflt;
     v = strtod(p + strlen(pat), &end);
     return end == p + strlen(pat) ? dflt : v;
+}
+
+/* param_true: "key": true in the run's params (JSON). */
+static bool param_true(const char *json, const char *key)
+{
+    char pat[64];
+    const char *p;
+    if (json == NULL) return false;
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    if ((p = strstr(json, pat)) == NULL) return false;
+    p += strlen(pat);
+    while (*p == ' ') p++;
+    return strncmp(p, "true", 4) == 0;
 }
 
 static const char *exec_problem(const tpd_exec *e, const tpd_proc *p, const char *who, char *buf,
@@ -330,12 +344,23 @@ static tpd_outcome judge(ctx *x)
             }
             /* what the phase made of the difference assumed equal draws */
             tpd_why_free(&x->why);
-            tpd_actx_why(x, "initial",
-                         "%s differed at the first backward, and the runs differ: random draws "
-                         "(dropout, random batches) may differ between them, so the difference "
-                         "cannot be put down to accumulation; --disable-dropout, or draw batches "
-                         "from a seeded generator of their own",
-                         rngs.s);
+            /* --disable-dropout given: advising it again would send the
+             * user round in circles; what is left is other draws */
+            if (param_true(x->run->params, "disable_dropout"))
+                tpd_actx_why(x, "initial",
+                             "%s differed at the first backward, and the runs differ: random "
+                             "draws (random batches, or dropout the agent does not reach; "
+                             "--disable-dropout was given) may differ between them, so the "
+                             "difference cannot be put down to accumulation; draw batches from "
+                             "a seeded generator of their own",
+                             rngs.s);
+            else
+                tpd_actx_why(x, "initial",
+                             "%s differed at the first backward, and the runs differ: random "
+                             "draws (dropout, random batches) may differ between them, so the "
+                             "difference cannot be put down to accumulation; --disable-dropout, "
+                             "or draw batches from a seeded generator of their own",
+                             rngs.s);
             tpd_str_free(&rngs);
             return TPD_ABSTAIN;
         }

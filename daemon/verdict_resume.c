@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "daemon/provenance.h"
 #include "daemon/render.h"
+#include "daemon/stream.h"
 #include "daemon/text.h"
 #include "daemon/verdict_resume.h"
 
@@ -26,6 +28,8 @@ typedef struct ctx {
     int64_t r0;             /* R's step at the load */
     tpd_str head;           /* lines under the outcome */
     tpd_why why;            /* the explanation */
+    /* the training data streams' first divergences, A-B and A-R */
+    tpd_stream_div sab, sra;
 } ctx;
 
 /* ---- small helpers ---- */
@@ -180,6 +184,8 @@ static tp_err finish(ctx *x, tpd_outcome oc, const tpd_cmp_result *cmp, const ch
     out->json = tpd_str_steal(&j);
     tpd_str_free(&x->head);
     tpd_why_free(&x->why);
+    tpd_stream_div_free(&x->sab);
+    tpd_stream_div_free(&x->sra);
     if (out->text == NULL || out->json == NULL) {
         tpd_result_clear(out);
         return TP_ENOMEM;
@@ -301,12 +307,20 @@ static void head_lines(ctx *x)
 
 /* ---- explanations of a FAIL ---- */
 
+/* What R restored after the checkpoint load.  A restore counts as one from
+ * the checkpoint only when its content came from one of I's files
+ * (provenance.h); the others (an object reloading its own state, an RNG
+ * state kept in memory) are kept apart, with the function that made them. */
 typedef struct restored {
     bool module, optimizer, scheduler, scaler;
+    const char *other[TPD_G__COUNT]; /* group: caller of a restore from elsewhere */
+    bool other_seen[TPD_G__COUNT];
     bool rng_set[4]; /* torch_cpu, cuda, python, numpy */
     bool rng_seeded[4];
     bool rng_seed_known[4];
     int64_t rng_seed[4];
+    bool rng_other[4]; /* set from a state no file of I's holds */
+    const char *rng_other_caller[4];
 } restored;
 
 static int rng_index(const char *obj)
@@ -319,32 +333,64 @@ static int rng_index(const char *obj)
     return -1;
 }
 
+/* from_checkpoint reports whether restore r put back content of one of I's
+ * files in the window.  A restore without a manifest (an agent that did not
+ * send one) is taken to come from the checkpoint, as before. */
+static bool from_checkpoint(ctx *x, const tpd_restore *r)
+{
+    const tpd_ckpt *l;
+    if (!r->has_manifest) return true;
+    if ((l = tpd_restore_source(x->pr, r)) == NULL) return false;
+    for (size_t i = 0; i < x->pi->nckpts; i++) {
+        const tpd_ckpt *s = &x->pi->ckpts[i];
+        if (!s->load && s->seq >= x->armed->seq && same_digest(s, l)) return true;
+    }
+    return false;
+}
+
 static void collect_restores(ctx *x, restored *rs)
 {
     memset(rs, 0, sizeof *rs);
     for (size_t i = 0; i < x->pr->nrestores; i++) {
         const tpd_restore *r = &x->pr->restores[i];
+        bool ours;
+        tpd_group g = TPD_G_OTHER;
         int k;
         if (r->seq < x->loaded->seq || r->what == NULL) continue;
-        if (!strcmp(r->what, "module"))
-            rs->module = true;
-        else if (!strcmp(r->what, "optimizer"))
-            rs->optimizer = true;
-        else if (!strcmp(r->what, "scheduler"))
-            rs->scheduler = true;
-        else if (!strcmp(r->what, "scaler"))
-            rs->scaler = true;
-        else if (!strcmp(r->what, "rng") && (k = rng_index(r->obj)) >= 0) {
+        ours = from_checkpoint(x, r);
+        if (!strcmp(r->what, "rng") && (k = rng_index(r->obj)) >= 0) {
             if (r->op && !strcmp(r->op, "seed")) {
                 rs->rng_seeded[k] = true;
                 rs->rng_seed_known[k] = r->has_seed;
                 rs->rng_seed[k] = r->seed;
                 rs->rng_set[k] = false; /* a later seed undoes an earlier restore */
-            } else {
+            } else if (ours) {
                 rs->rng_set[k] = true;
                 rs->rng_seeded[k] = false;
+            } else {
+                rs->rng_other[k] = true;
+                rs->rng_other_caller[k] = r->caller;
             }
+            continue;
         }
+        if (!strcmp(r->what, "module"))
+            g = TPD_G_MODEL;
+        else if (!strcmp(r->what, "optimizer"))
+            g = TPD_G_OPTIMIZER;
+        else if (!strcmp(r->what, "scheduler"))
+            g = TPD_G_SCHEDULER;
+        else if (!strcmp(r->what, "scaler"))
+            g = TPD_G_SCALER;
+        if (g == TPD_G_OTHER) continue;
+        if (!ours) {
+            rs->other_seen[g] = true;
+            rs->other[g] = r->caller;
+            continue;
+        }
+        rs->module |= g == TPD_G_MODEL;
+        rs->optimizer |= g == TPD_G_OPTIMIZER;
+        rs->scheduler |= g == TPD_G_SCHEDULER;
+        rs->scaler |= g == TPD_G_SCALER;
     }
 }
 
@@ -452,7 +498,16 @@ static bool explain_after_load(ctx *x, const restored *rs)
         }
         if (ndiff == 0) continue;
         any = true;
-        if (!group_restored(rs, (tpd_group)g))
+        if (!group_restored(rs, (tpd_group)g) && rs->other_seen[g])
+            add_why(x, "not_restored",
+                    "%s was never loaded from the checkpoint: the %s load_state_dict after the "
+                    "checkpoint load%s%s%s put back a state that no file of I's holds (the "
+                    "object's own state, or one built in memory) (%d of %d components differ "
+                    "from when it was saved)%s",
+                    group_noun((tpd_group)g), tpd_group_name((tpd_group)g),
+                    rs->other[g] ? ", by " : "", rs->other[g] ? rs->other[g] : "",
+                    rs->other[g] ? "," : "", ndiff, nseen, lines);
+        else if (!group_restored(rs, (tpd_group)g))
             add_why(x, "not_restored",
                     "%s was never loaded: no %s load_state_dict after the checkpoint load "
                     "(%d of %d components differ from when it was saved)%s",
@@ -598,6 +653,14 @@ static bool explain_rng(ctx *x, const restored *rs, const tpd_div *d)
                 "%s was re-seeded after loading: %s(%s) after the checkpoint load starts the "
                 "random stream over instead of continuing it",
                 d->path, seed_call(k), seed);
+    } else if (!rs->rng_set[k] && rs->rng_other[k]) {
+        add_why(x, "rng_not_restored",
+                "%s was not restored from the checkpoint: the %s after the checkpoint load%s%s%s "
+                "put back a state that no file of I's holds (a state kept in memory), and the "
+                "runs diverge afterwards",
+                d->path, set_call(k), rs->rng_other_caller[k] ? ", by " : "",
+                rs->rng_other_caller[k] ? rs->rng_other_caller[k] : "",
+                rs->rng_other_caller[k] ? "," : "");
     } else if (!rs->rng_set[k]) {
         add_why(x, "rng_not_restored",
                 "%s was not restored after loading: no %s after the checkpoint load, and the "
@@ -612,6 +675,23 @@ static bool explain_rng(ctx *x, const restored *rs, const tpd_div *d)
     return true;
 }
 
+/* holds_state reports whether checkpoint s holds training state: a tensor
+ * or array, an RNG state (a digest leaf), or the counters of a scheduler or
+ * GradScaler, whose state dicts hold no tensor.  A file without manifest
+ * (an agent that sent none) is taken to hold some. */
+static bool holds_state(const tpd_ckpt *s)
+{
+    static const char *const keys[] = {"last_epoch", "_step_count", "_growth_tracker", NULL};
+    if (s->manifest.n == 0) return true;
+    for (size_t i = 0; i < s->manifest.n; i++) {
+        const tpd_item *m = &s->manifest.v[i];
+        if (m->v.kind == 't' || m->v.kind == 'd') return true;
+        for (int k = 0; keys[k]; k++)
+            if (ends_with(m->path, keys[k])) return true;
+    }
+    return false;
+}
+
 static void explain(ctx *x, const tpd_cmp_result *cmp)
 {
     restored rs;
@@ -621,21 +701,30 @@ static void explain(ctx *x, const tpd_cmp_result *cmp)
     told |= explain_rng(x, &rs, d);
     told |= explain_after_load(x, &rs);
     told |= explain_manifest(x);
-    /* the files I saved that R never loaded */
+    /* the files I saved that R never loaded, among those that hold training
+     * state (not a pickled configuration such as HF's training_args.bin) */
     for (size_t i = 0; i < x->pi->nckpts; i++) {
         const tpd_ckpt *s = &x->pi->ckpts[i];
         bool loaded = false;
-        if (s->load || s->seq < x->armed->seq || !s->has_digest) continue;
+        if (s->load || s->seq < x->armed->seq || !s->has_digest || !holds_state(s)) continue;
         for (size_t k = 0; k < x->pr->nckpts && !loaded; k++)
             loaded = x->pr->ckpts[k].load && same_digest(&x->pr->ckpts[k], s);
-        if (!loaded)
+        if (!loaded && s->name)
             add_why(x, "not_loaded", "R never loaded %s, which I saved at step %lld", base(s->name),
+                    (long long)s->step);
+        else if (!loaded)
+            add_why(x, "not_loaded",
+                    "R never loaded the checkpoint I saved into a buffer at step %lld (whatever "
+                    "file its bytes were written to)",
                     (long long)s->step);
     }
     if (d->group == TPD_G_DATA)
         add_why(x, "data_position",
-                "the batches differ from A's at this step: the data pipeline did not resume where "
-                "it was (did the loader restart its epoch, or its sampler lose its position?)");
+                "R's training data differs from A's at sample %llu of the training stream (R's "
+                "sample %llu): the data pipeline did not resume where it was (did the loader "
+                "restart its epoch, skip too many or too few batches, or its sampler lose its "
+                "position?)",
+                (unsigned long long)x->sra.pos_a, (unsigned long long)x->sra.pos_b);
     if (!told && d->group != TPD_G_DATA)
         add_why(x, "outside_checkpoint",
                 "everything the checkpoint restored matches the state when it was saved, yet the "
@@ -649,6 +738,30 @@ static void explain(ctx *x, const tpd_cmp_result *cmp)
 }
 
 /* ---- the verdict ---- */
+
+/* with_data merges the first divergence of the training data streams (sd,
+ * stream.h) into cmp: the earlier in A's steps is the first, the data on a
+ * tie (data comes first within a step).  An RNG divergence before it is the
+ * first, as the RNG rule has it (tpd_compare walks on to the end when it
+ * finds no other divergence, so its first_rng is then the earliest). */
+static void with_data(tpd_cmp_result *cmp, const tpd_stream_div *sd)
+{
+    if (!sd->d.found || (cmp->first.found && cmp->first.step_a < sd->d.step_a)) return;
+    if (!cmp->first_other.found || sd->d.step_a <= cmp->first_other.step_a)
+        cmp->first_other = sd->d;
+    cmp->first =
+        cmp->first_rng.found && cmp->first_rng.step_a < sd->d.step_a ? cmp->first_rng : sd->d;
+}
+
+static tp_err nomem(ctx *x, tpd_result *out)
+{
+    tpd_str_free(&x->head);
+    tpd_why_free(&x->why);
+    tpd_stream_div_free(&x->sab);
+    tpd_stream_div_free(&x->sra);
+    memset(out, 0, sizeof *out);
+    return TP_ENOMEM;
+}
 
 tp_err tpd_verdict_resume(const tpd_run *r, const tpd_cmp_opts *o, tpd_result *out)
 {
@@ -670,17 +783,20 @@ tp_err tpd_verdict_resume(const tpd_run *r, const tpd_cmp_opts *o, tpd_result *o
     x.pb = tpd_obs_trainer(x.B);
     x.pi = tpd_obs_trainer(x.I);
     x.pr = tpd_obs_trainer(x.R);
-    if ((why = exec_problem(x.A, x.pa, buf, sizeof buf)) ||
-        (why = exec_problem(x.B, x.pb, buf, sizeof buf)))
-        return error(&x, out, "%s", why);
+    /* A baseline that loaded a checkpoint it did not write is the cause of
+     * whatever else is wrong with it (a self-resuming script that found a
+     * finished run's checkpoint runs no step), so it is named first. */
     for (int k = 0; k < 2; k++) {
         const tpd_proc *p = k ? x.pb : x.pa;
-        if ((foreign = foreign_load(p)) != NULL)
+        if (p != NULL && (foreign = foreign_load(p)) != NULL)
             return error(&x, out,
                          "%s loaded %s, a checkpoint it did not write (left from an earlier run?): "
                          "move it away so that the baselines start from scratch",
                          role_name(k ? "B" : "A"), foreign->name ? foreign->name : "a buffer");
     }
+    if ((why = exec_problem(x.A, x.pa, buf, sizeof buf)) ||
+        (why = exec_problem(x.B, x.pb, buf, sizeof buf)))
+        return error(&x, out, "%s", why);
     /* I: the save that armed the interruption */
     if (x.pi != NULL)
         for (size_t i = 0; i < x.pi->nckpts && !x.armed; i++)
@@ -729,6 +845,8 @@ tp_err tpd_verdict_resume(const tpd_run *r, const tpd_cmp_opts *o, tpd_result *o
     head_lines(&x);
 
     tpd_compare(&x.pa->timeline, 0, &x.pb->timeline, 0, o, &ab);
+    if (tpd_stream_compare(x.pa, 0, x.pb, 0, &x.sab) != TP_OK) return nomem(&x, out);
+    with_data(&ab, &x.sab);
     if (ab.first.found || ab.first_unsure.found) {
         if (ab.first.found)
             add_why(&x, "nondeterministic",
@@ -742,6 +860,8 @@ tp_err tpd_verdict_resume(const tpd_run *r, const tpd_cmp_opts *o, tpd_result *o
         return finish(&x, TPD_ABSTAIN, &ab, "B", out);
     }
     tpd_compare(&x.pa->timeline, x.c, &x.pr->timeline, x.r0, o, &ra);
+    if (tpd_stream_compare(x.pa, x.c, x.pr, x.r0, &x.sra) != TP_OK) return nomem(&x, out);
+    with_data(&ra, &x.sra);
     if (ra.first.found) {
         explain(&x, &ra);
         return finish(&x, TPD_FAIL, &ra, "R", out);
@@ -753,8 +873,12 @@ tp_err tpd_verdict_resume(const tpd_run *r, const tpd_cmp_opts *o, tpd_result *o
                 ra.first_unsure.path);
         return finish(&x, TPD_ABSTAIN, &ra, "R", out);
     }
-    tpd_str_printf(&x.head, "  R matched A at every step from %lld on (%lld steps compared)\n",
+    tpd_str_printf(&x.head, "  R matched A at every step from %lld on (%lld steps compared",
                    (long long)x.c, (long long)ra.steps);
+    if (x.sra.compared)
+        tpd_str_printf(&x.head, ", %llu samples of the training stream",
+                       (unsigned long long)x.sra.compared);
+    tpd_str_puts(&x.head, ")\n");
     if (ra.first_rng.found)
         add_why(&x, "rng_unused",
                 "%s differs at step %lld, but no observation depends on it: the runs do not "

@@ -83,7 +83,8 @@ static const field saveload_f[] = {{"api", F_STR, REQ},
 static const field restore_f[] = {{"what", F_STR, REQ},       {"obj", F_STR, REQ},
                                   {"op", F_STR, REQ},         {"load", F_INT | F_NIL, 0},
                                   {"missing", F_STRS, 0},     {"unexpected", F_STRS, 0},
-                                  {"seed", F_INT | F_NIL, 0}, {NULL, 0, 0}};
+                                  {"seed", F_INT | F_NIL, 0}, {"caller", F_STR | F_NIL, 0},
+                                  {"manifest", F_LEAVES, 0},  {NULL, 0, 0}};
 static const field batch_f[] = {{"loader", F_UINT, REQ},
                                 {"epoch", F_UINT, REQ},
                                 {"pos", F_UINT, REQ},

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT
- * aside.c -- moves files under a folder of the run, never deleting one. */
+ * aside.c -- moves files under a folder of the run, never deleting one; finds
+ * a checkpoint saved into a buffer by its content. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -11,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/ckpt.h"
 #include "tools/aside.h"
 #include "tools/errbuf.h"
 
@@ -95,6 +97,11 @@ static int move_one(const char *dest, const char *src, char *err)
     return -1;
 }
 
+static int ts_before(const struct timespec *a, const struct timespec *b)
+{
+    return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
 /* created_since reports whether directory path was created at or after
  * since (its birth time, where the file system keeps one). */
 static int created_since(const char *path, const struct timespec *since)
@@ -125,41 +132,123 @@ static void prune(const char *path, const struct timespec *since)
     }
 }
 
-tp_err tpt_aside(const char *dest, char *const paths[], size_t n, const struct timespec *since,
-                 int *moved, char *err)
+/* ---- checkpoints found by content ---- */
+
+typedef struct finder {
+    const tpt_aside_spec *a;
+    char cwd[4096];
+    char **found; /* malloc'ed absolute names */
+    size_t n, cap;
+} finder;
+
+static int same_content(const char *path, const struct stat *st, void *arg)
 {
-    int count = 0, r;
-    for (size_t i = 0; i < n; i++) {
-        char dir[4096];
-        char *slash;
-        DIR *d;
-        struct dirent *de;
-        if (paths[i] == NULL || paths[i][0] != '/') continue;
-        if ((r = move_one(dest, paths[i], err)) < 0) return TP_EIO;
-        count += r;
-        snprintf(dir, sizeof dir, "%s", paths[i]);
-        if ((slash = strrchr(dir, '/')) == NULL) continue;
-        *slash = '\0';
-        if ((d = opendir(dir[0] ? dir : "/")) == NULL) continue;
-        while ((de = readdir(d)) != NULL) {
-            char p[8192];
-            struct stat st;
-            if (de->d_name[0] == '.' || kept(de->d_name)) continue;
-            snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
-            if (lstat(p, &st) != 0 || !S_ISREG(st.st_mode)) continue;
-            if (st.st_mtim.tv_sec < since->tv_sec ||
-                (st.st_mtim.tv_sec == since->tv_sec && st.st_mtim.tv_nsec < since->tv_nsec))
-                continue;
-            if ((r = move_one(dest, p, err)) < 0) {
-                closedir(d);
-                return TP_EIO;
-            }
-            count += r;
-        }
-        closedir(d);
+    finder *f = arg;
+    const tpt_snapshot *ex = f->a->before_exec;
+    tpa_ckpt_digest cd;
+    char abs[8192];
+    int match = 0;
+    size_t i;
+    for (i = 0; i < f->a->ncontents; i++)
+        if ((uint64_t)st->st_size == f->a->contents[i].size) break;
+    if (i == f->a->ncontents) return 0;
+    snprintf(abs, sizeof abs, "%s/%s", f->cwd, path + 2); /* path is "./..." */
+    /* only what this execution wrote: created, or modified since it began */
+    if (ts_before(&st->st_mtim, &ex->at) && tpt_snapshot_had(ex, abs, st)) return 0;
+    if (tpa_ckpt_digest_file(path, &cd) != 0) return 0;
+    for (i = 0; i < f->a->ncontents && !match; i++)
+        match = cd.have && (uint64_t)st->st_size == f->a->contents[i].size &&
+                memcmp(cd.out, f->a->contents[i].digest, sizeof cd.out) == 0;
+    free(cd.records);
+    if (!match) return 0;
+    if (f->n == f->cap) {
+        size_t cap = f->cap ? f->cap * 2 : 8;
+        char **v = realloc(f->found, cap * sizeof *v);
+        if (v == NULL) return -1;
+        f->found = v;
+        f->cap = cap;
     }
-    for (size_t i = 0; i < n; i++)
-        if (paths[i] != NULL && paths[i][0] == '/') prune(paths[i], since);
-    *moved = count;
-    return TP_OK;
+    if ((f->found[f->n] = strdup(abs)) == NULL) return -1;
+    f->n++;
+    return 0;
+}
+
+/* ---- moving ---- */
+
+/* aside_one moves checkpoint path and the files the execution created beside
+ * it; 0, or -1 with err. */
+static int aside_one(const tpt_aside_spec *a, const char *path, tpt_aside_result *out, char *err)
+{
+    char dir[4096];
+    char *slash;
+    DIR *d;
+    struct dirent *de;
+    struct stat st;
+    int r;
+    if (path == NULL || path[0] != '/' || lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
+    if (tpt_snapshot_had(a->before_tool, path, &st)) {
+        out->kept++;
+        return 0;
+    }
+    if ((r = move_one(a->dest, path, err)) < 0) return -1;
+    out->moved += r;
+    snprintf(dir, sizeof dir, "%s", path);
+    if ((slash = strrchr(dir, '/')) == NULL) return 0;
+    *slash = '\0';
+    if ((d = opendir(dir[0] ? dir : "/")) == NULL) return 0;
+    while ((de = readdir(d)) != NULL) {
+        char p[8192];
+        if (de->d_name[0] == '.' || kept(de->d_name)) continue;
+        snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+        if (lstat(p, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+        /* created by this execution: written to is not enough (a log the
+         * user redirects to, a file of theirs the script appends to) */
+        if (tpt_snapshot_had(a->before_exec, p, &st) || tpt_snapshot_had(a->before_tool, p, &st))
+            continue;
+        if ((r = move_one(a->dest, p, err)) < 0) {
+            closedir(d);
+            return -1;
+        }
+        out->moved += r;
+    }
+    closedir(d);
+    return 0;
+}
+
+tp_err tpt_aside(const tpt_aside_spec *a, tpt_aside_result *out, char *err)
+{
+    finder f;
+    tp_err rc = TP_OK;
+    tpt_aside_result res = {0, 0, 0, false};
+    memset(&f, 0, sizeof f);
+    f.a = a;
+    if (a->ncontents > 0) {
+        if (getcwd(f.cwd, sizeof f.cwd) == NULL) {
+            rc = tpt_seterr(err, TP_EIO, "cannot tell the working directory: %s", strerror(errno));
+            goto done;
+        }
+        if (tpt_tree_walk(same_content, &f, &res.truncated) != 0) {
+            rc = tpt_seterr(err, TP_ENOMEM, "out of memory");
+            goto done;
+        }
+        res.found = (int)f.n;
+    }
+    for (size_t i = 0; i < a->npaths; i++)
+        if (aside_one(a, a->paths[i], &res, err) != 0) {
+            rc = TP_EIO;
+            goto done;
+        }
+    for (size_t i = 0; i < f.n; i++)
+        if (aside_one(a, f.found[i], &res, err) != 0) {
+            rc = TP_EIO;
+            goto done;
+        }
+    for (size_t i = 0; i < a->npaths; i++)
+        if (a->paths[i] != NULL && a->paths[i][0] == '/') prune(a->paths[i], &a->before_exec->at);
+    for (size_t i = 0; i < f.n; i++) prune(f.found[i], &a->before_exec->at);
+    *out = res;
+done:
+    for (size_t i = 0; i < f.n; i++) free(f.found[i]);
+    free(f.found);
+    return rc;
 }

@@ -23,6 +23,7 @@
 #include "tools/opts.h"
 #include "tools/paths.h"
 #include "tools/session.h"
+#include "tools/tree.h"
 #include "tools/words.h"
 
 static const char *at_s, *resume_cmd, *resume_args;
@@ -60,36 +61,64 @@ typedef struct plan {
     char capture[64], interrupt[64];
 } plan;
 
-/* saved_paths asks the daemon which files an execution saved. */
-static tp_err saved_paths(tpt_session *s, int64_t exec, char ***paths, size_t *n, char **text,
-                          char *err)
+typedef struct saves {
+    char *text;   /* the daemon's answer, which paths point into */
+    char **paths; /* files saved to */
+    size_t npaths;
+    tpt_content *contents; /* buffers saved into */
+    size_t ncontents;
+} saves;
+
+static void saves_free(saves *v)
 {
-    char *t, *line, *save = NULL;
-    size_t k = 0, cap = 8;
-    char **v;
-    tp_err rc = tpt_query(tpt_session_client(s), "saves", exec, &t, err);
-    if (rc != TP_OK) return rc;
-    v = malloc(cap * sizeof *v);
-    if (v == NULL) {
-        free(t);
+    free(v->text);
+    free(v->paths);
+    free(v->contents);
+}
+
+/* parse_content reads "buffer <32 hex digits> <size>". */
+static int parse_content(const char *line, tpt_content *c)
+{
+    const char *p = line + 7;
+    char *end;
+    unsigned long long size;
+    for (int i = 0; i < 16; i++, p += 2) {
+        unsigned hi, lo;
+        if (sscanf(p, "%1x%1x", &hi, &lo) != 2) return -1;
+        c->digest[i] = (uint8_t)(hi << 4 | lo);
+    }
+    if (*p != ' ') return -1;
+    errno = 0;
+    size = strtoull(p + 1, &end, 10);
+    if (errno || *end || size == 0) return -1;
+    c->size = size;
+    return 0;
+}
+
+/* saved asks the daemon what an execution saved: the files it saved to, and
+ * the digest and size of each buffer it saved into. */
+static tp_err saved(tpt_session *s, int64_t exec, saves *v, char *err)
+{
+    char *line, *save = NULL;
+    size_t nlines = 1;
+    tp_err rc;
+    memset(v, 0, sizeof *v);
+    if ((rc = tpt_query(tpt_session_client(s), "saves", exec, &v->text, err)) != TP_OK) return rc;
+    for (const char *c = v->text; *c; c++) nlines += *c == '\n';
+    v->paths = malloc((nlines + 1) * sizeof *v->paths);
+    v->contents = malloc(nlines * sizeof *v->contents);
+    if (v->paths == NULL || v->contents == NULL) {
+        saves_free(v);
         return tpt_seterr(err, TP_ENOMEM, "out of memory");
     }
-    for (line = strtok_r(t, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        if (k + 1 >= cap) {
-            char **nv = realloc(v, (cap *= 2) * sizeof *v);
-            if (nv == NULL) {
-                free(v);
-                free(t);
-                return tpt_seterr(err, TP_ENOMEM, "out of memory");
-            }
-            v = nv;
-        }
-        v[k++] = line;
+    for (line = strtok_r(v->text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if (line[0] == '/')
+            v->paths[v->npaths++] = line;
+        else if (strncmp(line, "buffer ", 7) == 0 &&
+                 parse_content(line, &v->contents[v->ncontents]) == 0)
+            v->ncontents++;
     }
-    v[k] = NULL;
-    *paths = v;
-    *n = k;
-    *text = t;
+    v->paths[v->npaths] = NULL;
     return TP_OK;
 }
 
@@ -113,41 +142,53 @@ static int run_one(tpt_session *s, int64_t run, const char *role, char **argv, c
     return 0;
 }
 
-/* baseline runs A or B and moves what it saved out of the way. */
-static int baseline(tpt_session *s, int64_t run, const char *role, plan *p)
+/* baseline runs A or B and moves what it saved out of the way; tool is the
+ * working directory when trainparity-run started, before as this execution
+ * starts. */
+static int baseline(tpt_session *s, int64_t run, const char *role, plan *p,
+                    const tpt_snapshot *tool, const tpt_snapshot *before)
 {
     char err[TPT_ERR_LEN], dest[4096], sub[64];
     char *env[] = {p->capture, NULL};
     tpt_exec_result res;
-    struct timespec start;
-    char **paths = NULL, *text = NULL;
-    size_t n = 0;
-    int moved = 0;
-    clock_gettime(CLOCK_REALTIME, &start);
+    tpt_aside_result ar = {0, 0, 0, false};
+    saves v;
     if (run_one(s, run, role, p->o.cmd, env, &res) != 0) return -1;
-    if (saved_paths(s, res.exec, &paths, &n, &text, err) != TP_OK) {
+    if (saved(s, res.exec, &v, err) != TP_OK) {
         tpt_error("%s: cannot list its checkpoints: %s", role, err);
         return -1;
     }
-    if (n > 0) {
+    if (v.npaths > 0 || v.ncontents > 0) {
+        tpt_aside_spec a = {dest, v.paths, v.npaths, v.contents, v.ncontents, tool, before};
         /* .trainparity/runs/<run>/<role>, one level at a time */
         tp_err rc = tpt_state_dir("runs", dest, sizeof dest, err);
         snprintf(sub, sizeof sub, "runs/%lld", (long long)run);
         if (rc == TP_OK) rc = tpt_state_dir(sub, dest, sizeof dest, err);
         snprintf(sub, sizeof sub, "runs/%lld/%s", (long long)run, role);
         if (rc == TP_OK) rc = tpt_state_dir(sub, dest, sizeof dest, err);
-        if (rc == TP_OK) rc = tpt_aside(dest, paths, n, &start, &moved, err);
+        if (rc == TP_OK) rc = tpt_aside(&a, &ar, err);
         if (rc != TP_OK) {
             tpt_error("%s: cannot move its checkpoints aside: %s", role, err);
-            free(paths);
-            free(text);
+            saves_free(&v);
             return -1;
         }
     }
-    if (moved > 0)
-        tpt_progress("resume", "%s: moved %d file(s) it saved aside to %s", role, moved, dest);
-    free(paths);
-    free(text);
+    if (ar.found > 0)
+        tpt_progress("resume", "%s: found %d file(s) holding what it saved into a buffer", role,
+                     ar.found);
+    if (ar.moved > 0)
+        tpt_progress("resume", "%s: moved %d file(s) it saved aside to %s", role, ar.moved, dest);
+    if (ar.kept > 0)
+        tpt_progress("resume",
+                     "%s: left %d checkpoint(s) in place: they existed before trainparity-run "
+                     "started",
+                     role, ar.kept);
+    if (ar.truncated)
+        tpt_progress("resume",
+                     "%s: too many files under the working directory to search them all for "
+                     "what it saved into a buffer",
+                     role);
+    saves_free(&v);
     return 0;
 }
 
@@ -207,16 +248,23 @@ int tpt_cmd_resume(int argc, char **argv)
     tpt_session *s = NULL;
     tpt_exec_result res;
     tpt_tolerance tol;
+    tpt_snapshot tool, before_b = {{0, 0}, NULL, 0, false};
     plan p;
     int64_t run;
     int st;
 
     if ((st = parse_plan(&p, argc, argv)) >= 0) return st;
+    if (tpt_snapshot_take(&tool, err) != TP_OK) {
+        tpt_error("%s", err);
+        free(p.owned);
+        return TPT_EXIT_ERROR;
+    }
     ienv[0] = p.capture, ienv[1] = p.interrupt, ienv[2] = NULL;
     renv[0] = p.capture, renv[1] = NULL;
     params_json(&p, params, sizeof params);
     if (tpt_session_open(&s, err) != TP_OK) {
         tpt_error("%s", err);
+        tpt_snapshot_free(&tool);
         free(p.owned);
         return TPT_EXIT_ERROR;
     }
@@ -226,7 +274,15 @@ int tpt_cmd_resume(int argc, char **argv)
         goto done;
     }
     tpt_progress("resume", "run %lld", (long long)run);
-    if (baseline(s, run, "A", &p) != 0 || baseline(s, run, "B", &p) != 0) goto done;
+    /* The pre-start snapshot is taken before anything else happens: nothing
+     * that existed then (the file stdout is redirected to, a checkpoint of
+     * an earlier run) is ever moved aside. */
+    if (baseline(s, run, "A", &p, &tool, &tool) != 0) goto done;
+    if (tpt_snapshot_take(&before_b, err) != TP_OK) {
+        tpt_error("%s", err);
+        goto done;
+    }
+    if (baseline(s, run, "B", &p, &tool, &before_b) != 0) goto done;
     if (run_one(s, run, "I", p.o.cmd, ienv, &res) != 0) goto done;
     if (run_one(s, run, "R", p.resume, renv, &res) != 0) goto done;
     tol.declared = p.o.rtol_set || p.o.atol_set;
@@ -235,6 +291,8 @@ int tpt_cmd_resume(int argc, char **argv)
     st = tpt_judge(tpt_session_client(s), run, &tol, p.o.json);
 done:
     if (tpt_session_close(s, err) != TP_OK) tpt_error("%s", err);
+    tpt_snapshot_free(&tool);
+    tpt_snapshot_free(&before_b);
     free(p.owned);
     return st;
 }

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # setup.sh -- installs what TrainParity needs and is missing: Debian packages
-# (apt-get) and a project venv with torch 2.13 and NumPy.  Re-running it when
-# everything is there takes well under a second.
+# (apt-get) and a project venv with torch 2.13, NumPy, safetensors and the
+# pinned trainers the framework fixtures run (transformers, accelerate,
+# lightning; torch is in the same pip command, so none of them can pull
+# another torch).  Re-running it when everything is there takes well under a
+# second.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,13 +31,13 @@ if [ ${#missing[@]} -gt 0 ]; then
     "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-want="torch==2.13.0 numpy safetensors"
+want="torch==2.13.0 numpy safetensors transformers==5.24.0 accelerate==1.15.0 lightning==2.6.6"
 stamp=.venv/.trainparity-ready
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     py=${TRAINPARITY_PYTHON:-python3}
     [ -x .venv/bin/python ] || { say "creating .venv with $($py --version 2>&1)"; "$py" -m venv .venv; }
     say "installing $want into .venv"
     .venv/bin/python -m pip install -q --disable-pip-version-check $want
-    .venv/bin/python -c 'import torch, numpy' 
+    .venv/bin/python -c 'import torch, numpy, transformers, accelerate, lightning'
     printf '%s' "$want" >"$stamp"
 fi

@@ -177,6 +177,88 @@ def leaves_of(w, p):
     return out
 
 
+def closure_run(py, mode):
+    """closures.py under the agent: its output (bit identity with a run
+    without the agent checked), its trainer process and its step events."""
+    w = Workdir()
+    r = w.run("record", "--", py, fixture("closures.py"), mode)
+    assert r.returncode == 0, r.stderr
+    out = [l for l in r.stdout.splitlines() if l.startswith(("loss ", "weights ", "lbfgs_gnorm "))]
+    plain = [l for l in plain_output(py, "closures.py", mode).splitlines() if not l.startswith("{")]
+    assert out == plain, "the agent changed the training"
+    p = trainer(w)
+    complete(p)
+    return out, last_json(r.stdout), w, p
+
+
+def test_closures(py):
+    """optimizer.step(closure) (Lightning, LBFGS): the step's gradients are
+    those its closure computed, not the previous step's; the events come in
+    the order backward, step pre, step post; training is unchanged."""
+    c_out, want, cw, cp = closure_run(py, "closure")
+    p_out, _, pw, pp = closure_run(py, "plain")
+    assert c_out == p_out, "a closure changed the training itself"
+
+    def pres(w, p):
+        return [e for e in w.events(p["pid"], "step") if e["body"]["phase"] == "pre"]
+
+    cpre, ppre = pres(cw, cp), pres(pw, pp)
+    assert len(cpre) == len(ppre) == want["steps"], (len(cpre), len(ppre), want)
+    for c, q in zip(cpre, ppre):
+        assert c["step"] == q["step"] and c["body"]["ngrads"] == q["body"]["ngrads"] > 0, (c, q)
+        assert c["body"]["grads"] == q["body"]["grads"], "step %d: grads differ" % c["step"]
+        assert c["body"]["gnorm"] == q["body"]["gnorm"], (c["body"]["gnorm"], q["body"]["gnorm"])
+    # SGD and Adam: one backward, then pre, then post, step after step
+    n = want["steps"] - want["lbfgs_steps"]
+    kinds = [(e["kind"], e["body"].get("phase")) for e in cw.events(cp["pid"])
+             if e["kind"] in ("backward", "step")]
+    assert kinds[:3 * n] == [("backward", None), ("step", "pre"), ("step", "post")] * n, kinds
+    # LBFGS calls its closure several times a step: the first call's
+    # gradients are the step's, and only that call emits
+    norms = [float(l.split()[1]) for l in c_out if l.startswith("lbfgs_gnorm ")]
+    lb = [e["body"] for e in cpre if e["body"]["cls"] == "LBFGS"]
+    assert len(lb) == len(norms) == want["lbfgs_steps"], (lb, norms)
+    for b, g in zip(lb, norms):
+        assert abs(b["gnorm"] - g) <= 1e-5 * g, (b["gnorm"], g)
+    bwd = [e["step"] for e in cw.events(cp["pid"], "backward")]
+    assert len(bwd) > want["steps"], "LBFGS called its closure once a step: nothing tested"
+
+
+def test_attention_dropout(py):
+    """--disable-dropout (TRAINPARITY_DISABLE_DROPOUT=1) reaches fused
+    attention: scaled_dot_product_attention(dropout_p=...) and
+    nn.MultiheadAttention compute as without dropout; without it they draw."""
+    got = {}
+    for env in ((), ("TRAINPARITY_DISABLE_DROPOUT=1",)):
+        w = Workdir()
+        r = w.run("record", "--", "env", *env, py, fixture("attention_dropout.py"))
+        assert r.returncode == 0, r.stderr
+        complete(trainer(w))
+        got[bool(env)] = last_json(r.stdout)
+    assert "mha" in got[True], got
+    assert all(got[True].values()), got
+    assert not any(got[False].values()), got
+
+
+def test_wrapped_sampler(py):
+    """A batch sampler wrapping another (accelerate's prepared loaders): the
+    sampler reported is the one that orders the samples, not the
+    DataLoader's unused SequentialSampler; total_size is that sampler's."""
+    w = Workdir()
+    r = w.run("record", "--", py, fixture("wrapped_sampler.py"))
+    assert r.returncode == 0, r.stderr
+    want = last_json(r.stdout)["loaders"]
+    p = trainer(w)
+    complete(p)
+    got = {}
+    for e in w.events(p["pid"], "batch"):
+        b = e["body"]
+        got.setdefault(b["loader"], set()).add((b["sampler"], b["total_size"]))
+    assert sorted(got) == list(range(len(want))), got
+    for i, (name, total) in enumerate(want):
+        assert got[i] == {(name, total)}, (i, got[i], name, total)
+
+
 def test_parallel_equals_serial(py):
     """Digests hashed on torch's compute threads equal those hashed on the
     training thread alone, event for event."""

@@ -13,6 +13,7 @@ typedef struct world {
     tpd_run *run;
     tpd_exec ex[4];
     tpd_proc pr[4];
+    uint64_t seq[4]; /* the next event of each process (data and backward) */
 } world;
 
 enum { A, B, I, R };
@@ -428,6 +429,240 @@ START_TEST(test_verdict_resume_missing_component_fails)
 }
 END_TEST
 
+/* ---- the training data stream ---- */
+
+enum { NB = 6, BS = 4 }; /* an epoch: 6 batches of 4 of 24 samples */
+
+/* ids holds the shuffled epoch: batch k is ids[BS k .. BS k + BS). */
+static int64_t ids[NB * BS], eval_ids[2 * BS], other_ids[BS] = {90, 91, 92, 93};
+
+static void ids_init(void)
+{
+    for (int i = 0; i < NB * BS; i++) ids[i] = (5 * i + 3) % (NB * BS);
+    for (int i = 0; i < 2 * BS; i++) eval_ids[i] = 100 + i;
+}
+
+static void batch_ev(world *w, int who, uint32_t loader, uint32_t epoch, int64_t step,
+                     const int64_t *v, bool end)
+{
+    tpd_proc *p = &w->pr[who];
+    tpd_batch *b =
+        tpd_arena_grow(w->run->arena, p->batches, &p->batches_cap, p->nbatches + 1, sizeof *b);
+    ck_assert_ptr_nonnull(b);
+    p->batches = b;
+    b = &p->batches[p->nbatches++];
+    memset(b, 0, sizeof *b);
+    b->seq = 100 + w->seq[who]++;
+    b->step = step;
+    b->loader = loader;
+    b->epoch = epoch;
+    b->end = end;
+    b->has_ids = !end;
+    b->n = end ? 0 : BS;
+    b->ids = end ? NULL : v;
+}
+
+static void backward_ev(world *w, int who, int64_t step)
+{
+    tpd_proc *p = &w->pr[who];
+    tpd_mark *m = tpd_arena_grow(w->run->arena, p->marks, &p->marks_cap, p->nmarks + 1, sizeof *m);
+    ck_assert_ptr_nonnull(m);
+    p->marks = m;
+    m = &p->marks[p->nmarks++];
+    memset(m, 0, sizeof *m);
+    m->seq = 100 + w->seq[who]++;
+    m->step = step;
+    m->kind = TP_K_BACKWARD;
+    m->n = 1;
+}
+
+/* evaluate runs an evaluation pass of loader 1 (2 batches, no backward). */
+static void evaluate(world *w, int who, uint32_t epoch, int64_t step)
+{
+    batch_ev(w, who, 1, epoch, step, eval_ids, false);
+    batch_ev(w, who, 1, epoch, step, eval_ids + BS, false);
+    batch_ev(w, who, 1, epoch, step, NULL, true);
+}
+
+/* feed adds to who one pass of loader over the epoch from batch first: it
+ * fetches and drops `discard` batches (a skip by iterating), then trains one
+ * step per batch from local step local0, fetching `ahead` batches ahead (a
+ * prefetching loader), with an evaluation pass after local step eval (-1:
+ * none). */
+static void feed(world *w, int who, uint32_t loader, int first, int discard, int64_t local0,
+                 int ahead, int64_t eval)
+{
+    int next = first;
+    bool ended = false;
+    int64_t step = local0;
+    for (int d = 0; d < discard; d++) batch_ev(w, who, loader, 0, step, ids + BS * next++, false);
+    for (int k = first + discard; k < NB; k++, step++) {
+        while (next <= k + ahead && next < NB)
+            batch_ev(w, who, loader, 0, step, ids + BS * next++, false);
+        if (!ended && next == NB && k + ahead >= NB) {
+            batch_ev(w, who, loader, 0, step, NULL, true);
+            ended = true;
+        }
+        backward_ev(w, who, step);
+        if (step == eval) evaluate(w, who, (uint32_t)w->seq[who], step);
+    }
+    if (!ended) batch_ev(w, who, loader, 0, step, NULL, true);
+}
+
+/* baselines feeds A and B the whole epoch, ahead batches ahead. */
+static world *with_data(int ahead, int64_t eval)
+{
+    world *w = clean();
+    ids_init();
+    feed(w, A, 0, 0, 0, 0, ahead, eval);
+    feed(w, B, 0, 0, 0, 0, ahead, eval);
+    return w;
+}
+
+START_TEST(test_verdict_resume_data_prefetch_and_new_loader_pass)
+{
+    /* accelerate: the loaders fetch one batch ahead, and R skips the 3
+     * batches trained with a new DataLoader (another loader number) */
+    world *w = with_data(1, -1);
+    tpd_result res;
+    feed(w, R, 1, 3, 0, 0, 1, -1);
+    res = judge(w, NULL);
+    ck_assert_msg(res.outcome == TPD_PASS, "%s", res.text);
+    ck_assert_msg(strstr(res.text, "12 samples of the training stream") != NULL, "%s", res.text);
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
+START_TEST(test_verdict_resume_data_skipping_one_too_many_fails)
+{
+    world *w = with_data(1, -1);
+    tpd_result res;
+    feed(w, R, 1, 4, 0, 0, 1, -1);
+    res = judge(w, NULL);
+    ck_assert_msg(res.outcome == TPD_FAIL, "%s", res.text);
+    ck_assert_str_eq(res.path, "data.ids");
+    ck_assert_int_eq(res.step, 3);
+    ck_assert_msg(strstr(res.text, "sample 12 of the training stream (R's sample 0)") != NULL, "%s",
+                  res.text);
+    /* R's batch (batch 4) against A's samples at the same positions (batch 3) */
+    ck_assert_msg(strstr(res.text, "[11, 16, 21, 2] (4 ids)") != NULL, "%s", res.text);
+    ck_assert_msg(strstr(res.text, "[15, 20, 1, 6] (4 ids)") != NULL, "%s", res.text);
+    ck_assert_ptr_nonnull(strstr(res.json, "\"group\":\"data\""));
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
+START_TEST(test_verdict_resume_data_epoch_restart_fails)
+{
+    world *w = with_data(0, -1);
+    tpd_result res;
+    feed(w, R, 0, 0, 0, 0, 0, -1);
+    res = judge(w, NULL);
+    ck_assert_msg(res.outcome == TPD_FAIL, "%s", res.text);
+    ck_assert_str_eq(res.path, "data.ids");
+    ck_assert_int_eq(res.step, 3);
+    ck_assert_msg(strstr(res.text, "data pipeline did not resume") != NULL, "%s", res.text);
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
+START_TEST(test_verdict_resume_data_eval_passes_are_ignored)
+{
+    /* A and B evaluate twice with one loader (between steps 1 and 2, and 4
+     * and 5), R once at another point: evaluation is not training data */
+    world *w = clean();
+    tpd_result res;
+    ids_init();
+    for (int k = A; k <= B; k++) {
+        evaluate(w, k, 0, 0); /* a sanity check before training */
+        feed(w, k, 0, 0, 0, 0, 0, 1);
+        evaluate(w, k, 2, 5);
+    }
+    feed(w, R, 2, 3, 0, 0, 0, 0);
+    res = judge(w, NULL);
+    ck_assert_msg(res.outcome == TPD_PASS, "%s", res.text);
+    ck_assert_msg(strstr(res.text, "12 samples of the training stream") != NULL, "%s", res.text);
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
+START_TEST(test_verdict_resume_data_passes_left_before_their_end_count)
+{
+    /* R takes one batch from a fresh iterator per step (next(iter(loader)),
+     * or a loop stopped at its step limit): no pass has an end event, and the
+     * backward of its only batch comes after that batch; A and B also leave
+     * a sanity check (2 batches of loader 1, no end, no backward) unfinished */
+    world *w = with_data(0, -1);
+    tpd_result res;
+    for (int k = A; k <= B; k++) {
+        tpd_proc *p = &w->pr[k];
+        p->nbatches = 0;
+        p->nmarks = 0;
+        batch_ev(w, k, 1, 0, 0, eval_ids, false);
+        batch_ev(w, k, 1, 0, 0, eval_ids + BS, false);
+        feed(w, k, 0, 0, 0, 0, 0, -1);
+    }
+    for (int b = 3; b < NB; b++) {
+        batch_ev(w, R, 0, (uint32_t)b, b - 3, ids + BS * b, false);
+        backward_ev(w, R, b - 3);
+    }
+    res = judge(w, NULL);
+    ck_assert_msg(res.outcome == TPD_PASS, "%s", res.text);
+    ck_assert_msg(strstr(res.text, "12 samples of the training stream") != NULL, "%s", res.text);
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
+START_TEST(test_verdict_resume_data_skip_by_discarding_passes)
+{
+    /* R iterates the epoch and drops the 3 batches already trained */
+    world *w = with_data(1, -1);
+    tpd_result res;
+    feed(w, R, 0, 0, 3, 0, 1, -1);
+    res = judge(w, NULL);
+    ck_assert_msg(res.outcome == TPD_PASS, "%s", res.text);
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
+START_TEST(test_verdict_resume_data_nondeterministic_baselines_abstain)
+{
+    world *w = with_data(0, -1);
+    tpd_result res;
+    feed(w, R, 1, 3, 0, 0, 0, -1);
+    w->pr[B].batches[2].ids = other_ids;
+    res = judge(w, NULL);
+    ck_assert_msg(res.outcome == TPD_ABSTAIN, "%s", res.text);
+    ck_assert_str_eq(res.path, "data.ids");
+    ck_assert_int_eq(res.step, 2);
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
+START_TEST(test_verdict_resume_data_after_model_divergence_is_not_first)
+{
+    /* the model differs at step 3, the data only at step 4: model first */
+    world *w = with_data(0, -1);
+    tpd_result res;
+    feed(w, R, 1, 3, 0, 0, 0, -1);
+    w->pr[R].batches[1].ids = other_ids;
+    w->pr[R].nrestores = 0;
+    set(w, R, 0, "model.fc.weight", tensor(0x55, 9.0));
+    res = judge(w, NULL);
+    ck_assert_msg(res.outcome == TPD_FAIL, "%s", res.text);
+    ck_assert_str_eq(res.path, "model.fc.weight");
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("verdict_resume");
@@ -444,6 +679,14 @@ static Suite *suite(void)
     tcase_add_test(tc, test_verdict_resume_failed_or_incomplete_executions_are_errors);
     tcase_add_test(tc, test_verdict_resume_tolerance_needs_values_or_proves_difference);
     tcase_add_test(tc, test_verdict_resume_missing_component_fails);
+    tcase_add_test(tc, test_verdict_resume_data_prefetch_and_new_loader_pass);
+    tcase_add_test(tc, test_verdict_resume_data_skipping_one_too_many_fails);
+    tcase_add_test(tc, test_verdict_resume_data_epoch_restart_fails);
+    tcase_add_test(tc, test_verdict_resume_data_eval_passes_are_ignored);
+    tcase_add_test(tc, test_verdict_resume_data_passes_left_before_their_end_count);
+    tcase_add_test(tc, test_verdict_resume_data_skip_by_discarding_passes);
+    tcase_add_test(tc, test_verdict_resume_data_nondeterministic_baselines_abstain);
+    tcase_add_test(tc, test_verdict_resume_data_after_model_divergence_is_not_first);
     suite_add_tcase(s, tc);
     return s;
 }
