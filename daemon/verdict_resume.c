@@ -288,13 +288,19 @@ static void head_lines(ctx *x)
     if (x->pr) tpd_str_printf(&x->head, ", R %lld steps", (long long)x->pr->steps);
     tpd_str_puts(&x->head, "\n");
     if (x->armed) {
-        int n = 0;
+        int n = 0, buffers = 0;
         tpd_str_puts(&x->head, "  window      I saved");
         for (size_t i = 0; i < x->pi->nckpts; i++) {
             const tpd_ckpt *s = &x->pi->ckpts[i];
             if (s->load || s->seq < x->armed->seq) continue;
-            tpd_str_printf(&x->head, "%s %s", n++ ? "," : "", base(s->name));
+            if (s->name == NULL)
+                buffers++;
+            else
+                tpd_str_printf(&x->head, "%s %s", n++ ? "," : "", base(s->name));
         }
+        if (buffers)
+            tpd_str_printf(&x->head, "%s %d checkpoint%s into a buffer", n ? "," : "", buffers,
+                           buffers > 1 ? "s" : "");
         tpd_str_printf(&x->head, " at step %lld before the agent ended it\n", (long long)x->c);
     }
     if (x->loaded) {
