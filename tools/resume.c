@@ -26,7 +26,7 @@
 #include "tools/tree.h"
 #include "tools/words.h"
 
-static const char *at_s, *resume_cmd, *resume_args;
+static const char *at_s, *resume_cmd, *resume_args, *sample_id;
 
 static const tpt_optx extra[] = {
     {"at", "K",
@@ -38,6 +38,10 @@ static const tpt_optx extra[] = {
      "itself, for scripts that resume when a checkpoint exists",
      &resume_cmd},
     {"resume-args", "ARGS", "arguments appended to CMD to make it resume", &resume_args},
+    {"sample-id", "EXPR",
+     "a Python expression over `batch` giving its sample IDs, for datasets that carry "
+     "them (an IterableDataset); default: the sampler's indices",
+     &sample_id},
     {NULL, NULL, NULL, NULL},
 };
 
@@ -59,6 +63,7 @@ typedef struct plan {
     char **resume; /* R's command */
     char *owned;   /* allocation behind resume, if any */
     char capture[64], interrupt[64];
+    char *sample; /* TRAINPARITY_SAMPLE_ID=..., or NULL */
 } plan;
 
 typedef struct saves {
@@ -149,7 +154,7 @@ static int baseline(tpt_session *s, int64_t run, const char *role, plan *p,
                     const tpt_snapshot *tool, const tpt_snapshot *before)
 {
     char err[TPT_ERR_LEN], dest[4096], sub[64];
-    char *env[] = {p->capture, NULL};
+    char *env[] = {p->capture, p->sample, NULL};
     tpt_exec_result res;
     tpt_aside_result ar = {0, 0, 0, false};
     saves v;
@@ -196,7 +201,7 @@ static int parse_plan(plan *p, int argc, char **argv)
 {
     char err[TPT_ERR_LEN], *end;
     int st;
-    at_s = resume_cmd = resume_args = NULL;
+    at_s = resume_cmd = resume_args = sample_id = NULL;
     memset(p, 0, sizeof *p);
     if ((st = tpt_opts_cli(&spec, argc, argv, &p->o)) >= 0) return st;
     if (at_s != NULL) {
@@ -227,6 +232,16 @@ static int parse_plan(plan *p, int argc, char **argv)
     } else {
         p->resume = p->o.cmd;
     }
+    if (sample_id && sample_id[0] == '\0') {
+        tpt_error("resume: --sample-id wants a Python expression");
+        free(p->owned);
+        return TPT_EXIT_USAGE;
+    }
+    if (sample_id && asprintf(&p->sample, "TRAINPARITY_SAMPLE_ID=%s", sample_id) < 0) {
+        tpt_error("resume: out of memory");
+        free(p->owned);
+        return TPT_EXIT_ERROR;
+    }
     snprintf(p->capture, sizeof p->capture, "TRAINPARITY_CAPTURE=%s", p->o.capture);
     snprintf(p->interrupt, sizeof p->interrupt, "TRAINPARITY_INTERRUPT_AT=%lld", p->at);
     return -1;
@@ -244,7 +259,7 @@ static void params_json(const plan *p, char *out, size_t n)
 int tpt_cmd_resume(int argc, char **argv)
 {
     char err[TPT_ERR_LEN], params[512];
-    char *ienv[3], *renv[2];
+    char *ienv[4], *renv[3];
     tpt_session *s = NULL;
     tpt_exec_result res;
     tpt_tolerance tol;
@@ -257,15 +272,17 @@ int tpt_cmd_resume(int argc, char **argv)
     if (tpt_snapshot_take(&tool, err) != TP_OK) {
         tpt_error("%s", err);
         free(p.owned);
+        free(p.sample);
         return TPT_EXIT_ERROR;
     }
-    ienv[0] = p.capture, ienv[1] = p.interrupt, ienv[2] = NULL;
-    renv[0] = p.capture, renv[1] = NULL;
+    ienv[0] = p.capture, ienv[1] = p.interrupt, ienv[2] = p.sample, ienv[3] = NULL;
+    renv[0] = p.capture, renv[1] = p.sample, renv[2] = NULL;
     params_json(&p, params, sizeof params);
     if (tpt_session_open(&s, err) != TP_OK) {
         tpt_error("%s", err);
         tpt_snapshot_free(&tool);
         free(p.owned);
+        free(p.sample);
         return TPT_EXIT_ERROR;
     }
     st = TPT_EXIT_ERROR;
@@ -294,5 +311,6 @@ done:
     tpt_snapshot_free(&tool);
     tpt_snapshot_free(&before_b);
     free(p.owned);
+    free(p.sample);
     return st;
 }

@@ -111,9 +111,12 @@ tp_err tpt_snapshot_take(tpt_snapshot *s, char *err)
 {
     collect c = {NULL, 0, 0};
     memset(s, 0, sizeof *s);
-    /* The coarse clock is the one the kernel stamps files with, so a file
-     * created after this instant never carries an earlier time. */
-    clock_gettime(CLOCK_REALTIME_COARSE, &s->at);
+    /* The fine clock: a file created before this instant carries an
+     * earlier time whether the kernel stamped it with its coarse clock or,
+     * as multigrain timestamps do, with a fine-grained one (a coarse
+     * instant here could lag a file the shell created just before, the
+     * redirect target of the command, and take it for a newer one). */
+    clock_gettime(CLOCK_REALTIME, &s->at);
     if (tpt_tree_walk(add_id, &c, &s->truncated) != 0) {
         free(c.ids);
         return tpt_seterr(err, TP_ENOMEM, "out of memory listing the working directory");
