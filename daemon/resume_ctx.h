@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT
+ * resume_ctx.h -- what the resume verdict's parts share: the judging context
+ * of one run (verdict_resume.c: preconditions, comparison, the report) and
+ * the explanation of a FAIL (resume_why.c).  Internal to the resume verdict. */
+#ifndef TP_DAEMON_RESUME_CTX_H
+#define TP_DAEMON_RESUME_CTX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "daemon/compare.h"
+#include "daemon/obs.h"
+#include "daemon/result.h"
+#include "daemon/stream.h"
+#include "daemon/text.h"
+
+typedef struct tpd_rctx {
+    const tpd_run *run;
+    const tpd_cmp_opts *o;
+    const tpd_exec *A, *B, *I, *R;
+    const tpd_proc *pa, *pb, *pi, *pr;
+    const tpd_ckpt *armed;  /* I's save that armed the interruption */
+    const tpd_ckpt *loaded; /* R's first load of one of I's checkpoints */
+    const tpd_ckpt *saved;  /* the save of I's that it matches */
+    int64_t c;              /* the step of that save, in A's numbering */
+    int64_t r0;             /* R's step at the load */
+    tpd_str head;           /* lines under the outcome */
+    tpd_why why;            /* the explanation */
+    /* the training data streams' first divergences, A-B and A-R */
+    tpd_stream_div sab, sra;
+} tpd_rctx;
+
+/* tpd_resume_explain adds to x->why what the evidence says of R's first
+ * divergence from A, cmp->first: the state R had after loading against I's
+ * when it saved, where each restore's content came from, what the
+ * checkpoint holds, the RNGs and the data position (resume_why.c). */
+void tpd_resume_explain(tpd_rctx *x, const tpd_cmp_result *cmp);
+
+/* tpd_resume_base is the file name of path, or "a buffer" for NULL. */
+const char *tpd_resume_base(const char *path);
+/* tpd_resume_same_digest: both checkpoints have a content digest, equal. */
+bool tpd_resume_same_digest(const tpd_ckpt *a, const tpd_ckpt *b);
+
+#endif
