@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,17 +176,38 @@ static int same_content(const char *path, const struct stat *st, void *arg)
 
 /* ---- moving ---- */
 
+/* confined resolves path (symlinks, "..") into real and reports whether it
+ * lies in the working tree, outside the tool's own .trainparity/ folder.  A
+ * save's name is the agent's word: a name through a symlink, with "..", or
+ * forged by another local process must never make the tool move, or sweep
+ * beside, a file outside the tree (or the database). */
+static int confined(const char *path, char real[PATH_MAX])
+{
+    char cwd[PATH_MAX];
+    size_t cl;
+    if (realpath(path, real) == NULL || getcwd(cwd, sizeof cwd) == NULL) return 0;
+    cl = strlen(cwd);
+    if (cl == 1) cl = 0; /* the tree is / */
+    if (strncmp(real, cwd, cl) != 0 || real[cl] != '/') return 0;
+    return strncmp(real + cl, "/.trainparity/", 14) != 0;
+}
+
 /* aside_one moves checkpoint path and the files the execution created beside
  * it; 0, or -1 with err. */
-static int aside_one(const tpt_aside_spec *a, const char *path, tpt_aside_result *out, char *err)
+static int aside_one(const tpt_aside_spec *a, const char *name, tpt_aside_result *out, char *err)
 {
-    char dir[4096];
+    char dir[4096], path[PATH_MAX];
     char *slash;
     DIR *d;
     struct dirent *de;
     struct stat st;
     int r;
-    if (path == NULL || path[0] != '/' || lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
+    if (name == NULL || name[0] != '/' || lstat(name, &st) != 0) return 0;
+    if (!confined(name, path)) {
+        out->outside++;
+        return 0;
+    }
+    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
     if (tpt_snapshot_had(a->before_tool, path, &st)) {
         out->kept++;
         return 0;
@@ -219,7 +241,7 @@ tp_err tpt_aside(const tpt_aside_spec *a, tpt_aside_result *out, char *err)
 {
     finder f;
     tp_err rc = TP_OK;
-    tpt_aside_result res = {0, 0, 0, false};
+    tpt_aside_result res = {0, 0, 0, 0, false};
     memset(&f, 0, sizeof f);
     f.a = a;
     if (a->ncontents > 0) {
@@ -243,8 +265,13 @@ tp_err tpt_aside(const tpt_aside_spec *a, tpt_aside_result *out, char *err)
             rc = TP_EIO;
             goto done;
         }
-    for (size_t i = 0; i < a->npaths; i++)
-        if (a->paths[i] != NULL && a->paths[i][0] == '/') prune(a->paths[i], &a->before_exec->at);
+    for (size_t i = 0; i < a->npaths; i++) {
+        char real[PATH_MAX];
+        /* the folder the checkpoint was in: gone with it, or still there */
+        if (a->paths[i] != NULL && a->paths[i][0] == '/' && !strstr(a->paths[i], "/../") &&
+            !strstr(a->paths[i], "/./") && realpath(a->paths[i], real) == NULL)
+            prune(a->paths[i], &a->before_exec->at);
+    }
     for (size_t i = 0; i < f.n; i++) prune(f.found[i], &a->before_exec->at);
     *out = res;
 done:

@@ -16,7 +16,10 @@
  * file stdout is redirected to, a checkpoint left by an earlier run, which
  * the daemon then reports as loaded by a baseline that did not write it),
  * and a file beside a checkpoint is moved only when the execution created
- * it, not merely wrote to it.  Folders under the working directory that the
+ * it, not merely wrote to it.  Nothing outside the working tree (once
+ * symlinks and ".." are resolved) or inside .trainparity/ is ever moved: a
+ * save's name is the agent's word, which another local process can forge.
+ * Folders under the working directory that the
  * execution created and that are empty once its files are moved are
  * removed.  Nothing else is deleted: a move that crosses file systems
  * copies, then removes the original only after the copy is complete. */
@@ -51,6 +54,8 @@ typedef struct tpt_aside_result {
     int moved;      /* files moved */
     int found;      /* checkpoints found by their content */
     int kept;       /* checkpoints left in place: they predate trainparity-run */
+    int outside;    /* saves left alone: outside the working tree, or in
+                     * .trainparity/, once symlinks and ".." are resolved */
     bool truncated; /* the search by content did not see every file */
 } tpt_aside_result;
 

@@ -156,7 +156,7 @@ static int baseline(tpt_session *s, int64_t run, const char *role, plan *p,
     char err[TPT_ERR_LEN], dest[4096], sub[64];
     char *env[] = {p->capture, p->sample, NULL};
     tpt_exec_result res;
-    tpt_aside_result ar = {0, 0, 0, false};
+    tpt_aside_result ar = {0, 0, 0, 0, false};
     saves v;
     if (run_one(s, run, role, p->o.cmd, env, &res) != 0) return -1;
     if (saved(s, res.exec, &v, err) != TP_OK) {
@@ -188,6 +188,11 @@ static int baseline(tpt_session *s, int64_t run, const char *role, plan *p,
                      "%s: left %d checkpoint(s) in place: they existed before trainparity-run "
                      "started",
                      role, ar.kept);
+    if (ar.outside > 0)
+        tpt_progress("resume",
+                     "%s: left %d saved file(s) alone: outside the working directory (once "
+                     "symlinks and \"..\" are resolved), or in .trainparity/",
+                     role, ar.outside);
     if (ar.truncated)
         tpt_progress("resume",
                      "%s: too many files under the working directory to search them all for "
