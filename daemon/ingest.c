@@ -446,6 +446,8 @@ dbfail:
     return dberr(rc);
 }
 
+#define SEQ_LIMIT ((uint64_t)1 << 62)
+
 /* check_batch holds a decoded batch to what the store can keep. */
 static tp_err check_batch(const tpd_ingest *in, const tp_batch *b, bool check_token, char *why,
                           size_t whylen)
@@ -457,7 +459,9 @@ static tp_err check_batch(const tpd_ingest *in, const tp_batch *b, bool check_to
         return TP_EPROTO;
     }
     for (size_t i = 0; i < b->n; i++) {
-        if (b->ev[i].seq > INT64_MAX || b->ev[i].time_ns > INT64_MAX) {
+        /* seqs count a process's events from 0: one at 2^62 is no agent's,
+         * and the bookkeeping (gaps.c: seq + 1) must never overflow */
+        if (b->ev[i].seq >= SEQ_LIMIT || b->ev[i].time_ns > INT64_MAX) {
             snprintf(why, whylen, "events[%zu]: seq or time out of range", i);
             return TP_EPROTO;
         }

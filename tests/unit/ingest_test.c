@@ -507,6 +507,36 @@ START_TEST(test_ingest_token)
 }
 END_TEST
 
+START_TEST(test_ingest_huge_seq_refused)
+{
+    /* a seq no agent reaches (2^63-1 would overflow the gap bookkeeping's
+     * seq + 1) is malformed; the process's real events are kept */
+    static tdaemon d;
+    tp_buf req, rep;
+    tb t;
+    int64_t v;
+    tp_buf_init(&req);
+    tp_buf_init(&rep);
+    start(&d, NULL);
+    tb_begin(&t, 1, 4, 3, 0, NULL);
+    tb_backward(&t, (uint64_t)INT64_MAX, 0, 1.0, 1);
+    send_tb(&d, &t);
+    for (uint64_t s = 0; s < 2; s++) {
+        tb_begin(&t, 1, 4, 3, 0, NULL);
+        tb_backward(&t, s, 0, 1.0, 1);
+        send_tb(&d, &t);
+    }
+    seen_wait(&d, 4, 3, 1, &req, &rep);
+    tpd_serve_stop(d.sv);
+    join(&d);
+    ck_assert_int_eq(tpd_store_counter_get(d.s, "malformed", &v), TP_OK);
+    ck_assert_int_eq(v, 1);
+    tp_buf_free(&req);
+    tp_buf_free(&rep);
+    finish(&d);
+}
+END_TEST
+
 START_TEST(test_ingest_tcp_needs_token)
 {
     static tdaemon d;
@@ -606,6 +636,7 @@ static Suite *ingest_suite(void)
     tcase_add_test(tc, test_ingest_many_batches_few_transactions);
     tcase_add_test(tc, test_ingest_stop_commits_what_arrived);
     tcase_add_test(tc, test_ingest_token);
+    tcase_add_test(tc, test_ingest_huge_seq_refused);
     tcase_add_test(tc, test_ingest_tcp_needs_token);
     tcase_add_test(tc, test_ingest_ipc_directory_private);
     tcase_add_test(tc, test_ingest_default_listen);
