@@ -106,6 +106,11 @@ def _indexed(base, i, n):
     return base if n <= 1 else "%s[%d]" % (base, i)
 
 
+def _arg0(a, k, key):
+    """A call's first argument, given by position or as keyword `key`."""
+    return a[0] if a else k.get(key)
+
+
 def _env_int(name, default):
     try:
         return int(os.environ.get(name, default))
@@ -256,10 +261,8 @@ def _interrupt():
 # ---- optimizers ------------------------------------------------------------
 
 
-def _step_pre(opt, via, check=True):
+def _step_pre(opt, via):
     try:
-        if check and S.armed:
-            _interrupt()
         names = _param_names()
         params = [p for g in opt.param_groups for p in g["params"]]
         grads = []
@@ -311,24 +314,22 @@ def _wrap_opt_step(cls):
             return orig(self, *a, **k)
         _enter("opt")
         try:
-            via = "scaler" if _depth("scaler_step") else "optimizer"
-            closure = k.get("closure") if "closure" in k else (a[0] if a else None)
-            if not callable(closure):
-                params = _step_pre(self, via)
-                r = orig(self, *a, **k)
-                _step_post(self, params)
-                return r
             if S.armed:
                 _interrupt()
-            pre = []
-            wrapped = _closure_pre(closure, lambda: pre.append(_step_pre(self, via, False)))
-            if "closure" in k:
-                k = dict(k, closure=wrapped)
+            via = "scaler" if _depth("scaler_step") else "optimizer"
+            pre = []  # the step's parameters, once its pre event is out
+            closure = _arg0(a, k, "closure")
+            if callable(closure):
+                wrapped = _closure_pre(closure, lambda: pre.append(_step_pre(self, via)))
+                if "closure" in k:
+                    k = dict(k, closure=wrapped)
+                else:
+                    a = (wrapped,) + a[1:]
             else:
-                a = (wrapped,) + a[1:]
+                pre.append(_step_pre(self, via))
             r = orig(self, *a, **k)
-            if not pre:
-                pre.append(_step_pre(self, via, False))
+            if not pre:  # the optimizer never called its closure
+                pre.append(_step_pre(self, via))
             _step_post(self, pre[0])
             return r
         finally:
@@ -497,10 +498,6 @@ def _emit_restore(what, obj, op, missing=None, unexpected=None, seed=None, arg=_
     _tp.emit("restore", body)
 
 
-def _arg0(a, k, key):
-    return a[0] if a else k.get(key)
-
-
 def _restore_hook(what, registry):
     def after(self, result, a, k):
         if registry is None:
@@ -583,7 +580,7 @@ def _wrap_function(mod, name, after, cat):
 
 
 def _seed_of(a, k, key="seed"):
-    v = a[0] if a else k.get(key)
+    v = _arg0(a, k, key)
     try:
         return int(v)
     except Exception:
@@ -1219,13 +1216,16 @@ def _loader_body(it, pos):
             body["dataset_len"] = len(dl.dataset)
         except Exception:
             pass
-        try:
-            s = _order_sampler(dl)
-        except Exception:  # a user batch sampler's attribute that raises
-            s = dl.sampler
-        body["sampler"] = type(s).__name__
-        n = getattr(s, "total_size", None)
-        body["total_size"] = n if isinstance(n, int) and not isinstance(n, bool) else None
+        order = it.__dict__.get("_tp_order")  # the same for every batch of it
+        if order is None:
+            try:
+                s = _order_sampler(dl)
+            except Exception:  # a user batch sampler's attribute that raises
+                s = dl.sampler
+            n = getattr(s, "total_size", None)
+            order = it._tp_order = (type(s).__name__,
+                                    n if isinstance(n, int) and not isinstance(n, bool) else None)
+        body["sampler"], body["total_size"] = order
         body["drop_last"] = bool(dl.drop_last)
     return body
 

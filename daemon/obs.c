@@ -277,9 +277,7 @@ tp_err tpd_proc_add_event(tpd_arena *a, tpd_proc *p, const tp_event *e)
         return add_step(a, p, e);
     case TP_K_BATCH: {
         /* not a timeline item: data is compared as a stream (stream.c) */
-        tp_err rc = tpd_proc_add_batch(a, p, e);
-        if (rc == TP_OK) p->batches[p->nbatches - 1].step = e->step;
-        return rc;
+        return tpd_proc_add_batch(a, p, e);
     }
     case TP_K_SAVE:
         return add_ckpt(a, p, e, false);

@@ -105,6 +105,7 @@ tp_err tpd_proc_add_batch(tpd_arena *a, tpd_proc *p, const tp_event *e)
     tp_err rc;
     memset(&b, 0, sizeof b);
     b.seq = e->seq;
+    b.step = e->step;
     b.rank = -1;
     b.world = 1;
     tp_mpr_init(&r, e->body, e->body_len);

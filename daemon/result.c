@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT
  * result.c -- verdict results. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,14 @@ void tpd_why_vadd(tpd_why *w, const char *kind, const char *fmt, va_list ap)
     tpd_str_jsonz(&w->json, line);
     tpd_str_puts(&w->json, "}");
     w->n++;
+}
+
+void tpd_why_add(tpd_why *w, const char *kind, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    tpd_why_vadd(w, kind, fmt, ap);
+    va_end(ap);
 }
 
 void tpd_why_free(tpd_why *w)

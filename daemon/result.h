@@ -42,6 +42,9 @@ typedef struct tpd_why {
 
 /* tpd_why_vadd appends one line, formatted from fmt and ap. */
 void tpd_why_vadd(tpd_why *w, const char *kind, const char *fmt, va_list ap);
+/* tpd_why_add appends one line, formatted from fmt. */
+void tpd_why_add(tpd_why *w, const char *kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* tpd_why_free frees w's text and JSON and empties it. */
 void tpd_why_free(tpd_why *w);
 

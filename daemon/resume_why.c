@@ -3,7 +3,6 @@
  * state R had after loading against the state I had when it saved, the
  * restores R performed after the load and where their content came from,
  * the checkpoint's contents, the RNGs and the data position. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -14,17 +13,6 @@
 #define MAX_EXAMPLES 4
 
 typedef tpd_rctx ctx;
-
-static void add_why(ctx *x, const char *kind, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void add_why(ctx *x, const char *kind, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    tpd_why_vadd(&x->why, kind, fmt, ap);
-    va_end(ap);
-}
 
 static void val_str(const tpd_val *v, char *buf, size_t n)
 {
@@ -39,10 +27,10 @@ static void val_str(const tpd_val *v, char *buf, size_t n)
  * (provenance.h); the others (an object reloading its own state, an RNG
  * state kept in memory) are kept apart, with the function that made them. */
 typedef struct restored {
-    bool module, optimizer, scheduler, scaler;
-    const char *other[TPD_G__COUNT]; /* group: caller of a restore from elsewhere */
-    bool other_seen[TPD_G__COUNT];
-    bool rng_set[4]; /* torch_cpu, cuda, python, numpy */
+    bool ours[TPD_G__COUNT];         /* group: restored from the checkpoint */
+    bool other_seen[TPD_G__COUNT];   /* group: restored from elsewhere */
+    const char *other[TPD_G__COUNT]; /* the caller of the last of those */
+    bool rng_set[4];                 /* torch_cpu, cuda, python, numpy */
     bool rng_seeded[4];
     bool rng_seed_known[4];
     int64_t rng_seed[4];
@@ -75,13 +63,29 @@ static bool from_checkpoint(ctx *x, const tpd_restore *r)
     return false;
 }
 
+/* restore_group is the group a restore's `what` puts back, TPD_G_OTHER for
+ * an RNG or anything unknown. */
+static tpd_group restore_group(const char *what)
+{
+    static const struct {
+        const char *what;
+        tpd_group g;
+    } t[] = {{"module", TPD_G_MODEL},
+             {"optimizer", TPD_G_OPTIMIZER},
+             {"scheduler", TPD_G_SCHEDULER},
+             {"scaler", TPD_G_SCALER}};
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if (!strcmp(what, t[i].what)) return t[i].g;
+    return TPD_G_OTHER;
+}
+
 static void collect_restores(ctx *x, restored *rs)
 {
     memset(rs, 0, sizeof *rs);
     for (size_t i = 0; i < x->pr->nrestores; i++) {
         const tpd_restore *r = &x->pr->restores[i];
         bool ours;
-        tpd_group g = TPD_G_OTHER;
+        tpd_group g;
         int k;
         if (r->seq < x->loaded->seq || r->what == NULL) continue;
         ours = from_checkpoint(x, r);
@@ -100,41 +104,22 @@ static void collect_restores(ctx *x, restored *rs)
             }
             continue;
         }
-        if (!strcmp(r->what, "module"))
-            g = TPD_G_MODEL;
-        else if (!strcmp(r->what, "optimizer"))
-            g = TPD_G_OPTIMIZER;
-        else if (!strcmp(r->what, "scheduler"))
-            g = TPD_G_SCHEDULER;
-        else if (!strcmp(r->what, "scaler"))
-            g = TPD_G_SCALER;
-        if (g == TPD_G_OTHER) continue;
-        if (!ours) {
+        if ((g = restore_group(r->what)) == TPD_G_OTHER) continue;
+        if (ours) {
+            rs->ours[g] = true;
+        } else {
             rs->other_seen[g] = true;
             rs->other[g] = r->caller;
-            continue;
         }
-        rs->module |= g == TPD_G_MODEL;
-        rs->optimizer |= g == TPD_G_OPTIMIZER;
-        rs->scheduler |= g == TPD_G_SCHEDULER;
-        rs->scaler |= g == TPD_G_SCALER;
     }
 }
 
+/* group_restored: the groups model..scaler (contiguous in tpd_group) are
+ * restored by a load_state_dict; the others (data, RNGs, losses) count as
+ * restored. */
 static bool group_restored(const restored *rs, tpd_group g)
 {
-    switch (g) {
-    case TPD_G_MODEL:
-        return rs->module;
-    case TPD_G_OPTIMIZER:
-        return rs->optimizer;
-    case TPD_G_SCHEDULER:
-        return rs->scheduler;
-    case TPD_G_SCALER:
-        return rs->scaler;
-    default:
-        return true;
-    }
+    return g >= TPD_G_MODEL && g <= TPD_G_SCALER ? rs->ours[g] : true;
 }
 
 static const char *group_noun(tpd_group g)
@@ -226,24 +211,25 @@ static bool explain_after_load(ctx *x, const restored *rs)
         if (ndiff == 0) continue;
         any = true;
         if (!group_restored(rs, (tpd_group)g) && rs->other_seen[g])
-            add_why(x, "not_restored",
-                    "%s was never loaded from the checkpoint: the %s load_state_dict after the "
-                    "checkpoint load%s%s%s put back a state that no file of I's holds (the "
-                    "object's own state, or one built in memory) (%d of %d components differ "
-                    "from when it was saved)%s",
-                    group_noun((tpd_group)g), tpd_group_name((tpd_group)g),
-                    rs->other[g] ? ", by " : "", rs->other[g] ? rs->other[g] : "",
-                    rs->other[g] ? "," : "", ndiff, nseen, lines);
+            tpd_why_add(&x->why, "not_restored",
+                        "%s was never loaded from the checkpoint: the %s load_state_dict after the "
+                        "checkpoint load%s%s%s put back a state that no file of I's holds (the "
+                        "object's own state, or one built in memory) (%d of %d components differ "
+                        "from when it was saved)%s",
+                        group_noun((tpd_group)g), tpd_group_name((tpd_group)g),
+                        rs->other[g] ? ", by " : "", rs->other[g] ? rs->other[g] : "",
+                        rs->other[g] ? "," : "", ndiff, nseen, lines);
         else if (!group_restored(rs, (tpd_group)g))
-            add_why(x, "not_restored",
-                    "%s was never loaded: no %s load_state_dict after the checkpoint load "
-                    "(%d of %d components differ from when it was saved)%s",
-                    group_noun((tpd_group)g), tpd_group_name((tpd_group)g), ndiff, nseen, lines);
+            tpd_why_add(&x->why, "not_restored",
+                        "%s was never loaded: no %s load_state_dict after the checkpoint load "
+                        "(%d of %d components differ from when it was saved)%s",
+                        group_noun((tpd_group)g), tpd_group_name((tpd_group)g), ndiff, nseen,
+                        lines);
         else
-            add_why(x, "differs_after_load",
-                    "%s was loaded, but %d of %d components differ from when it was saved "
-                    "(changed after loading, or loaded from another state)%s",
-                    group_noun((tpd_group)g), ndiff, nseen, lines);
+            tpd_why_add(&x->why, "differs_after_load",
+                        "%s was loaded, but %d of %d components differ from when it was saved "
+                        "(changed after loading, or loaded from another state)%s",
+                        group_noun((tpd_group)g), ndiff, nseen, lines);
     }
     return any;
 }
@@ -331,27 +317,29 @@ static bool explain_manifest(ctx *x)
     }
     if (nmodel) {
         any = true;
-        add_why(x, "not_in_checkpoint",
-                "the checkpoint does not hold %d model tensor(s) the training has: %s%s "
-                "(state outside the state_dict, such as a non-persistent buffer, is not saved)",
-                nmodel, model, nmodel > MAX_EXAMPLES ? ", ..." : "");
+        tpd_why_add(&x->why, "not_in_checkpoint",
+                    "the checkpoint does not hold %d model tensor(s) the training has: %s%s "
+                    "(state outside the state_dict, such as a non-persistent buffer, is not saved)",
+                    nmodel, model, nmodel > MAX_EXAMPLES ? ", ..." : "");
     }
     if (nopt) {
         any = true;
-        add_why(x, "not_in_checkpoint", "the checkpoint does not hold the optimizer state: %s%s",
-                opt, nopt > MAX_EXAMPLES ? ", ..." : "");
+        tpd_why_add(&x->why, "not_in_checkpoint",
+                    "the checkpoint does not hold the optimizer state: %s%s", opt,
+                    nopt > MAX_EXAMPLES ? ", ..." : "");
     }
     if (sched && !manifest_has(x, NULL, "last_epoch")) {
         any = true;
-        add_why(x, "not_in_checkpoint", "the checkpoint holds no scheduler state (no last_epoch)");
+        tpd_why_add(&x->why, "not_in_checkpoint",
+                    "the checkpoint holds no scheduler state (no last_epoch)");
     }
     if (scaler && !manifest_has(x, NULL, "_growth_tracker")) {
         any = true;
-        add_why(x, "not_in_checkpoint", "the checkpoint holds no GradScaler state");
+        tpd_why_add(&x->why, "not_in_checkpoint", "the checkpoint holds no GradScaler state");
     }
     if (rng[0])
-        add_why(x, "rng_not_in_checkpoint", "the checkpoint does not hold the RNG state of %s",
-                rng);
+        tpd_why_add(&x->why, "rng_not_in_checkpoint",
+                    "the checkpoint does not hold the RNG state of %s", rng);
     return any;
 }
 
@@ -376,28 +364,29 @@ static bool explain_rng(ctx *x, const restored *rs, const tpd_div *d)
     if (rs->rng_seeded[k]) {
         char seed[32] = "";
         if (rs->rng_seed_known[k]) snprintf(seed, sizeof seed, "%lld", (long long)rs->rng_seed[k]);
-        add_why(x, "rng_reseeded",
-                "%s was re-seeded after loading: %s(%s) after the checkpoint load starts the "
-                "random stream over instead of continuing it",
-                d->path, seed_call(k), seed);
+        tpd_why_add(&x->why, "rng_reseeded",
+                    "%s was re-seeded after loading: %s(%s) after the checkpoint load starts the "
+                    "random stream over instead of continuing it",
+                    d->path, seed_call(k), seed);
     } else if (!rs->rng_set[k] && rs->rng_other[k]) {
-        add_why(x, "rng_not_restored",
-                "%s was not restored from the checkpoint: the %s after the checkpoint load%s%s%s "
-                "put back a state that no file of I's holds (a state kept in memory), and the "
-                "runs diverge afterwards",
-                d->path, set_call(k), rs->rng_other_caller[k] ? ", by " : "",
-                rs->rng_other_caller[k] ? rs->rng_other_caller[k] : "",
-                rs->rng_other_caller[k] ? "," : "");
+        tpd_why_add(
+            &x->why, "rng_not_restored",
+            "%s was not restored from the checkpoint: the %s after the checkpoint load%s%s%s "
+            "put back a state that no file of I's holds (a state kept in memory), and the "
+            "runs diverge afterwards",
+            d->path, set_call(k), rs->rng_other_caller[k] ? ", by " : "",
+            rs->rng_other_caller[k] ? rs->rng_other_caller[k] : "",
+            rs->rng_other_caller[k] ? "," : "");
     } else if (!rs->rng_set[k]) {
-        add_why(x, "rng_not_restored",
-                "%s was not restored after loading: no %s after the checkpoint load, and the "
-                "runs diverge afterwards",
-                d->path, set_call(k));
+        tpd_why_add(&x->why, "rng_not_restored",
+                    "%s was not restored after loading: no %s after the checkpoint load, and the "
+                    "runs diverge afterwards",
+                    d->path, set_call(k));
     } else {
-        add_why(x, "rng_differs",
-                "%s was restored after loading, but to a different state than the one it had "
-                "at this point (random numbers drawn between the load and the first step?)",
-                d->path);
+        tpd_why_add(&x->why, "rng_differs",
+                    "%s was restored after loading, but to a different state than the one it had "
+                    "at this point (random numbers drawn between the load and the first step?)",
+                    d->path);
     }
     return true;
 }
@@ -437,29 +426,31 @@ void tpd_resume_explain(tpd_rctx *x, const tpd_cmp_result *cmp)
         for (size_t k = 0; k < x->pr->nckpts && !loaded; k++)
             loaded = x->pr->ckpts[k].load && tpd_resume_same_digest(&x->pr->ckpts[k], s);
         if (!loaded && s->name)
-            add_why(x, "not_loaded", "R never loaded %s, which I saved at step %lld",
-                    tpd_resume_base(s->name), (long long)s->step);
+            tpd_why_add(&x->why, "not_loaded", "R never loaded %s, which I saved at step %lld",
+                        tpd_resume_base(s->name), (long long)s->step);
         else if (!loaded)
-            add_why(x, "not_loaded",
-                    "R never loaded the checkpoint I saved into a buffer at step %lld (whatever "
-                    "file its bytes were written to)",
-                    (long long)s->step);
+            tpd_why_add(
+                &x->why, "not_loaded",
+                "R never loaded the checkpoint I saved into a buffer at step %lld (whatever "
+                "file its bytes were written to)",
+                (long long)s->step);
     }
     if (d->group == TPD_G_DATA)
-        add_why(x, "data_position",
-                "R's training data differs from A's at sample %llu of the training stream (R's "
-                "sample %llu): the data pipeline did not resume where it was (did the loader "
-                "restart its epoch, skip too many or too few batches, or its sampler lose its "
-                "position?)",
-                (unsigned long long)x->sra.pos_a, (unsigned long long)x->sra.pos_b);
+        tpd_why_add(&x->why, "data_position",
+                    "R's training data differs from A's at sample %llu of the training stream (R's "
+                    "sample %llu): the data pipeline did not resume where it was (did the loader "
+                    "restart its epoch, skip too many or too few batches, or its sampler lose its "
+                    "position?)",
+                    (unsigned long long)x->sra.pos_a, (unsigned long long)x->sra.pos_b);
     if (!told && d->group != TPD_G_DATA)
-        add_why(x, "outside_checkpoint",
-                "everything the checkpoint restored matches the state when it was saved, yet the "
-                "runs diverge: look outside the checkpoint -- the data pipeline position, plain "
-                "Python attributes (a step counter, a hand-written schedule), nondeterministic "
-                "kernels%s",
-                x->pr != NULL && x->pr->world > 1
-                    ? "; or another rank's state: this check follows rank 0, and every rank's "
-                      "data and RNG feed the gradients the ranks average"
-                    : "");
+        tpd_why_add(
+            &x->why, "outside_checkpoint",
+            "everything the checkpoint restored matches the state when it was saved, yet the "
+            "runs diverge: look outside the checkpoint -- the data pipeline position, plain "
+            "Python attributes (a step counter, a hand-written schedule), nondeterministic "
+            "kernels%s",
+            x->pr != NULL && x->pr->world > 1
+                ? "; or another rank's state: this check follows rank 0, and every rank's "
+                  "data and RNG feed the gradients the ranks average"
+                : "");
 }

@@ -35,17 +35,6 @@ const char *tpd_resume_base(const char *path)
     return s ? s + 1 : (path ? path : "a buffer");
 }
 
-static void add_why(ctx *x, const char *kind, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void add_why(ctx *x, const char *kind, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    tpd_why_vadd(&x->why, kind, fmt, ap);
-    va_end(ap);
-}
-
 /* ---- the report ---- */
 
 static void execs_json(ctx *x, tpd_str *j)
@@ -395,14 +384,16 @@ tp_err tpd_verdict_resume(const tpd_run *r, const tpd_cmp_opts *o, tpd_result *o
     with_data(&ab, &x.sab);
     if (ab.first.found || ab.first_unsure.found) {
         if (ab.first.found)
-            add_why(&x, "nondeterministic",
-                    "the two uninterrupted runs differ, so nondeterminism in the training itself "
-                    "(the clock, the pid, unseeded randomness, nondeterministic kernels) prevents "
-                    "a judgment of the resume");
+            tpd_why_add(
+                &x.why, "nondeterministic",
+                "the two uninterrupted runs differ, so nondeterminism in the training itself "
+                "(the clock, the pid, unseeded randomness, nondeterministic kernels) prevents "
+                "a judgment of the resume");
         else
-            add_why(&x, "values_needed",
-                    "the baselines may differ within the declared tolerance, and statistics alone "
-                    "cannot show they do not: rerun with --capture values");
+            tpd_why_add(
+                &x.why, "values_needed",
+                "the baselines may differ within the declared tolerance, and statistics alone "
+                "cannot show they do not: rerun with --capture values");
         return finish(&x, TPD_ABSTAIN, &ab, "B", out);
     }
     tpd_compare(&x.pa->timeline, x.c, &x.pr->timeline, x.r0, o, &ra);
@@ -413,10 +404,10 @@ tp_err tpd_verdict_resume(const tpd_run *r, const tpd_cmp_opts *o, tpd_result *o
         return finish(&x, TPD_FAIL, &ra, "R", out);
     }
     if (ra.first_unsure.found) {
-        add_why(&x, "values_needed",
-                "with the declared tolerance, equality of %s cannot be shown from statistics "
-                "alone: rerun with --capture values",
-                ra.first_unsure.path);
+        tpd_why_add(&x.why, "values_needed",
+                    "with the declared tolerance, equality of %s cannot be shown from statistics "
+                    "alone: rerun with --capture values",
+                    ra.first_unsure.path);
         return finish(&x, TPD_ABSTAIN, &ra, "R", out);
     }
     tpd_str_printf(&x.head, "  R matched A at every step from %lld on (%lld steps compared",
@@ -426,9 +417,9 @@ tp_err tpd_verdict_resume(const tpd_run *r, const tpd_cmp_opts *o, tpd_result *o
                        (unsigned long long)x.sra.compared);
     tpd_str_puts(&x.head, ")\n");
     if (ra.first_rng.found)
-        add_why(&x, "rng_unused",
-                "%s differs at step %lld, but no observation depends on it: the runs do not "
-                "diverge, so it does not matter",
-                ra.first_rng.path, (long long)ra.first_rng.step_a);
+        tpd_why_add(&x.why, "rng_unused",
+                    "%s differs at step %lld, but no observation depends on it: the runs do not "
+                    "diverge, so it does not matter",
+                    ra.first_rng.path, (long long)ra.first_rng.step_a);
     return finish(&x, TPD_PASS, NULL, "R", out);
 }

@@ -23,8 +23,7 @@
 #include "tools/opts.h"
 #include "tools/session.h"
 
-static const char *policy_s, *universe_s, *universe_file, *padding_s, *epochs_s, *sample_id,
-    *loader_s;
+static const char *policy_s, *universe_s, *universe_file, *padding_s, *epochs_s, *loader_s;
 
 static const tpt_optx extra[] = {
     {"policy", "P",
@@ -40,9 +39,6 @@ static const tpt_optx extra[] = {
      &padding_s},
     {"epochs", "E", "audit epochs 0..E-1, each of which must be seen complete (default: all seen)",
      &epochs_s},
-    {"sample-id", "EXPR",
-     "a Python expression over `batch` giving its sample IDs (default: the sampler's indices)",
-     &sample_id},
     {"loader", "L", "the DataLoader audited, in creation order (default 0)", &loader_s},
     {NULL, NULL, NULL, NULL},
 };
@@ -58,7 +54,7 @@ static const tpt_cmdspec spec = {
     ".cross_rank_duplicate, .unexpected_id, .padding_exceeded; ABSTAIN (2) for\n"
     "an unknown universe where the policy needs one, or an epoch not seen\n"
     "complete; ERROR (3) when a rank crashed or its events are incomplete.",
-    TPT_O_NAME | TPT_O_JSON | TPT_O_CMD,
+    TPT_O_NAME | TPT_O_JSON | TPT_O_SAMPLE_ID | TPT_O_CMD,
     extra,
 };
 
@@ -166,8 +162,9 @@ static void put_str(FILE *f, const char *s)
 }
 
 /* params writes the declaration (cov_decl.h) into a malloc'ed string. */
-static char *params(const char *policy, long long universe, const int64_t *ids, size_t nids,
-                    long long padding, long long epochs, long long loader)
+static char *params(const char *policy, const char *sample_id, long long universe,
+                    const int64_t *ids, size_t nids, long long padding, long long epochs,
+                    long long loader)
 {
     char *s = NULL;
     size_t len = 0;
@@ -206,7 +203,7 @@ static int parse(int argc, char **argv, tpt_opts *o, long long *universe, long l
                  long long *epochs, long long *loader)
 {
     int st;
-    policy_s = universe_s = universe_file = padding_s = epochs_s = sample_id = loader_s = NULL;
+    policy_s = universe_s = universe_file = padding_s = epochs_s = loader_s = NULL;
     *universe = *padding = -1;
     *epochs = *loader = 0;
     if ((st = tpt_opts_cli(&spec, argc, argv, o)) >= 0) return st;
@@ -226,10 +223,6 @@ static int parse(int argc, char **argv, tpt_opts *o, long long *universe, long l
     }
     if (padding_s && strcmp(policy_s, "expected_padding") != 0) {
         tpt_error("coverage: --padding goes with --policy expected_padding");
-        return TPT_EXIT_USAGE;
-    }
-    if (sample_id && sample_id[0] == '\0') {
-        tpt_error("coverage: --sample-id wants a Python expression");
         return TPT_EXIT_USAGE;
     }
     if ((universe_s && count("universe", universe_s, 0, universe) != 0) ||
@@ -254,10 +247,10 @@ int tpt_cmd_coverage(int argc, char **argv)
 
     if ((st = parse(argc, argv, &o, &universe, &padding, &epochs, &loader)) >= 0) return st;
     if (universe_file && read_ids(universe_file, &ids, &nids) != 0) return TPT_EXIT_USAGE;
-    par = params(policy_s, universe, ids, nids, padding, epochs, loader);
+    par = params(policy_s, o.sample_id, universe, ids, nids, padding, epochs, loader);
     free(ids);
     if (par == NULL ||
-        (sample_id && asprintf(&env[0], "TRAINPARITY_SAMPLE_ID=%s", sample_id) < 0)) {
+        (o.sample_id && asprintf(&env[0], "TRAINPARITY_SAMPLE_ID=%s", o.sample_id) < 0)) {
         tpt_error("coverage: out of memory");
         free(par);
         return TPT_EXIT_ERROR;

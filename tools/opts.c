@@ -19,6 +19,9 @@ static const common commons[] = {
     {TPT_O_CAPTURE, "capture", "WHAT", "digests (default) or values: also store tensor bytes"},
     {TPT_O_RTOL, "rtol", "X", "declared relative tolerance (default: exact; accum: 1e-4)"},
     {TPT_O_ATOL, "atol", "X", "declared absolute tolerance (default: exact; accum: 1e-6)"},
+    {TPT_O_SAMPLE_ID, "sample-id", "EXPR",
+     "a Python expression over `batch` giving its sample IDs, for datasets that carry them "
+     "(an IterableDataset); default: the sampler's indices"},
     {TPT_O_JSON, "json", "FILE", "write a JSON report to FILE"},
     {TPT_O_JUNIT, "junit", "FILE", "write a JUnit XML report to FILE"},
     {TPT_O_HTML, "html", "FILE", "write an HTML report to FILE"},
@@ -58,6 +61,11 @@ static tp_err store(tpt_opts *o, unsigned bit, const char *v, char *err)
         break;
     case TPT_O_HTML:
         o->html = v;
+        break;
+    case TPT_O_SAMPLE_ID:
+        if (v[0] == '\0')
+            return tpt_seterr(err, TP_EINVAL, "--sample-id wants a Python expression");
+        o->sample_id = v;
         break;
     case TPT_O_RTOL:
         return tolerance("rtol", v, &o->rtol, &o->rtol_set, err);

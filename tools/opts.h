@@ -18,15 +18,16 @@
 #include "proto/tp_err.h"
 
 enum {
-    TPT_O_NAME = 1u << 0,    /* --name NAME      a label for the run */
-    TPT_O_CAPTURE = 1u << 1, /* --capture digests|values */
-    TPT_O_JSON = 1u << 2,    /* --json FILE      JSON report */
-    TPT_O_JUNIT = 1u << 3,   /* --junit FILE     JUnit XML report */
-    TPT_O_HTML = 1u << 4,    /* --html FILE      HTML report */
-    TPT_O_RTOL = 1u << 5,    /* --rtol X         declared relative tolerance */
-    TPT_O_ATOL = 1u << 6,    /* --atol X         declared absolute tolerance */
-    TPT_O_CMD = 1u << 7,     /* "-- CMD..." is required */
-    TPT_O_ARGS = 1u << 8,    /* positional arguments are allowed before "--" */
+    TPT_O_NAME = 1u << 0,      /* --name NAME      a label for the run */
+    TPT_O_CAPTURE = 1u << 1,   /* --capture digests|values */
+    TPT_O_JSON = 1u << 2,      /* --json FILE      JSON report */
+    TPT_O_JUNIT = 1u << 3,     /* --junit FILE     JUnit XML report */
+    TPT_O_HTML = 1u << 4,      /* --html FILE      HTML report */
+    TPT_O_RTOL = 1u << 5,      /* --rtol X         declared relative tolerance */
+    TPT_O_ATOL = 1u << 6,      /* --atol X         declared absolute tolerance */
+    TPT_O_CMD = 1u << 7,       /* "-- CMD..." is required */
+    TPT_O_ARGS = 1u << 8,      /* positional arguments are allowed before "--" */
+    TPT_O_SAMPLE_ID = 1u << 9, /* --sample-id EXPR  the batch's sample IDs */
 };
 
 /* A subcommand's own option: --name VALUE (arg is its metavariable) or a
@@ -52,7 +53,8 @@ typedef struct tpt_opts {
     const char *json, *junit, *html; /* NULL when not given */
     double rtol, atol;
     bool rtol_set, atol_set;
-    char **args; /* positional arguments (TPT_O_ARGS), in argv */
+    const char *sample_id; /* NULL when not given; never empty */
+    char **args;           /* positional arguments (TPT_O_ARGS), in argv */
     int nargs;
     char **cmd; /* the command after "--", NULL-terminated, in argv */
     int ncmd;

@@ -26,7 +26,7 @@
 #include "tools/tree.h"
 #include "tools/words.h"
 
-static const char *at_s, *resume_cmd, *resume_args, *sample_id;
+static const char *at_s, *resume_cmd, *resume_args;
 
 static const tpt_optx extra[] = {
     {"at", "K",
@@ -38,10 +38,6 @@ static const tpt_optx extra[] = {
      "itself, for scripts that resume when a checkpoint exists",
      &resume_cmd},
     {"resume-args", "ARGS", "arguments appended to CMD to make it resume", &resume_args},
-    {"sample-id", "EXPR",
-     "a Python expression over `batch` giving its sample IDs, for datasets that carry "
-     "them (an IterableDataset); default: the sampler's indices",
-     &sample_id},
     {NULL, NULL, NULL, NULL},
 };
 
@@ -53,7 +49,7 @@ static const tpt_cmdspec spec = {
     "process (R), and compares R with A from the step the checkpoint was saved.\n"
     "PASS (0), FAIL (1) with the first divergence and its likely cause, ABSTAIN\n"
     "(2) when A and B already differ, ERROR (3) when an execution fails.",
-    TPT_O_NAME | TPT_O_CAPTURE | TPT_O_JSON | TPT_O_RTOL | TPT_O_ATOL | TPT_O_CMD,
+    TPT_O_NAME | TPT_O_CAPTURE | TPT_O_JSON | TPT_O_RTOL | TPT_O_ATOL | TPT_O_SAMPLE_ID | TPT_O_CMD,
     extra,
 };
 
@@ -206,7 +202,7 @@ static int parse_plan(plan *p, int argc, char **argv)
 {
     char err[TPT_ERR_LEN], *end;
     int st;
-    at_s = resume_cmd = resume_args = sample_id = NULL;
+    at_s = resume_cmd = resume_args = NULL;
     memset(p, 0, sizeof *p);
     if ((st = tpt_opts_cli(&spec, argc, argv, &p->o)) >= 0) return st;
     if (at_s != NULL) {
@@ -237,12 +233,7 @@ static int parse_plan(plan *p, int argc, char **argv)
     } else {
         p->resume = p->o.cmd;
     }
-    if (sample_id && sample_id[0] == '\0') {
-        tpt_error("resume: --sample-id wants a Python expression");
-        free(p->owned);
-        return TPT_EXIT_USAGE;
-    }
-    if (sample_id && asprintf(&p->sample, "TRAINPARITY_SAMPLE_ID=%s", sample_id) < 0) {
+    if (p->o.sample_id && asprintf(&p->sample, "TRAINPARITY_SAMPLE_ID=%s", p->o.sample_id) < 0) {
         tpt_error("resume: out of memory");
         free(p->owned);
         return TPT_EXIT_ERROR;
