@@ -3,10 +3,13 @@
 # missing (Debian packages, the project venv with torch), configure and build.
 BUILD     ?= build
 ASAN      ?= build-asan
+FUZZ      ?= build-fuzz
+FUZZ_SECONDS ?= 15
+FUZZ_TARGETS := ingest control spool
 GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo Ninja || echo "Unix Makefiles")
 JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all setup build demo test test-asan bench format clean
+.PHONY: all setup build demo test test-asan fuzz bench format clean
 
 all: build
 
@@ -25,12 +28,21 @@ demo: build
 test: build
 	@ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 600
 	@$(MAKE) --no-print-directory test-asan
+	@$(MAKE) --no-print-directory fuzz
 
 # The unit tests again under AddressSanitizer and UndefinedBehaviorSanitizer.
 test-asan: setup
 	@[ -f $(ASAN)/CMakeCache.txt ] || cmake -S . -B $(ASAN) -G "$(GENERATOR)" -DTP_WERROR=ON -DTP_SANITIZE=ON >/dev/null
 	@cmake --build $(ASAN) -j $(JOBS)
 	@ctest --test-dir $(ASAN) --output-on-failure -j $(JOBS) -L unit
+
+# The fuzz targets (tests/fuzz: libFuzzer, clang, ASan and UBSan) for
+# FUZZ_SECONDS each on copies of their seed corpus; a crash or a leak fails.
+# Longer by hand: make fuzz FUZZ_SECONDS=600
+fuzz: setup
+	@[ -f $(FUZZ)/CMakeCache.txt ] || CC=clang cmake -S . -B $(FUZZ) -G "$(GENERATOR)" -DTP_FUZZ=ON -DBUILD_TESTING=OFF >/dev/null
+	@cmake --build $(FUZZ) -j $(JOBS) --target $(addprefix fuzz_,$(FUZZ_TARGETS))
+	@tests/fuzz/run.sh $(FUZZ)/bin $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 bench: build
 	@bench/run.sh $(BUILD)
@@ -39,4 +51,4 @@ format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
-	@rm -rf $(BUILD) $(ASAN)
+	@rm -rf $(BUILD) $(ASAN) $(FUZZ)

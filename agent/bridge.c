@@ -378,8 +378,7 @@ void tpa_bridge_bye(const char *reason, int has_code, long long code, const char
     tpa_emit_flush();
     tpa_emit_disable();
     tpa_send_drain(15000);
-    if (tpa_send_confirm(tpa_emit_count() - 1, 5000) != 0)
-        TPA_LOG("the daemon did not confirm the last events");
+    if (tpa_send_confirm(5000) != 0) TPA_LOG("the daemon did not confirm every event");
     tpa_send_stop();
 }
 

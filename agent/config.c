@@ -42,6 +42,7 @@ void tpa_config_load(void)
     copy_env(tpa_cfg.spool, sizeof tpa_cfg.spool, TP_ENV_SPOOL);
     copy_env(tpa_cfg.role, sizeof tpa_cfg.role, TP_ENV_ROLE);
     copy_env(tpa_cfg.token, sizeof tpa_cfg.token, TP_ENV_TOKEN);
+    copy_env(tpa_cfg.exec_key, sizeof tpa_cfg.exec_key, TP_ENV_EXEC_KEY);
     tpa_cfg.capture_values = cap != NULL && strcmp(cap, "values") == 0;
     tpa_cfg.update_norm = env_int(TP_ENV_UPDATE_NORM, 0) != 0;
     tpa_cfg.interrupt_at = env_int(TP_ENV_INTERRUPT_AT, -1);

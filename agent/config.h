@@ -16,6 +16,7 @@ typedef struct tpa_config {
     char spool[512];      /* spool directory, "" for none */
     char role[64];        /* execution role label */
     char token[128];      /* shared token for tcp:// */
+    char exec_key[65];    /* TRAINPARITY_EXEC_KEY: the execution's key, "" for none */
     bool capture_values;  /* TRAINPARITY_CAPTURE=values */
     bool update_norm;     /* TRAINPARITY_UPDATE_NORM=1 */
     int64_t interrupt_at; /* TRAINPARITY_INTERRUPT_AT, -1 when unset */

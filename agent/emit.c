@@ -34,6 +34,12 @@ void tpa_emit_init(int64_t rank)
         hdr.tok_len = 0;
         while (tpa_cfg.token[hdr.tok_len]) hdr.tok_len++;
     }
+    /* without its execution's key no batch is stored (daemon/ingest.c) */
+    if (tpa_cfg.exec_key[0]) {
+        hdr.key = tpa_cfg.exec_key;
+        hdr.key_len = 0;
+        while (tpa_cfg.exec_key[hdr.key_len]) hdr.key_len++;
+    }
     tp_buf_init(&batch);
     enabled = 1;
 }
@@ -57,7 +63,7 @@ static void flush_locked(void)
         tp_buf_free(&batch);
     } else {
         data = tp_buf_steal(&batch, &len);
-        tpa_send_submit(data, len, batch_n);
+        tpa_send_submit(data, len, batch_n, next_seq - batch_n);
     }
     batch_n = 0;
 }

@@ -1,10 +1,44 @@
 /* SPDX-License-Identifier: MIT
- * send.c -- bounded queue, sender thread, nng push, spool file. */
+ * send.c -- bounded queue, sender thread, nng push, acknowledgements, spool.
+ *
+ * A batch nng accepted is not yet stored: it can sit in nng's buffers, in the
+ * daemon's receive queue or in its open transaction when the daemon dies.  So
+ * the sender thread keeps every batch it sent (the retained list, in seq
+ * order) until the daemon's control command `seen` -- the highest contiguous
+ * seq of this process stored and committed (daemon/gaps.c) -- covers the
+ * batch's last event.  It asks every ASK_MS while anything is retained, at
+ * once when ASK_BYTES were sent since it last asked, and every ASK_BYE_MS
+ * while bye waits.  A retained batch is sent again when the push socket
+ * reconnected since it was sent (the daemon restarted: what went to the old
+ * one may be lost), or when `seen` has not moved for RESEND_MS and the batch
+ * is that old (the daemon commits within 10 ms); the daemon skips events it
+ * already has, so sending again is always safe.  Past RETAIN_MAX_BYTES the
+ * oldest retained batches go to the spool file, which the tool ingests after
+ * the command (duplicates are skipped there too): memory stays bounded and
+ * nothing sent is forgotten unacknowledged.
+ *
+ * When a send times out the daemon is taken as gone: what is retained and
+ * everything after goes to the spool.  A seq that never reached the sender (a
+ * batch dropped on a full queue or for memory) is a hole `seen` cannot pass,
+ * and so is a batch longer than a tcp:// listener takes (it goes to the
+ * spool unsent) or one the daemon would not store after MAX_RESENDS sends: the
+ * retained batches after it go to the spool and later ones are sent without
+ * acknowledgement, as all are when there is no control URL or the daemon
+ * refuses `seen`.  At bye, tpa_send_confirm waits for the acknowledgements
+ * and spools what is still unacknowledged when time runs out, or as soon as
+ * the daemon has been unreachable for a send timeout.
+ *
+ * Threading: the queue, the counters and the flags below `mu` are under mu;
+ * the retained list, the sockets and the spool file belong to the sender
+ * thread (tpa_send_stop closes the file after joining it).  The pipe
+ * callbacks run on nng's threads and only touch atomics.  A forked child
+ * never touches nng. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,22 +48,38 @@
 #include <nng/nng.h>
 #include <nng/protocol/pipeline0/push.h>
 #include <nng/protocol/reqrep0/req.h>
-#include <nng/supplemental/util/platform.h>
 
 #include "agent/config.h"
 #include "agent/log.h"
 #include "agent/send.h"
+#include "proto/event.h"
 #include "proto/mp.h"
 
-#define QUEUE_MAX_BYTES ((size_t)512 << 20)
-#define QUEUE_MAX_ITEMS 4096
-#define FULL_WAIT_MS    2000
+#define QUEUE_MAX_BYTES  ((size_t)512 << 20)
+#define QUEUE_MAX_ITEMS  4096
+#define FULL_WAIT_MS     2000
+#define RETAIN_MAX_BYTES ((size_t)256 << 20) /* past this the oldest go to the spool */
+#define ASK_MS           250                 /* `seen` this often while anything is retained */
+#define ASK_BYE_MS       5                   /* ... and this often while bye waits */
+#define ASK_BYTES        ((size_t)32 << 20)  /* ... and at once after this many bytes sent */
+#define RESEND_MS        2000                /* `seen` stuck this long: send again */
+#define RESEND_BYE_MS    500                 /* ... while bye waits */
+#define MAX_RESENDS      3                   /* a batch sent this often more is not storable */
+#define MAX_REFUSALS     3                   /* refused `seen` answers before giving up on them */
+#define SPOOL_WAIT_MS    2000                /* confirm's wait for the spool after giving up */
+#define REQ_SEND_MS      250
+#define REQ_RECV_MS      1000
+#define NO_HOLE          UINT64_MAX
 
 typedef struct item {
     struct item *next;
     uint8_t *data;
     size_t len;
     uint32_t nevents;
+    uint64_t first, last; /* seq range */
+    int64_t sent_ms;      /* when last sent (CLOCK_MONOTONIC) */
+    unsigned gen;         /* pipe generation when last sent */
+    unsigned resends;
 } item;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -43,12 +93,36 @@ static int stopping; /* thread asked to end once the queue is empty */
 static int forked;
 static pthread_t thread;
 static uint64_t dropped;
-static int spooling;
-static int sock_ok;
-static nng_socket sock;
+static int spooling;            /* everything goes to the spool from now on */
+static int spooled_any;         /* a frame was written to the spool */
+static int noack;               /* batches are sent without acknowledgement */
+static int waiters;             /* tpa_send_confirm is waiting */
+static size_t r_items;          /* retained batches */
+static uint64_t unconfirmed;    /* batches sent that were neither acknowledged nor spooled */
+static uint64_t sub_next;       /* the seq the next submitted batch starts at */
+static uint64_t hole = NO_HOLE; /* the lowest seq the daemon will never have from us */
+
+/* the sender thread's */
+static item *r_head, *r_tail;
+static size_t r_bytes, r_unasked;
+static int64_t last_ask_ms, progress_ms;
+static int sock_ok, req_ok, refusals;
+static nng_socket sock, req;
 static int spool_fd = -1;
 
-static void deadline_in(struct timespec *ts, int ms)
+/* pipe events of the push socket */
+static atomic_uint pipe_gen;
+static atomic_int pipes;
+static atomic_llong down_ms; /* when the last pipe went away */
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void deadline_in(struct timespec *ts, int64_t ms)
 {
     clock_gettime(CLOCK_REALTIME, ts);
     ts->tv_sec += ms / 1000;
@@ -59,28 +133,88 @@ static void deadline_in(struct timespec *ts, int ms)
     }
 }
 
+static void free_item(item *it)
+{
+    free(it->data);
+    free(it);
+}
+
+/* on_pipe counts the push socket's connections (nng's threads).  nng runs
+ * REM_POST for every pipe it ran ADD_PRE for, not always ADD_POST. */
+static void on_pipe(nng_pipe p, nng_pipe_ev ev, void *arg)
+{
+    (void)p, (void)arg;
+    if (ev == NNG_PIPE_EV_ADD_PRE) {
+        atomic_fetch_add(&pipes, 1);
+        atomic_fetch_add(&pipe_gen, 1);
+    } else if (ev == NNG_PIPE_EV_REM_POST) {
+        atomic_store(&down_ms, now_ms());
+        atomic_fetch_sub(&pipes, 1);
+    }
+}
+
+/* daemon_gone: no connection to the daemon for a whole send timeout; mu held. */
+static bool daemon_gone(int64_t now)
+{
+    return sock_ok && atomic_load(&pipes) <= 0 &&
+           now - atomic_load(&down_ms) >= tpa_cfg.send_timeout_ms;
+}
+
 static void open_socket(void)
 {
     int rv;
     if (tpa_cfg.daemon[0] == '\0') {
+        pthread_mutex_lock(&mu);
         spooling = 1;
+        pthread_mutex_unlock(&mu);
         return;
     }
     if ((rv = nng_push0_open(&sock)) != 0) {
         TPA_LOG("nng_push0_open: %s", nng_strerror(rv));
+        pthread_mutex_lock(&mu);
         spooling = 1;
+        pthread_mutex_unlock(&mu);
         return;
     }
     nng_socket_set_ms(sock, NNG_OPT_SENDTIMEO, tpa_cfg.send_timeout_ms);
     nng_socket_set_ms(sock, NNG_OPT_RECONNMINT, 20);
     nng_socket_set_ms(sock, NNG_OPT_RECONNMAXT, 200);
+    atomic_store(&down_ms, now_ms());
+    nng_pipe_notify(sock, NNG_PIPE_EV_ADD_PRE, on_pipe, NULL);
+    nng_pipe_notify(sock, NNG_PIPE_EV_REM_POST, on_pipe, NULL);
     if ((rv = nng_dial(sock, tpa_cfg.daemon, NULL, NNG_FLAG_NONBLOCK)) != 0) {
         TPA_LOG("nng_dial %s: %s", tpa_cfg.daemon, nng_strerror(rv));
         nng_close(sock);
+        pthread_mutex_lock(&mu);
         spooling = 1;
+        pthread_mutex_unlock(&mu);
         return;
     }
+    pthread_mutex_lock(&mu);
     sock_ok = 1;
+    pthread_mutex_unlock(&mu);
+}
+
+/* open_control dials the control socket; without it nothing is retained. */
+static void open_control(void)
+{
+    if (tpa_cfg.control[0] != '\0' && nng_req0_open(&req) == 0) {
+        nng_socket_set_ms(req, NNG_OPT_SENDTIMEO, REQ_SEND_MS);
+        nng_socket_set_ms(req, NNG_OPT_RECVTIMEO, REQ_RECV_MS);
+        nng_socket_set_ms(req, NNG_OPT_REQ_RESENDTIME, REQ_RECV_MS);
+        nng_socket_set_ms(req, NNG_OPT_RECONNMINT, 20);
+        nng_socket_set_ms(req, NNG_OPT_RECONNMAXT, 200);
+        if (nng_dial(req, tpa_cfg.control, NULL, NNG_FLAG_NONBLOCK) == 0)
+            req_ok = 1;
+        else
+            nng_close(req);
+    }
+    if (!req_ok) {
+        TPA_LOG("no control socket: batches are not acknowledged");
+        pthread_mutex_lock(&mu);
+        noack = 1;
+        pthread_mutex_unlock(&mu);
+    }
 }
 
 static int write_all(int fd, const void *p, size_t n)
@@ -111,57 +245,330 @@ static int spool(const item *it)
             TPA_LOG("cannot open spool %s: %s", path, strerror(errno));
             return -1;
         }
-        TPA_LOG("daemon unreachable; spooling to %s", path);
+        TPA_LOG("spooling to %s", path);
     }
     if (write_all(spool_fd, hdr, 4) != 0 || write_all(spool_fd, it->data, it->len) != 0) return -1;
+    pthread_mutex_lock(&mu);
+    spooled_any = 1;
+    pthread_mutex_unlock(&mu);
     return 0;
+}
+
+/* retire ends the retention of a sent batch: it goes to the spool, or, when
+ * it cannot, it stays unconfirmed (it was sent, so it is not dropped). */
+static void retire(item *it)
+{
+    if (spool(it) != 0) {
+        pthread_mutex_lock(&mu);
+        unconfirmed++;
+        pthread_mutex_unlock(&mu);
+    }
+    free_item(it);
+}
+
+/* retire_all retires every retained batch. */
+static void retire_all(void)
+{
+    size_t n = 0;
+    while (r_head != NULL) {
+        item *it = r_head;
+        r_head = it->next;
+        r_bytes -= it->len;
+        retire(it);
+        n++;
+    }
+    r_tail = NULL;
+    if (n == 0) return;
+    pthread_mutex_lock(&mu);
+    r_items -= n;
+    pthread_cond_broadcast(&cv_room);
+    pthread_mutex_unlock(&mu);
+}
+
+/* keep retains a batch nng accepted, or forgets it when no acknowledgement
+ * can come for it; past the cap the oldest retained go to the spool. */
+static void keep(item *it)
+{
+    int retain, sp;
+    pthread_mutex_lock(&mu);
+    sp = spooling;
+    retain = !sp && !noack && it->first < hole;
+    if (retain) r_items++;
+    if (!retain && !sp) unconfirmed++;
+    pthread_mutex_unlock(&mu);
+    if (sp) {
+        retire(it);
+        return;
+    }
+    if (!retain) {
+        free_item(it);
+        return;
+    }
+    it->next = NULL;
+    if (r_tail)
+        r_tail->next = it;
+    else
+        r_head = it, progress_ms = now_ms();
+    r_tail = it;
+    r_bytes += it->len;
+    r_unasked += it->len;
+    while (r_bytes > RETAIN_MAX_BYTES && r_head != r_tail) {
+        item *old = r_head;
+        r_head = old->next;
+        r_bytes -= old->len;
+        retire(old);
+        progress_ms = now_ms();
+        pthread_mutex_lock(&mu);
+        r_items--;
+        pthread_cond_broadcast(&cv_room);
+        pthread_mutex_unlock(&mu);
+    }
+}
+
+/* push sends one batch on the socket; 0 when nng took it. */
+static int push(item *it)
+{
+    int rv = nng_send(sock, it->data, it->len, 0);
+    if (rv != 0) {
+        TPA_LOG("send failed (%s); switching to the spool", nng_strerror(rv));
+        return rv;
+    }
+    it->sent_ms = now_ms();
+    it->gen = atomic_load(&pipe_gen);
+    return 0;
+}
+
+/* go_spool sends everything to the spool from now on, what is retained first. */
+static void go_spool(void)
+{
+    pthread_mutex_lock(&mu);
+    spooling = 1;
+    pthread_mutex_unlock(&mu);
+    retire_all();
+}
+
+/* too_big_for_net tells whether a batch is longer than a network (tcp://)
+ * listener of the daemon takes (TP_MAX_NET_MESSAGE).  Sent, it would only
+ * make nng close the connection, and a push socket of nng 1.5.2 whose peer
+ * keeps closing can crash, here inside the training process. */
+static bool too_big_for_net(const item *it)
+{
+    return it->len > TP_MAX_NET_MESSAGE && strncmp(tpa_cfg.daemon, "tcp", 3) == 0;
 }
 
 static void deliver(item *it)
 {
-    int rv;
-    if (!spooling) {
-        rv = nng_send(sock, it->data, it->len, 0);
-        if (rv == 0) return;
-        TPA_LOG("send failed (%s); switching to the spool", nng_strerror(rv));
-        spooling = 1;
+    int sp;
+    pthread_mutex_lock(&mu);
+    sp = spooling;
+    if (!sp && too_big_for_net(it) && it->first < hole) hole = it->first;
+    pthread_mutex_unlock(&mu);
+    if (!sp && too_big_for_net(it)) {
+        /* a hole `seen` cannot pass: later batches go unacknowledged */
+        TPA_LOG("a batch of %zu bytes is over the network limit; spooled", it->len);
+        retire(it);
+        return;
+    }
+    if (!sp) {
+        if (push(it) == 0) {
+            keep(it);
+            return;
+        }
+        go_spool();
     }
     if (spool(it) != 0) {
         pthread_mutex_lock(&mu);
         dropped += it->nevents;
         pthread_mutex_unlock(&mu);
     }
+    free_item(it);
+}
+
+/* ask_seen sends one `seen` request.  Returns 0 with *seq when answered, -1
+ * without an answer, -2 when the daemon refused it. */
+static int ask_seen(int64_t *seq)
+{
+    tp_buf b;
+    tp_mpr r;
+    char *reply = NULL;
+    size_t rlen = 0;
+    uint32_t n;
+    bool ok = true, have = false;
+    int64_t v = -1;
+    int rc = -1;
+    tp_buf_init(&b);
+    tp_mp_map(&b, tpa_cfg.token[0] ? 4 : 3);
+    tp_mp_cstr(&b, "cmd");
+    tp_mp_cstr(&b, "seen");
+    tp_mp_cstr(&b, "exec");
+    tp_mp_int(&b, tpa_cfg.exec);
+    tp_mp_cstr(&b, "pid");
+    tp_mp_int(&b, getpid());
+    if (tpa_cfg.token[0]) {
+        tp_mp_cstr(&b, "tok");
+        tp_mp_cstr(&b, tpa_cfg.token);
+    }
+    if (b.oom || nng_send(req, b.data, b.len, 0) != 0) goto done;
+    if (nng_recv(req, &reply, &rlen, NNG_FLAG_ALLOC) != 0) goto done;
+    tp_mpr_init(&r, reply, rlen);
+    if (tp_mpr_map(&r, &n) != TP_OK) goto done;
+    for (uint32_t i = 0; i < n; i++) {
+        const char *k;
+        uint32_t kl;
+        if (tp_mpr_str(&r, &k, &kl) != TP_OK) goto done;
+        if (tp_mp_str_eq(k, kl, "ok")) {
+            if (tp_mpr_bool(&r, &ok) != TP_OK) goto done;
+        } else if (tp_mp_str_eq(k, kl, "seq")) {
+            if (tp_mpr_int(&r, &v) != TP_OK) goto done;
+            have = true;
+        } else if (tp_mpr_skip(&r) != TP_OK) {
+            goto done;
+        }
+    }
+    if (ok && have) {
+        *seq = v;
+        rc = 0;
+    } else {
+        rc = -2;
+    }
+done:
+    if (reply) nng_free(reply, rlen);
+    tp_buf_free(&b);
+    return rc;
+}
+
+/* ack frees the retained batches the daemon has stored (last <= seq). */
+static void ack(int64_t seq, int64_t now)
+{
+    size_t n = 0;
+    while (r_head != NULL && seq >= 0 && r_head->last <= (uint64_t)seq) {
+        item *it = r_head;
+        r_head = it->next;
+        r_bytes -= it->len;
+        free_item(it);
+        n++;
+    }
+    if (r_head == NULL) r_tail = NULL;
+    if (n == 0) return;
+    progress_ms = now;
+    pthread_mutex_lock(&mu);
+    r_items -= n;
+    pthread_cond_broadcast(&cv_room);
+    pthread_mutex_unlock(&mu);
+}
+
+/* resend sends again the retained batches the daemon should have stored by
+ * t (asked then, with pipe generation g) and has not: those sent before the
+ * push socket reconnected, and, when `seen` has not moved for wait ms, those
+ * sent that long before. */
+static void resend(int64_t t, unsigned g, int64_t wait)
+{
+    unsigned n = 0;
+    bool stuck = t - progress_ms >= wait;
+    if (r_head != NULL && stuck && r_head->resends >= MAX_RESENDS && r_head->sent_ms + wait <= t) {
+        /* the daemon will not store it: a hole nothing after can pass */
+        TPA_LOG("the daemon does not store seq %llu; not waiting for it",
+                (unsigned long long)r_head->first);
+        pthread_mutex_lock(&mu);
+        if (r_head->first < hole) hole = r_head->first;
+        pthread_mutex_unlock(&mu);
+        retire_all();
+        return;
+    }
+    for (item *it = r_head; it != NULL; it = it->next) {
+        if (it->gen >= g && !(stuck && it->sent_ms + wait <= t)) continue;
+        if (push(it) != 0) {
+            go_spool();
+            return;
+        }
+        it->resends++;
+        n++;
+    }
+    if (n > 0) TPA_LOG("sent %u batches again that the daemon had not stored", n);
+}
+
+/* ask_due: milliseconds until the next `seen`; <= 0 when due now. */
+static int64_t ask_due(int urgent, int64_t now)
+{
+    if (r_head == NULL) return INT64_MAX;
+    if (r_unasked >= ASK_BYTES) return 0;
+    return last_ask_ms + (urgent ? ASK_BYE_MS : ASK_MS) - now;
+}
+
+static void ask_and_settle(int urgent)
+{
+    int64_t seq = -1, t = now_ms();
+    unsigned g = atomic_load(&pipe_gen);
+    int rc;
+    r_unasked = 0;
+    rc = ask_seen(&seq);
+    last_ask_ms = now_ms();
+    if (rc == -2 && ++refusals >= MAX_REFUSALS) {
+        TPA_LOG("the daemon refuses `seen`: batches are not acknowledged");
+        pthread_mutex_lock(&mu);
+        noack = 1;
+        pthread_mutex_unlock(&mu);
+        retire_all();
+        return;
+    }
+    if (rc != 0) return;
+    refusals = 0;
+    ack(seq, last_ask_ms);
+    resend(t, g, urgent ? RESEND_BYE_MS : RESEND_MS);
 }
 
 static void *sender_main(void *arg)
 {
     (void)arg;
     open_socket();
+    if (sock_ok) open_control();
     pthread_mutex_lock(&mu);
     for (;;) {
-        item *it;
-        while (head == NULL && !stopping) pthread_cond_wait(&cv_work, &mu);
-        if (head == NULL) break;
-        it = head;
-        head = it->next;
-        if (head == NULL) tail = NULL;
-        q_bytes -= it->len;
-        q_items--;
-        busy = 1;
-        pthread_cond_broadcast(&cv_room);
+        item *it = NULL;
+        int sp, urgent;
+        while (head == NULL && !stopping && !(spooling && r_head != NULL)) {
+            struct timespec dl;
+            int64_t wait = ask_due(waiters, now_ms());
+            if (wait <= 0) break;
+            if (wait == INT64_MAX) {
+                pthread_cond_wait(&cv_work, &mu);
+                continue;
+            }
+            deadline_in(&dl, wait);
+            pthread_cond_timedwait(&cv_work, &mu, &dl);
+        }
+        if (head != NULL) {
+            it = head;
+            head = it->next;
+            if (head == NULL) tail = NULL;
+            q_bytes -= it->len;
+            q_items--;
+            busy = 1;
+            pthread_cond_broadcast(&cv_room);
+        }
         pthread_mutex_unlock(&mu);
-        deliver(it);
-        free(it->data);
-        free(it);
+        if (it != NULL) deliver(it);
         pthread_mutex_lock(&mu);
-        busy = 0;
-        pthread_cond_broadcast(&cv_room);
+        if (it != NULL) {
+            busy = 0;
+            pthread_cond_broadcast(&cv_room);
+        }
+        sp = spooling, urgent = waiters;
+        pthread_mutex_unlock(&mu);
+        if (sp && r_head != NULL)
+            retire_all();
+        else if (ask_due(urgent, now_ms()) <= 0)
+            ask_and_settle(urgent);
+        pthread_mutex_lock(&mu);
+        if (head == NULL && stopping) break;
     }
     pthread_mutex_unlock(&mu);
+    /* stopped without confirmation: what is unacknowledged goes to the spool */
+    retire_all();
     return NULL;
 }
 
-void tpa_send_submit(uint8_t *data, size_t len, uint32_t nevents)
+void tpa_send_submit(uint8_t *data, size_t len, uint32_t nevents, uint64_t first_seq)
 {
     item *it;
     struct timespec dl;
@@ -170,15 +577,21 @@ void tpa_send_submit(uint8_t *data, size_t len, uint32_t nevents)
         return;
     }
     it = malloc(sizeof *it);
+    pthread_mutex_lock(&mu);
+    /* a seq that never reaches us is a hole the daemon's `seen` cannot pass */
+    if (first_seq > sub_next && sub_next < hole) hole = sub_next;
+    sub_next = first_seq + nevents;
     if (it == NULL) {
-        free(data);
-        pthread_mutex_lock(&mu);
+        if (first_seq < hole) hole = first_seq;
         dropped += nevents;
         pthread_mutex_unlock(&mu);
+        free(data);
         return;
     }
-    it->next = NULL, it->data = data, it->len = len, it->nevents = nevents;
-    pthread_mutex_lock(&mu);
+    memset(it, 0, sizeof *it);
+    it->data = data, it->len = len, it->nevents = nevents;
+    it->first = first_seq;
+    it->last = first_seq + (nevents > 0 ? nevents - 1 : 0);
     if (!started) {
         sigset_t all, old;
         sigfillset(&all);
@@ -194,10 +607,10 @@ void tpa_send_submit(uint8_t *data, size_t len, uint32_t nevents)
         if (pthread_cond_timedwait(&cv_room, &mu, &dl) == ETIMEDOUT) break;
     if (!started || stopping ||
         (q_items > 0 && (q_bytes + len > QUEUE_MAX_BYTES || q_items >= QUEUE_MAX_ITEMS))) {
+        if (first_seq < hole) hole = first_seq;
         dropped += nevents;
         pthread_mutex_unlock(&mu);
-        free(data);
-        free(it);
+        free_item(it);
         return;
     }
     if (tail)
@@ -227,6 +640,41 @@ int tpa_send_drain(int timeout_ms)
     return rc;
 }
 
+int tpa_send_confirm(int timeout_ms)
+{
+    int64_t t0 = now_ms(), gave_up = -1;
+    /* time to spool what is left stays within timeout_ms */
+    int64_t wait = timeout_ms > 2 * SPOOL_WAIT_MS ? timeout_ms - SPOOL_WAIT_MS : timeout_ms / 2;
+    int rc;
+    if (forked) return 0;
+    pthread_mutex_lock(&mu);
+    if (!started) {
+        pthread_mutex_unlock(&mu);
+        return 0;
+    }
+    waiters++;
+    pthread_cond_signal(&cv_work);
+    for (;;) {
+        struct timespec dl;
+        int64_t now = now_ms();
+        if (head == NULL && !busy && r_items == 0) break;
+        if (gave_up < 0 && (now - t0 >= wait || daemon_gone(now))) {
+            /* whatever is still unacknowledged reaches the daemon through the spool */
+            TPA_LOG("%zu batches unacknowledged; spooling them", r_items + q_items);
+            spooling = 1;
+            gave_up = now;
+            pthread_cond_signal(&cv_work);
+        }
+        if (gave_up >= 0 && now - gave_up >= timeout_ms - wait) break;
+        deadline_in(&dl, 20);
+        pthread_cond_timedwait(&cv_room, &mu, &dl);
+    }
+    waiters--;
+    rc = head == NULL && !busy && r_items == 0 && unconfirmed == 0 ? 0 : -1;
+    pthread_mutex_unlock(&mu);
+    return rc;
+}
+
 void tpa_send_stop(void)
 {
     int join;
@@ -237,77 +685,14 @@ void tpa_send_stop(void)
     pthread_cond_broadcast(&cv_work);
     pthread_mutex_unlock(&mu);
     if (join) pthread_join(thread, NULL);
+    /* a sender that did not end may still write to the spool: leave it open */
     if (spool_fd >= 0) {
         fsync(spool_fd);
-        close(spool_fd);
-        spool_fd = -1;
-    }
-}
-
-/* ask_seen sends one `seen` request; returns the reported seq or -2. */
-static int64_t ask_seen(nng_socket req)
-{
-    tp_buf b;
-    tp_mpr r;
-    char *reply = NULL;
-    size_t rlen = 0;
-    uint32_t n;
-    int64_t seq = -2;
-    tp_buf_init(&b);
-    tp_mp_map(&b, 3);
-    tp_mp_cstr(&b, "cmd");
-    tp_mp_cstr(&b, "seen");
-    tp_mp_cstr(&b, "exec");
-    tp_mp_int(&b, tpa_cfg.exec);
-    tp_mp_cstr(&b, "pid");
-    tp_mp_int(&b, getpid());
-    if (b.oom || nng_send(req, b.data, b.len, 0) != 0) goto done;
-    if (nng_recv(req, &reply, &rlen, NNG_FLAG_ALLOC) != 0) goto done;
-    tp_mpr_init(&r, reply, rlen);
-    if (tp_mpr_map(&r, &n) != TP_OK) goto done;
-    for (uint32_t i = 0; i < n; i++) {
-        const char *k;
-        uint32_t kl;
-        if (tp_mpr_str(&r, &k, &kl) != TP_OK) break;
-        if (tp_mp_str_eq(k, kl, "seq")) {
-            int64_t v;
-            if (tp_mpr_int(&r, &v) == TP_OK) seq = v;
-            break;
+        if (join) {
+            close(spool_fd);
+            spool_fd = -1;
         }
-        if (tp_mpr_skip(&r) != TP_OK) break;
     }
-done:
-    if (reply) nng_free(reply, rlen);
-    tp_buf_free(&b);
-    return seq;
-}
-
-int tpa_send_confirm(uint64_t last_seq, int timeout_ms)
-{
-    nng_socket req;
-    struct timespec t0, t;
-    int rc = -1;
-    if (forked || !started) return 0;
-    if (spooling || tpa_cfg.control[0] == '\0') return spooling ? 0 : -1;
-    if (nng_req0_open(&req) != 0) return -1;
-    nng_socket_set_ms(req, NNG_OPT_SENDTIMEO, 500);
-    nng_socket_set_ms(req, NNG_OPT_RECVTIMEO, 1000);
-    nng_socket_set_ms(req, NNG_OPT_REQ_RESENDTIME, 1000);
-    if (nng_dial(req, tpa_cfg.control, NULL, NNG_FLAG_NONBLOCK) != 0) goto done;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (;;) {
-        int64_t seq = ask_seen(req);
-        if (seq >= 0 && (uint64_t)seq >= last_seq) {
-            rc = 0;
-            break;
-        }
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 > timeout_ms) break;
-        nng_msleep(5);
-    }
-done:
-    nng_close(req);
-    return rc;
 }
 
 uint64_t tpa_send_dropped(void)
@@ -321,19 +706,27 @@ uint64_t tpa_send_dropped(void)
 
 bool tpa_send_spooled(void)
 {
-    return spooling != 0;
+    bool s;
+    pthread_mutex_lock(&mu);
+    s = spooling || spooled_any;
+    pthread_mutex_unlock(&mu);
+    return s;
 }
 
 void tpa_send_atfork_child(void)
 {
-    /* the sender thread does not exist here and nng must not be touched */
+    /* the sender thread does not exist here and nng must not be touched;
+     * the parent's queued and retained batches are the parent's */
     pthread_mutex_init(&mu, NULL);
     pthread_cond_init(&cv_work, NULL);
     pthread_cond_init(&cv_room, NULL);
     forked = 1;
     head = tail = NULL;
     q_bytes = q_items = 0;
+    r_head = r_tail = NULL;
+    r_bytes = r_items = 0;
     busy = 0;
     started = 0;
+    waiters = 0;
     spool_fd = -1;
 }

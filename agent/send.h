@@ -1,14 +1,19 @@
 /* SPDX-License-Identifier: MIT
  * send.h -- the path from a finished batch to the daemon: a bounded queue, a
- * sender thread that owns the nng push socket, and a spool file for when the
- * daemon cannot be reached.
+ * sender thread that owns the nng push socket and a req socket to the
+ * daemon's control URL, and a spool file for what the daemon cannot take.
  *
- * The training thread only enqueues.  The sender thread dials lazily; when a
- * send times out (NNG_OPT_SENDTIMEO) it switches to the spool file for the
- * rest of the process, so a missing daemon costs the training one timeout on
- * a thread it does not wait for.  Batches that can go nowhere are counted as
- * dropped (their events are reported in bye and make any verdict an ERROR).
- * A forked child never touches nng: after fork every call is a no-op. */
+ * The training thread only enqueues.  The sender thread dials lazily and
+ * keeps every batch it sent until the daemon's `seen` says the batch is
+ * stored and committed; what a killed or restarted daemon did not store is
+ * sent again, and what is still unacknowledged when memory is short or at
+ * bye goes to the spool file, which the tool ingests after the command (the
+ * daemon skips duplicate events).  When a send times out (NNG_OPT_SENDTIMEO)
+ * it switches to the spool file for the rest of the process, so a missing
+ * daemon costs the training one timeout on a thread it does not wait for.
+ * Batches that can go nowhere are counted as dropped (their events are
+ * reported in bye and make any verdict an ERROR).  A forked child never
+ * touches nng: after fork every call is a no-op. */
 #ifndef TP_AGENT_SEND_H
 #define TP_AGENT_SEND_H
 
@@ -17,19 +22,28 @@
 #include <stdint.h>
 
 /* tpa_send_submit queues one batch (malloc'ed; ownership passes) holding
- * nevents events.  Starts the sender thread on first use.  When the queue is
- * full it waits up to two seconds for room, then drops the batch. */
-void tpa_send_submit(uint8_t *data, size_t len, uint32_t nevents);
+ * nevents events with the seqs first_seq.. first_seq + nevents - 1.  Batches
+ * are submitted in seq order; a seq skipped or dropped is never waited for.
+ * Starts the sender thread on first use.  When the queue is full it waits up
+ * to two seconds for room, then drops the batch. */
+void tpa_send_submit(uint8_t *data, size_t len, uint32_t nevents, uint64_t first_seq);
 /* tpa_send_drain waits until every queued batch is sent or spooled, or
  * timeout_ms passed.  Returns 0 when drained. */
 int tpa_send_drain(int timeout_ms);
-/* tpa_send_confirm asks the daemon's control socket until it has stored every
- * event up to last_seq from this process, or timeout_ms passed.  Returns 0
- * when confirmed; immediately 0 when everything went to the spool. */
-int tpa_send_confirm(uint64_t last_seq, int timeout_ms);
-/* tpa_send_stop ends the sender thread after a drain. */
+/* tpa_send_confirm waits until the daemon has acknowledged every batch sent
+ * (the sender thread asks `seen` and sends again what it lacks) or the batch
+ * is in the spool.  When the daemon has been unreachable for a send timeout,
+ * or two seconds before timeout_ms, what is still unacknowledged or queued
+ * goes to the spool instead; it returns within timeout_ms.  Returns 0 when
+ * every batch is acknowledged or spooled; -1 when some went without an
+ * acknowledgement (no control URL, after a dropped batch, no spool) or were
+ * not spooled in time. */
+int tpa_send_confirm(int timeout_ms);
+/* tpa_send_stop ends the sender thread after a drain; what it still retains
+ * goes to the spool. */
 void tpa_send_stop(void);
 uint64_t tpa_send_dropped(void);
+/* tpa_send_spooled: whether any batch went, or everything now goes, to the spool. */
 bool tpa_send_spooled(void);
 /* tpa_send_atfork_child forgets the parent's thread, queue and socket. */
 void tpa_send_atfork_child(void);

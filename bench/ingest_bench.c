@@ -30,6 +30,7 @@
 #define LEAVES           200
 #define EVENTS_PER_BATCH 4
 #define PID              4242
+#define KEY              "0123456789abcdef0123456789abcdef" /* execution 1's, set below */
 
 typedef struct result {
     double secs;
@@ -73,7 +74,7 @@ static tb *build(int n, bool large)
     tb *b = calloc((size_t)n, sizeof *b);
     for (int i = 0; i < n; i++) {
         uint64_t seq = (uint64_t)i * EVENTS_PER_BATCH;
-        tb_begin(&b[i], 1, 1, PID, 0, NULL);
+        tb_begin_key(&b[i], 1, 1, PID, 0, NULL, KEY);
         if (large)
             tb_snapshot(&b[i], seq, i, LEAVES);
         else
@@ -87,11 +88,20 @@ static tb *build(int n, bool large)
     return b;
 }
 
+/* open_store opens a fresh database holding run 1 and its execution 1,
+ * whose key is KEY (the daemon stores only batches with their execution's
+ * key; a fixed one lets the batches be built once). */
 static tpd_store *open_store(const char *db)
 {
     tpd_store *s = NULL;
-    char why[256];
+    char why[256], key[TP_EXEC_KEY_LEN + 1];
+    int64_t run, exec;
     if (tpd_store_open(&s, db, 0, why, sizeof why) != TP_OK) die(db, why);
+    if (tpd_store_run_create(s, NULL, "record", NULL, &run) != TP_OK ||
+        tpd_store_exec_create_keyed(s, run, "main", NULL, &exec, key) != TP_OK || exec != 1 ||
+        sqlite3_exec(tpd_store_db(s), "UPDATE executions SET key = '" KEY "'", NULL, NULL, NULL) !=
+            SQLITE_OK)
+        die(db, "cannot create execution 1");
     return s;
 }
 

@@ -6,11 +6,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "daemon/control.h"
 #include "daemon/judge.h"
+#include "daemon/lease.h"
 #include "daemon/query.h"
+#include "daemon/secret.h"
 #include "daemon/text.h"
 
 #ifndef TPD_VERSION
@@ -24,6 +27,9 @@ struct tpd_control {
     tpd_ingest *ingest;
     char *token;
     bool shutdown;
+    tpd_lease *lease;     /* the processes attached (attach/detach) */
+    tpd_backlog *backlog; /* batches received and not stored yet (serve.c); NULL */
+    double pruned_ms;     /* when tpd_control_tick last pruned the lease */
 };
 
 typedef struct arg {
@@ -171,16 +177,36 @@ void tpd_reply_nil(tpd_reply *r, const char *k)
     tp_mp_nil(&r->body);
 }
 
+/* put_text writes s (n bytes) as a string that is valid UTF-8 (text.h). */
+static void put_text(tp_buf *b, const char *s, size_t n)
+{
+    tpd_str clean;
+    if (tpd_utf8_clean(s, n)) {
+        tp_mp_str(b, s, n);
+        return;
+    }
+    tpd_str_init(&clean);
+    tpd_str_utf8(&clean, s, n);
+    if (clean.oom)
+        b->oom = 1;
+    else
+        tp_mp_str(b, tpd_str_cstr(&clean), clean.len);
+    tpd_str_free(&clean);
+}
+
 void tpd_reply_str(tpd_reply *r, const char *k, const char *s, size_t n)
 {
     key(r, k);
-    tp_mp_str(&r->body, s, n);
+    put_text(&r->body, s, n);
 }
 
 void tpd_reply_cstr(tpd_reply *r, const char *k, const char *s)
 {
     key(r, k);
-    tp_mp_cstr(&r->body, s);
+    if (s == NULL)
+        tp_mp_nil(&r->body);
+    else
+        put_text(&r->body, s, strlen(s));
 }
 
 tp_err tpd_reply_fail(tpd_reply *r, tp_err err, const char *fmt, ...)
@@ -235,6 +261,7 @@ static tp_err cmd_ping(tpd_control *c, const tpd_req *q, tpd_reply *r)
     tpd_reply_cstr(r, "version", TPD_VERSION);
     tpd_reply_cstr(r, "db", tpd_store_path(c->store));
     tpd_reply_int(r, "pid", (int64_t)getpid());
+    tpd_reply_int(r, "attached", tpd_lease_count(c->lease));
     return TP_OK;
 }
 
@@ -258,9 +285,11 @@ out:
     return err;
 }
 
+/* cmd_exec_create makes an execution and its key (store.h), which only
+ * this reply carries: trainparity-run hands it to the agent. */
 static tp_err cmd_exec_create(tpd_control *c, const tpd_req *q, tpd_reply *r)
 {
-    char *role = NULL;
+    char *role = NULL, key[TP_EXEC_KEY_LEN + 1];
     int64_t run, exec = 0;
     tpd_str argv;
     tp_mpr f;
@@ -278,9 +307,13 @@ static tp_err cmd_exec_create(tpd_control *c, const tpd_req *q, tpd_reply *r)
         err = tpd_reply_fail(r, TP_ENOMEM, "out of memory");
         goto out;
     }
-    err = tpd_store_exec_create(c->store, run, role, argv.s, &exec);
+    err = tpd_store_exec_create_keyed(c->store, run, role, argv.s, &exec, key);
     if (err == TP_ENOENT) {
         tpd_reply_fail(r, err, "no run %lld", (long long)run);
+        goto out;
+    }
+    if (err == TP_EIO) {
+        tpd_reply_fail(r, err, "no random source for the execution's key");
         goto out;
     }
     if (err != TP_OK) {
@@ -288,6 +321,7 @@ static tp_err cmd_exec_create(tpd_control *c, const tpd_req *q, tpd_reply *r)
         goto out;
     }
     tpd_reply_int(r, "exec", exec);
+    tpd_reply_str(r, "key", key, TP_EXEC_KEY_LEN);
 out:
     tpd_str_free(&argv);
     free(role);
@@ -303,36 +337,77 @@ static tp_err opt_int(const tpd_req *q, tpd_reply *r, const char *k, int64_t *v,
     return tpd_reply_fail(r, TP_EINVAL, "argument '%s' is not an integer", k);
 }
 
+/* stored_in counts the events of (exec, pid) with a seq in lo..hi that the
+ * store has (tpd_backlog_stored_fn). */
+static int64_t stored_in(void *store, int64_t exec, int64_t pid, int64_t lo, int64_t hi)
+{
+    static const char sql[] =
+        "SELECT count(*) FROM events WHERE exec_id = ?1 AND pid = ?2 AND seq BETWEEN ?3 AND ?4";
+    sqlite3_stmt *st = NULL;
+    int64_t n = -1;
+    if (sqlite3_prepare_v2(tpd_store_db(store), sql, -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, exec);
+        sqlite3_bind_int64(st, 2, pid);
+        sqlite3_bind_int64(st, 3, lo);
+        sqlite3_bind_int64(st, 4, hi);
+        if (sqlite3_step(st) == SQLITE_ROW) n = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+    return n;
+}
+
+/* cmd_exec_finish records how exec's command ended and answers pending
+ * while its events may still come; then its counts.  Events the daemon
+ * received and could not store (backlog.h) are waited for like a process
+ * without a bye, and reported as "unstored" with the database's reason;
+ * the execution is marked finished only once none waits (or the wait is
+ * over), as ingest refuses a new process of a finished execution.  When the
+ * database cannot even record the finish, an execution with unstored
+ * events still gets its counts (those stored), the loss being the news. */
 static tp_err cmd_exec_finish(tpd_control *c, const tpd_req *q, tpd_reply *r)
 {
-    int64_t exec, status = 0, sig = 0, wait_ms = 0, ngaps = 0;
+    int64_t exec, status = 0, sig = 0, wait_ms = 0, ngaps = 0, unstored;
     bool has_status, has_sig, has_wait;
+    tpd_backlog_info un = {0, 0, NULL};
     tpd_exec_state st;
     tp_err err;
     if ((err = need_int(q, r, "exec", &exec)) != TP_OK) return err;
     if ((err = opt_int(q, r, "status", &status, &has_status)) != TP_OK) return err;
     if ((err = opt_int(q, r, "signal", &sig, &has_sig)) != TP_OK) return err;
     if ((err = opt_int(q, r, "wait_ms", &wait_ms, &has_wait)) != TP_OK) return err;
-    err = tpd_store_exec_finish(c->store, exec, has_status ? &status : NULL, has_sig ? &sig : NULL);
-    if (err == TP_OK) err = tpd_store_exec_state(c->store, exec, &st);
+    err = tpd_store_exec_state(c->store, exec, &st);
     if (err == TP_ENOENT) return tpd_reply_fail(r, err, "no execution %lld", (long long)exec);
     if (err != TP_OK) return store_fail(c, r, err);
-    /* An agent has the daemon confirm its last events before its process
-     * exits, so only a process without a bye can still be in flight; a
-     * command in which no process reported (not Python, or no torch) has
-     * nothing coming. */
-    if (st.with_bye < st.processes && (tpd_now_ns() - st.finished_ns) / 1000000 < wait_ms) {
+    if (c->backlog) tpd_backlog_exec(c->backlog, exec, stored_in, c->store, &un);
+    if (un.waiting > 0 && tpd_backlog_waited(c->backlog, exec) < (double)wait_ms) {
         tpd_reply_bool(r, "pending", true);
         return TP_OK;
     }
-    if ((err = tpd_store_gaps_compute(c->store, exec, &ngaps)) != TP_OK)
-        return store_fail(c, r, err);
+    unstored = un.waiting + un.lost;
+    err = tpd_store_exec_finish(c->store, exec, has_status ? &status : NULL, has_sig ? &sig : NULL);
+    if (err == TP_OK) err = tpd_store_exec_state(c->store, exec, &st);
+    if (err != TP_OK && unstored == 0) return store_fail(c, r, err);
+    /* An agent has the daemon confirm its last events before its process
+     * exits, so only a process without a bye can still be in flight; a
+     * command in which no process reported (not Python, or no torch) has
+     * nothing coming.  With events unstored the wait is over already (a
+     * bye may be among them), and the execution incomplete anyway. */
+    if (err == TP_OK && unstored == 0 && st.with_bye < st.processes &&
+        (tpd_now_ns() - st.finished_ns) / 1000000 < wait_ms) {
+        tpd_reply_bool(r, "pending", true);
+        return TP_OK;
+    }
+    if (err == TP_OK) err = tpd_store_gaps_compute(c->store, exec, &ngaps);
+    if (err != TP_OK && unstored == 0) return store_fail(c, r, err);
+    if (err != TP_OK) ngaps = st.gaps; /* as last computed */
     tpd_reply_bool(r, "pending", false);
-    tpd_reply_bool(r, "complete", st.with_bye == st.processes);
+    tpd_reply_bool(r, "complete", st.with_bye == st.processes && unstored == 0);
     tpd_reply_int(r, "processes", st.processes);
     tpd_reply_int(r, "events", st.events);
     tpd_reply_int(r, "gaps", ngaps);
     tpd_reply_int(r, "dropped", st.dropped);
+    tpd_reply_int(r, "unstored", unstored);
+    if (unstored > 0) tpd_reply_cstr(r, "unstored_why", un.why ? un.why : "unknown");
     return TP_OK;
 }
 
@@ -350,14 +425,21 @@ static tp_err cmd_seen(tpd_control *c, const tpd_req *q, tpd_reply *r)
     return TP_OK;
 }
 
+/* cmd_ingest stores a spool file the daemon's own user wrote on this host
+ * (tpd_ingest_spool_confined): a control socket reachable from the network
+ * (the one given a token) reads no file at all. */
 static tp_err cmd_ingest(tpd_control *c, const tpd_req *q, tpd_reply *r)
 {
     char *path = NULL, why[512];
     tpd_spool_result res;
     tp_err err;
     if (c->ingest == NULL) return tpd_reply_fail(r, TP_EINVAL, "this daemon cannot ingest");
+    if (c->token)
+        return tpd_reply_fail(r, TP_EINVAL,
+                              "ingest is served on a local control socket only; run "
+                              "trainparity-daemon ingest FILE on the daemon's host");
     if ((err = need_str(q, r, "path", &path)) != TP_OK) return err;
-    err = tpd_ingest_spool(c->ingest, path, &res, why, sizeof why);
+    err = tpd_ingest_spool_confined(c->ingest, path, &res, why, sizeof why);
     free(path);
     if (err != TP_OK) return tpd_reply_fail(r, err, "%s", why);
     tpd_reply_int(r, "events", (int64_t)res.events);
@@ -438,9 +520,47 @@ static tp_err cmd_verdict(tpd_control *c, const tpd_req *q, tpd_reply *r)
     return TP_OK;
 }
 
+/* cmd_shutdown stops the daemon now, whoever is attached (an operator's
+ * command; trainparity-run detaches instead). */
 static tp_err cmd_shutdown(tpd_control *c, const tpd_req *q, tpd_reply *r)
 {
     c->shutdown = true;
+    return TP_OK;
+}
+
+/* cmd_attach makes the process pid a holder of the daemon (lease.h); owner
+ * (optional, false): pid started this daemon, which is to exit when the last
+ * holder has gone. */
+static tp_err cmd_attach(tpd_control *c, const tpd_req *q, tpd_reply *r)
+{
+    int64_t pid;
+    bool owner = false;
+    tp_err err;
+    if ((err = need_int(q, r, "pid", &pid)) != TP_OK) return err;
+    err = tpd_req_bool(q, "owner", &owner);
+    if (err != TP_OK && err != TP_ENOENT)
+        return tpd_reply_fail(r, TP_EINVAL, "argument 'owner' is not a boolean");
+    err = tpd_lease_attach(c->lease, pid, owner);
+    if (err == TP_ENOENT) return tpd_reply_fail(r, err, "no process %lld", (long long)pid);
+    if (err == TP_EFULL)
+        return tpd_reply_fail(r, err, "%d processes attached already", TPD_LEASE_MAX);
+    if (err != TP_OK)
+        return tpd_reply_fail(r, err, "cannot attach pid %lld: %s", (long long)pid,
+                              tp_strerror(err));
+    tpd_reply_int(r, "attached", tpd_lease_count(c->lease));
+    return TP_OK;
+}
+
+/* cmd_detach drops the process pid (and every holder that is gone); an
+ * owned daemon that has no holder left exits after this reply. */
+static tp_err cmd_detach(tpd_control *c, const tpd_req *q, tpd_reply *r)
+{
+    int64_t pid;
+    tp_err err;
+    if ((err = need_int(q, r, "pid", &pid)) != TP_OK) return err;
+    tpd_reply_int(r, "attached", tpd_lease_detach(c->lease, pid));
+    if (tpd_lease_over(c->lease)) c->shutdown = true;
+    tpd_reply_bool(r, "exiting", c->shutdown);
     return TP_OK;
 }
 
@@ -458,6 +578,8 @@ static const struct command {
     {"query", cmd_query},
     {"verdict", cmd_verdict},
     {"shutdown", cmd_shutdown},
+    {"attach", cmd_attach},
+    {"detach", cmd_detach},
 };
 
 /* ---- dispatch ---- */
@@ -470,7 +592,12 @@ tp_err tpd_control_create(tpd_control **cp, tpd_store *s, tpd_ingest *in, const 
     if (c == NULL) return TP_ENOMEM;
     c->store = s;
     c->ingest = in;
+    if (tpd_lease_create(&c->lease) != TP_OK) {
+        free(c);
+        return TP_ENOMEM;
+    }
     if (token && token[0] && (c->token = strdup(token)) == NULL) {
+        tpd_lease_destroy(c->lease);
         free(c);
         return TP_ENOMEM;
     }
@@ -482,12 +609,30 @@ void tpd_control_destroy(tpd_control *c)
 {
     if (c == NULL) return;
     free(c->token);
+    tpd_lease_destroy(c->lease);
     free(c);
 }
 
 bool tpd_control_shutdown(const tpd_control *c)
 {
     return c->shutdown;
+}
+
+void tpd_control_tick(tpd_control *c)
+{
+    struct timespec ts;
+    double now;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    now = (double)ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+    if (now - c->pruned_ms < TPD_LEASE_PRUNE_MS) return;
+    c->pruned_ms = now;
+    tpd_lease_prune(c->lease);
+    if (tpd_lease_over(c->lease)) c->shutdown = true;
+}
+
+void tpd_control_set_backlog(tpd_control *c, tpd_backlog *b)
+{
+    c->backlog = b;
 }
 
 tpd_store *tpd_control_store(tpd_control *c)
@@ -510,8 +655,8 @@ static tp_err run_command(tpd_control *c, const void *buf, size_t len, tpd_req *
     if (c->token) {
         const char *tok;
         uint32_t tlen;
-        if (tpd_req_str(q, "tok", &tok, &tlen) != TP_OK || tlen != strlen(c->token) ||
-            memcmp(tok, c->token, tlen) != 0)
+        if (tpd_req_str(q, "tok", &tok, &tlen) != TP_OK ||
+            !tpd_secret_eq(tok, tlen, c->token, strlen(c->token)))
             return tpd_reply_fail(r, TP_EINVAL, "missing or wrong token");
     }
     err = tpd_req_str(q, "cmd", &cmd, &n);
@@ -538,12 +683,13 @@ tp_err tpd_control_handle(tpd_control *c, const void *req, size_t len, tp_buf *r
         tp_buf_append(reply, r->body.data, r->body.len);
     } else {
         if (err == TP_OK || r->body.oom) snprintf(r->err, sizeof r->err, "out of memory");
+        if (!r->err[0]) snprintf(r->err, sizeof r->err, "%s", tp_strerror(err));
         tp_buf_reset(reply);
         tp_mp_map(reply, 2);
         tp_mp_cstr(reply, "ok");
         tp_mp_bool(reply, false);
         tp_mp_cstr(reply, "error");
-        tp_mp_cstr(reply, r->err[0] ? r->err : tp_strerror(err));
+        put_text(reply, r->err, strlen(r->err)); /* it may quote the request */
     }
     err = reply->oom ? TP_ENOMEM : TP_OK;
     tp_buf_free(&r->body);

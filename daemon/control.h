@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "daemon/backlog.h"
 #include "daemon/ingest.h"
 #include "daemon/store.h"
 #include "proto/mp.h"
@@ -31,7 +32,9 @@ typedef tp_err (*tpd_cmd_fn)(tpd_control *c, const tpd_req *q, tpd_reply *r);
 
 /* tpd_control_create makes a command handler over s (and in, for the ingest
  * command; may be NULL).  token (copied; NULL for none): when set, every
- * request must carry the same string under "tok".
+ * request must carry the same string under "tok"; it is set for a control
+ * socket reachable from the network (serve.c), and such a handler never
+ * opens a file (the ingest command is refused).
  * Errors: TP_EINVAL, TP_ENOMEM. */
 tp_err tpd_control_create(tpd_control **cp, tpd_store *s, tpd_ingest *in, const char *token);
 /* tpd_control_destroy frees c.  NULL is a no-op. */
@@ -42,8 +45,19 @@ void tpd_control_destroy(tpd_control *c);
  * (also for failed commands); TP_ENOMEM when not even that was possible. */
 tp_err tpd_control_handle(tpd_control *c, const void *req, size_t len, tp_buf *reply);
 
-/* tpd_control_shutdown reports whether a shutdown command was answered. */
+/* tpd_control_shutdown reports whether the daemon is to stop: a shutdown
+ * command was answered, or its owner's lease is over (lease.h). */
 bool tpd_control_shutdown(const tpd_control *c);
+
+/* tpd_control_tick is called by the serve loop at least once a second: it
+ * drops attached processes that are gone (at most every
+ * TPD_LEASE_PRUNE_MS) and stops an owned daemon that none holds any more. */
+void tpd_control_tick(tpd_control *c);
+
+/* tpd_control_set_backlog gives exec.finish the serve loop's backlog (the
+ * batches received and not stored yet; must outlive c), so that it waits
+ * for them and reports those lost.  NULL: none. */
+void tpd_control_set_backlog(tpd_control *c, tpd_backlog *b);
 
 /* tpd_control_store and tpd_control_ingest give handlers their context. */
 tpd_store *tpd_control_store(tpd_control *c);

@@ -8,7 +8,17 @@
  * save/load bodies are flattened into leaves, blob bytes go to the blob
  * store; finally the process's nevents and max_seq, and RELEASE.  All
  * statements are prepared once; strings are bound straight from the
- * message buffer (SQLITE_STATIC), which outlives each step. */
+ * message buffer (SQLITE_STATIC), which outlives each step.
+ *
+ * Before any of that a batch must name an execution the daemon created, of
+ * the run it names, and carry that execution's key (exec.create made it);
+ * the comparison takes the same time wherever a wrong key differs.  The
+ * (exec -> run, key) of recently seen executions is cached, direct-mapped by
+ * id: an execution's run and key never change once it has a key, so the
+ * cost per batch is one probe, and a query only for an execution not seen
+ * lately.  An unknown execution is never cached: it may be created next.
+ * A batch that would add a process to an execution already finished
+ * (exec.finish) is refused too; its known processes may still deliver. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +26,9 @@
 
 #include "daemon/blob.h"
 #include "daemon/ingest.h"
+#include "daemon/secret.h"
 #include "daemon/text.h"
+#include "proto/control.h"
 #include "proto/event.h"
 
 enum {
@@ -30,6 +42,8 @@ enum {
     S_HELLO,
     S_BYE,
     S_BLOB,
+    S_EXEC,
+    S_FINISHED,
     S__COUNT
 };
 
@@ -57,7 +71,17 @@ static const char *const sqls[S__COUNT] = {
               " WHERE exec_id = ?1 AND pid = ?2",
     [S_BLOB] = "INSERT INTO blobs(digest, size, dtype, shape) VALUES(?1, ?2, ?3, ?4)"
                " ON CONFLICT(digest) DO NOTHING",
+    [S_EXEC] = "SELECT run_id, key FROM executions WHERE id = ?1",
+    [S_FINISHED] = "SELECT finished_ns IS NOT NULL FROM executions WHERE id = ?1",
 };
+
+#define EXEC_CACHE 256 /* executions whose run and key are kept; a power of 2 */
+
+typedef struct exec_entry {
+    int64_t exec; /* 0: empty (ids start at 1) */
+    int64_t run;
+    char key[TP_EXEC_KEY_LEN];
+} exec_entry;
 
 struct tpd_ingest {
     tpd_store *store;
@@ -68,6 +92,7 @@ struct tpd_ingest {
     tpd_blobs *blobs;
     tpd_str json;   /* scratch: argv as JSON */
     tp_buf scratch; /* scratch: rewritten blob bodies */
+    exec_entry execs[EXEC_CACHE];
 };
 
 static tp_err dberr(int rc)
@@ -448,16 +473,63 @@ dbfail:
 
 #define SEQ_LIMIT ((uint64_t)1 << 62)
 
-/* check_batch holds a decoded batch to what the store can keep. */
-static tp_err check_batch(const tpd_ingest *in, const tp_batch *b, bool check_token, char *why,
+/* refuse words why for a batch refused for who sent it and counts it. */
+static tp_err refuse(tpd_ingest *in, char *why, size_t whylen, const char *reason)
+{
+    snprintf(why, whylen, "%s", reason);
+    tpd_store_counter_add(in->store, "refused", 1);
+    return TP_EPROTO;
+}
+
+/* find_exec returns exec's cache entry, read from the store on a miss;
+ * NULL when it does not exist or has no key.  *err is set on a database
+ * error. */
+static const exec_entry *find_exec(tpd_ingest *in, int64_t exec, tp_err *err, char *why,
+                                   size_t whylen)
+{
+    exec_entry *e = &in->execs[(uint64_t)exec & (EXEC_CACHE - 1)];
+    sqlite3_stmt *st;
+    int rc;
+    *err = TP_OK;
+    if (exec <= 0) return NULL;
+    if (e->exec == exec) return e;
+    st = stmt(in, S_EXEC);
+    sqlite3_bind_int64(st, 1, exec);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW && sqlite3_column_bytes(st, 1) == TP_EXEC_KEY_LEN &&
+        sqlite3_column_type(st, 1) == SQLITE_TEXT) {
+        e->exec = exec;
+        e->run = sqlite3_column_int64(st, 0);
+        memcpy(e->key, sqlite3_column_text(st, 1), TP_EXEC_KEY_LEN);
+        sqlite3_reset(st);
+        return e;
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        snprintf(why, whylen, "database: %s", sqlite3_errmsg(in->db));
+        *err = dberr(rc);
+    }
+    return NULL;
+}
+
+/* check_batch holds a decoded batch to what the store can keep: the token
+ * (socket batches), an execution of the daemon's with its key, sane seqs. */
+static tp_err check_batch(tpd_ingest *in, const tp_batch *b, bool check_token, char *why,
                           size_t whylen)
 {
+    const exec_entry *e;
+    tp_err err;
     if (check_token && in->token &&
-        (b->hdr.tok == NULL || b->hdr.tok_len != in->token_len ||
-         memcmp(b->hdr.tok, in->token, in->token_len) != 0)) {
-        snprintf(why, whylen, b->hdr.tok ? "wrong token" : "missing token");
-        return TP_EPROTO;
+        !tpd_secret_eq(b->hdr.tok, b->hdr.tok_len, in->token, in->token_len))
+        return refuse(in, why, whylen, b->hdr.tok ? "wrong token" : "missing token");
+    if ((e = find_exec(in, b->hdr.exec, &err, why, whylen)) == NULL) {
+        if (err != TP_OK) return err;
+        return refuse(in, why, whylen, "batch for an execution the daemon did not create");
     }
+    if (e->run != b->hdr.run) return refuse(in, why, whylen, "batch for another run's execution");
+    if (b->hdr.key == NULL) return refuse(in, why, whylen, "batch without its execution's key");
+    if (!tpd_secret_eq(b->hdr.key, b->hdr.key_len, e->key, TP_EXEC_KEY_LEN))
+        return refuse(in, why, whylen, "batch with a wrong execution key");
     for (size_t i = 0; i < b->n; i++) {
         /* seqs count a process's events from 0: one at 2^62 is no agent's,
          * and the bookkeeping (gaps.c: seq + 1) must never overflow */
@@ -483,6 +555,18 @@ static tp_err write_batch(tpd_ingest *in, const tp_batch *b, tpd_ingest_result *
     sqlite3_bind_int64(st, 2, b->hdr.pid);
     sqlite3_bind_int64(st, 3, b->hdr.rank);
     if ((rc = step(st)) != SQLITE_OK) goto dbundo;
+    if (sqlite3_changes(in->db) > 0) { /* a new process: its execution must be running */
+        st = stmt(in, S_FINISHED);
+        sqlite3_bind_int64(st, 1, b->hdr.exec);
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW && sqlite3_column_int(st, 0)) {
+            sqlite3_reset(st);
+            err = refuse(in, why, whylen, "batch from a new process of a finished execution");
+            goto undo;
+        }
+        sqlite3_reset(st);
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE) goto dbundo;
+    }
     for (size_t i = 0; i < b->n; i++) {
         bool fresh;
         if ((err = store_event(in, b, &b->ev[i], &fresh, why, whylen)) != TP_OK) goto undo;

@@ -9,7 +9,15 @@
  * whose (exec, pid, seq) is already stored is skipped and counted as a
  * duplicate (the same batch may arrive from a spool file and the socket).
  *
- * Counters kept: batches, events, duplicates, malformed, spool_frames, torn.
+ * Only batches for an execution the daemon created (exec.create), of the run
+ * they name and with that execution's key, are stored, from the socket and
+ * from spool files alike; a batch that would add a process to a finished
+ * execution (exec.finish) is refused as well.  A refused batch is dropped
+ * like a malformed one (TP_EPROTO) and also counted in refused.
+ *
+ * Counters kept: batches, events, duplicates, malformed (every batch
+ * dropped), refused (of those, the ones refused for their token, execution
+ * or key), spool_frames, torn.
  * An ingest context is used by one thread; it holds prepared statements on
  * its store's connection, so destroy it before closing the store. */
 #ifndef TP_DAEMON_INGEST_H
@@ -52,15 +60,17 @@ tpd_store *tpd_ingest_store(tpd_ingest *in);
 
 /* tpd_ingest_message stores one batch (len bytes at msg, not retained).
  * *res (if not NULL) is written on success.  why receives a one-line reason
- * on error.  Errors: TP_EPROTO / TP_EVERSION (malformed or wrong token:
- * counted in counters.malformed and dropped), TP_ENOMEM, TP_EIO (blob
- * store), TP_EDB (the message was not stored). */
+ * on error.  Errors: TP_EPROTO / TP_EVERSION (malformed, or refused: a
+ * wrong token, an unknown execution, a wrong key; counted in
+ * counters.malformed and dropped), TP_ENOMEM, TP_EIO (blob store), TP_EDB
+ * (the message was not stored). */
 tp_err tpd_ingest_message(tpd_ingest *in, const void *msg, size_t len, tpd_ingest_result *res,
                           char *why, size_t whylen);
 
 /* tpd_ingest_local is tpd_ingest_message for a batch read from a local
- * file (spool.c): the token is not checked, and a transaction must be open
- * (TP_EINVAL otherwise).  why must not be NULL. */
+ * file (spool.c): the token is not checked (the execution and its key are),
+ * and a transaction must be open (TP_EINVAL otherwise).  why must not be
+ * NULL. */
 tp_err tpd_ingest_local(tpd_ingest *in, const void *msg, size_t len, tpd_ingest_result *res,
                         char *why, size_t whylen);
 
@@ -68,12 +78,22 @@ tp_err tpd_ingest_local(tpd_ingest *in, const void *msg, size_t len, tpd_ingest_
  * big-endian length and one batch.  Bad frames are counted and skipped; a
  * frame longer than TP_MAX_MESSAGE ends the reading (the file cannot be
  * resynchronised) and counts as bad; a torn last frame is skipped and
- * reported.  Tokens are not checked (the file is local).  Afterwards the
- * gaps of every execution it touched are recomputed.  Commits every few
- * hundred frames when no transaction was open.  why receives the reason of
- * the first bad frame, or of the error.  Errors: TP_ENOENT, TP_EIO (cannot
- * read the file), TP_ENOMEM, TP_EDB. */
+ * reported.  Tokens are not checked (the file is local); executions and
+ * keys are.  Afterwards the gaps of every execution it touched are
+ * recomputed.  Commits every few hundred frames when no transaction was
+ * open.  why receives the reason of the first bad frame, or of the error.
+ * Errors: TP_ENOENT, TP_EIO (cannot read the file), TP_ENOMEM, TP_EDB. */
 tp_err tpd_ingest_spool(tpd_ingest *in, const char *path, tpd_spool_result *res, char *why,
                         size_t whylen);
+
+/* tpd_ingest_spool_confined is tpd_ingest_spool for a path a request named
+ * (the control command ingest): only a spool file is read, that is a
+ * regular file, not a symbolic link, owned by the daemon's user, named
+ * <exec>-<pid>.spool (decimal numbers; agent/send.c names them so); any
+ * other path is TP_EINVAL with why "not a spool file", whether or not it
+ * exists.  Nothing read from the file is quoted in why: a bad frame is
+ * reported by its number only. */
+tp_err tpd_ingest_spool_confined(tpd_ingest *in, const char *path, tpd_spool_result *res, char *why,
+                                 size_t whylen);
 
 #endif

@@ -3,6 +3,7 @@
  * Exit status: 0 success, 1 error, 64 usage. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -27,7 +28,7 @@
 #endif
 
 static const char usage_main[] =
-    "usage: " PROG " serve [--db PATH] [--listen URL]... [--control URL] [--token T]\n"
+    "usage: " PROG " serve [--db PATH] [--listen URL]... [--control URL] [--token-file F]\n"
     "       " PROG " query [--db PATH] runs | run ID | steps ID\n"
     "       " PROG " ingest [--db PATH] FILE...\n"
     "       " PROG " --help | --version\n";
@@ -43,15 +44,20 @@ static const char help_main[] =
     "Run '" PROG " COMMAND --help' for a command's options.\n";
 
 static const char usage_serve[] =
-    "usage: " PROG " serve [--db PATH] [--listen URL]... [--control URL] [--token T]\n";
+    "usage: " PROG " serve [--db PATH] [--listen URL]... [--control URL] [--token-file F]\n";
 static const char help_serve[] =
-    "  --db PATH       database (default " DEFAULT_DB "); blobs go to PATH.blobs/\n"
-    "  --listen URL    ingest URL, repeatable (default ipc://<db dir>/ingest.ipc);\n"
-    "                  tcp:// URLs need --token\n"
-    "  --control URL   control URL (default: derived from the first --listen,\n"
-    "                  ipc://P -> ipc://P.ctl, tcp://H:N -> tcp://H:N+1)\n"
-    "  --token T       shared token every batch must carry (default $" TP_ENV_TOKEN ")\n"
-    "Stops on SIGINT or SIGTERM, or on the control command shutdown.\n";
+    "  --db PATH        database (default " DEFAULT_DB "), created 0600;\n"
+    "                   blobs go to PATH.blobs/\n"
+    "  --listen URL     ingest URL, repeatable (default ipc://<db dir>/ingest.ipc);\n"
+    "                   tcp:// URLs need a token\n"
+    "  --control URL    control URL (default: derived from the first --listen,\n"
+    "                   ipc://P -> ipc://P.ctl, tcp://H:N -> tcp://H:N+1)\n"
+    "  --token-file F   the shared token every batch and network request must carry,\n"
+    "                   read from F (readable by its owner only); default $" TP_ENV_TOKEN "\n"
+    "Missing directories are created 0700; existing ones keep their mode.\n"
+    "Stops on SIGINT or SIGTERM, on the control command shutdown, or, when a\n"
+    "command that attached as its owner started it (trainparity-run), once no\n"
+    "attached command is left.\n";
 
 static const char usage_query[] = "usage: " PROG " query [--db PATH] runs | run ID | steps ID\n";
 static const char help_query[] =
@@ -63,7 +69,8 @@ static const char help_query[] =
 static const char usage_ingest[] = "usage: " PROG " ingest [--db PATH] FILE...\n";
 static const char help_ingest[] =
     "Stores the batches of spool files (4-byte big-endian length + batch frames)\n"
-    "without a running daemon; a torn last frame is reported and skipped.\n"
+    "without a running daemon; a torn last frame is reported and skipped.  Only\n"
+    "batches of an execution the daemon created, with its key, are stored.\n"
     "  --db PATH  database (default " DEFAULT_DB ")\n";
 
 static int usage_error(const char *usage, const char *fmt, const char *arg)
@@ -86,7 +93,8 @@ static void log_stderr(void *arg, const char *line)
     fprintf(stderr, PROG ": %s\n", line);
 }
 
-/* make_db_dir creates the database's directory (0700) when it is missing. */
+/* make_db_dir creates the database's directory (0700) when it is missing;
+ * one that exists is left as it is. */
 static int make_db_dir(const char *db)
 {
     char dir[4096], why[512];
@@ -117,7 +125,69 @@ static tpd_store *open_store(const char *db, unsigned flags)
 
 /* ---- serve ---- */
 
+#define TOKEN_MAX 127 /* what the agent carries (agent/config.h) */
+
 static tpd_serve *g_serve;
+
+/* read_token reads the token in path (one line; a final newline is not
+ * part of it) into out; a file others may read or write is refused. */
+static int read_token(const char *path, char *out, size_t n)
+{
+    struct stat sb;
+    ssize_t got = 0, r;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        fprintf(stderr, PROG ": cannot open the token file %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        fprintf(stderr, PROG ": the token file %s is not a regular file\n", path);
+        close(fd);
+        return -1;
+    }
+    if (sb.st_mode & 077) {
+        fprintf(stderr, PROG ": the token file %s is open to others (mode %03o); chmod 600 it\n",
+                path, (unsigned)(sb.st_mode & 0777));
+        close(fd);
+        return -1;
+    }
+    while ((size_t)got < n && (r = read(fd, out + got, n - (size_t)got)) != 0) {
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            fprintf(stderr, PROG ": cannot read the token file %s: %s\n", path, strerror(errno));
+            close(fd);
+            return -1;
+        }
+        got += r;
+    }
+    close(fd);
+    while (got > 0 && (out[got - 1] == '\n' || out[got - 1] == '\r')) got--;
+    if ((size_t)got >= n || got > TOKEN_MAX || got == 0 || memchr(out, '\0', (size_t)got) ||
+        memchr(out, '\n', (size_t)got)) {
+        fprintf(stderr, PROG ": the token file %s must hold one line of 1 to %d bytes\n", path,
+                TOKEN_MAX);
+        return -1;
+    }
+    out[got] = '\0';
+    return 0;
+}
+
+/* is_local: an ipc:// or inproc:// URL, which no other host can reach. */
+static bool is_local(const char *url)
+{
+    return strncmp(url, "ipc://", 6) == 0 || strncmp(url, "inproc://", 9) == 0;
+}
+
+/* needs_token names the first URL reachable from the network, or NULL. */
+static const char *needs_token(const char *const *listen, size_t n, const char *control,
+                               char *derived, size_t dn)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!is_local(listen[i])) return listen[i];
+    if (control == NULL && n > 0 && tp_url_control(listen[0], derived, dn) == TP_OK)
+        control = derived;
+    return control && !is_local(control) ? control : NULL;
+}
 
 static void on_signal(int sig)
 {
@@ -126,13 +196,16 @@ static void on_signal(int sig)
 
 static int cmd_serve(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"db", required_argument, NULL, 'd'},      {"listen", required_argument, NULL, 'l'},
-        {"control", required_argument, NULL, 'c'}, {"token", required_argument, NULL, 't'},
-        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
-    const char *db = DEFAULT_DB, *control = NULL, *token = getenv(TP_ENV_TOKEN);
+    static const struct option opts[] = {{"db", required_argument, NULL, 'd'},
+                                         {"listen", required_argument, NULL, 'l'},
+                                         {"control", required_argument, NULL, 'c'},
+                                         {"token", required_argument, NULL, 't'},
+                                         {"token-file", required_argument, NULL, 'T'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    const char *db = DEFAULT_DB, *control = NULL, *token = getenv(TP_ENV_TOKEN), *open_url;
     const char *listen[MAX_LISTEN];
-    char def_listen[4200], why[1024], urls[4096];
+    char def_listen[4200], why[1024], urls[4096], tokbuf[256], derived[4200];
     size_t nlisten = 0, w = 0;
     tpd_serve_opts o;
     tpd_store *s;
@@ -154,7 +227,13 @@ static int cmd_serve(int argc, char **argv)
             control = optarg;
             break;
         case 't':
-            token = optarg;
+            return usage_error(usage_serve,
+                               "--token would show the token to every user (ps); give it in a "
+                               "file, --token-file F, or in $" TP_ENV_TOKEN "%s",
+                               "");
+        case 'T':
+            if (read_token(optarg, tokbuf, sizeof tokbuf) != 0) return 1;
+            token = tokbuf;
             break;
         case 'h':
             printf("%s%s", usage_serve, help_serve);
@@ -164,6 +243,14 @@ static int cmd_serve(int argc, char **argv)
         }
     }
     if (optind < argc) return usage_error(usage_serve, "unexpected argument '%s'", argv[optind]);
+    if ((token == NULL || token[0] == '\0') &&
+        (open_url = needs_token(listen, nlisten, control, derived, sizeof derived)) != NULL) {
+        fprintf(stderr,
+                PROG ": %s is reachable from the network: it needs a token "
+                     "(--token-file F, or $" TP_ENV_TOKEN ")\n",
+                open_url);
+        return 1;
+    }
     if ((s = open_store(db, 0)) == NULL) return 1;
     if (nlisten == 0) {
         if (tpd_serve_default_listen(db, def_listen, sizeof def_listen) != TP_OK) {
@@ -192,6 +279,10 @@ static int cmd_serve(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     sa.sa_handler = SIG_IGN;
     sigaction(SIGPIPE, &sa, NULL);
+    /* a write past a file-size limit (RLIMIT_FSIZE) then fails with EFBIG,
+     * like one to a full disk, and the batches wait in memory (serve.h),
+     * instead of the signal killing the daemon */
+    sigaction(SIGXFSZ, &sa, NULL);
     urls[0] = '\0';
     for (size_t i = 0; i < nlisten && w < sizeof urls; i++)
         w += (size_t)snprintf(urls + w, sizeof urls - w, "%s%s", i ? " " : "", listen[i]);
@@ -205,6 +296,7 @@ static int cmd_serve(int argc, char **argv)
         fprintf(stderr, PROG ": %s\n", why);
         return 1;
     }
+    fprintf(stderr, PROG ": pid %d stopped\n", (int)getpid());
     return 0;
 }
 

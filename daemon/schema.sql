@@ -133,3 +133,9 @@ CREATE TABLE counters (
     name TEXT PRIMARY KEY,
     value INTEGER NOT NULL
 );
+
+-- Added to version 1 later, by store.c (add_columns) when a database opened
+-- for writing lacks it; readers never need it:
+--   executions.key TEXT: the execution's secret (32 hex digits) made by
+--   exec.create; a batch is stored only when its "key" equals it.  NULL for
+--   executions made before keys existed: they take no more batches.

@@ -28,8 +28,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "daemon/backlog.h"
 #include "daemon/control.h"
 #include "daemon/ingest.h"
+#include "daemon/netguard.h"
 #include "daemon/serve.h"
 #include "proto/control.h"
 #include "proto/event.h"
@@ -37,14 +39,47 @@
 #define BATCH_DEFAULT   256
 #define RECV_QUEUE      1024 /* messages nng holds for the loop */
 #define COMMIT_MS       10   /* an ingest transaction stays open at most this long */
+#define RETRY_MS        200  /* messages the database failed are stored again this often */
+#define RETRY_BURSTS    64   /* transactions of waiting messages per loop turn */
 #define MAX_REASONS     64
 #define CONTROL_URL_MAX 4200
+
+/* Network (tcp://) listeners: what peers can make the daemon hold before
+ * their token is checked (daemon/netguard.h); ipc:// listeners keep
+ * TP_MAX_MESSAGE.  The agent flushes a batch once it holds 8 MiB
+ * (agent/emit.c), so a batch is at most 8 MiB plus its last event: every
+ * event up to 24 MiB arrives whole over tcp.  A longer message (a tensor of
+ * more than ~6M float32 values under --capture values) closes its
+ * connection when its length header arrives; the agent never sends one
+ * (agent/send.c spools it instead), so its events reach the database only
+ * through `trainparity-daemon ingest` on the daemon's host, and until then
+ * the execution reports them missing (ERROR); for such values use an
+ * ipc:// daemon on the training host.
+ * Control requests are small (arguments, paths, an argv; the widest is
+ * run.create of coverage --universe-file: ~50k disjoint ranges of ids fit
+ * in 1 MiB).
+ * The bound: nng's pull and rep read a connection's next message only once
+ * the loop took the last one (they keep no queue of their own: nng 1.5.2
+ * accepts RECV_QUEUE and leaves it unused), so each socket holds at most
+ * one message per connection plus the one the loop handles:
+ *   ingest  (NET_CONNS + 1) x NET_INGEST_MAX  = 33 x 32 MiB = 1056 MiB
+ *   control (NET_CONNS + 1) x NET_CONTROL_MAX = 33 x 1 MiB  =   33 MiB
+ * (and, while the database fails, the waiting batches: TPD_BACKLOG_MAX).
+ * A connection beyond NET_CONNS, or beyond NET_CONNS_PER_ADDR from one IP
+ * address, is closed at once.  One whose message is malformed (a wrong or
+ * missing token, no batch at all, a batch refused) is not: the message is
+ * dropped and the connection left open (daemon/netguard.c says why). */
+#define NET_INGEST_MAX     ((size_t)TP_MAX_NET_MESSAGE)
+#define NET_CONTROL_MAX    ((size_t)1 << 20)
+#define NET_CONNS          32
+#define NET_CONNS_PER_ADDR 16
 
 struct tpd_serve {
     tpd_store *store;
     tpd_ingest *ingest;
     tpd_control *control;
     nng_socket pull, rep;
+    tpd_netguard *pull_guard, *rep_guard; /* limits of network listeners */
     bool pull_open, rep_open;
     int pull_fd, rep_fd;
     int wake[2];
@@ -58,8 +93,10 @@ struct tpd_serve {
     bool reasons_full;
     tpd_serve_stats stats;
     tp_buf reply;
-    double txn_start;  /* when the open ingest transaction began */
-    unsigned txn_msgs; /* messages in it */
+    double txn_start;     /* when the open ingest transaction began */
+    unsigned txn_msgs;    /* messages in it */
+    tpd_backlog *backlog; /* messages received and not committed (backlog.h) */
+    double retry_at;      /* when the waiting ones are stored again; 0: none wait */
 };
 
 static double now_ms(void)
@@ -105,6 +142,7 @@ tp_err tpd_private_dir(const char *dir, char *why, size_t whylen)
     char path[PATH_MAX];
     struct stat sb;
     size_t n = strlen(dir);
+    bool made = false;
     if (n == 0 || n >= sizeof path) {
         snprintf(why, whylen, "bad directory name");
         return TP_EIO;
@@ -113,8 +151,14 @@ tp_err tpd_private_dir(const char *dir, char *why, size_t whylen)
     for (size_t i = 1; i <= n; i++) {
         if (path[i] != '/' && path[i] != '\0') continue;
         path[i] = '\0';
-        if (mkdir(path, 0700) != 0 && errno != EEXIST) {
+        made = mkdir(path, 0700) == 0;
+        if (!made && errno != EEXIST) {
             snprintf(why, whylen, "cannot create %s: %s", path, strerror(errno));
+            return TP_EIO;
+        }
+        /* ours since this instant: 0700 whatever the umask took */
+        if (made && chmod(path, 0700) != 0) {
+            snprintf(why, whylen, "cannot chmod %s to 0700: %s", path, strerror(errno));
             return TP_EIO;
         }
         path[i] = i < n ? '/' : '\0';
@@ -123,12 +167,10 @@ tp_err tpd_private_dir(const char *dir, char *why, size_t whylen)
         snprintf(why, whylen, "%s is not a directory", dir);
         return TP_EIO;
     }
-    if (sb.st_uid != geteuid() || (sb.st_mode & S_ISVTX)) {
+    /* a directory that was there keeps its mode: it may be a project's, or
+     * the working directory; only one others could write into is refused */
+    if (!made && (sb.st_uid != geteuid() || (sb.st_mode & (S_ISVTX | S_IWOTH)))) {
         snprintf(why, whylen, "%s is shared or not ours; use a private directory", dir);
-        return TP_EIO;
-    }
-    if ((sb.st_mode & 07777) != 0700 && chmod(dir, 0700) != 0) {
-        snprintf(why, whylen, "cannot chmod %s to 0700: %s", dir, strerror(errno));
         return TP_EIO;
     }
     return TP_OK;
@@ -180,8 +222,12 @@ static tp_err nng_fail(int rv, const char *what, const char *url, char *why, siz
     return TP_ENET;
 }
 
+/* open_sockets opens the pull socket on every ingest URL and the rep socket
+ * on the control URL, each behind a guard that limits its network
+ * listeners (the bound is stated above NET_INGEST_MAX). */
 static tp_err open_sockets(tpd_serve *sv, const tpd_serve_opts *o, char *why, size_t whylen)
 {
+    tp_err err;
     int rv;
     if ((rv = nng_pull0_open(&sv->pull)) != 0) return nng_fail(rv, "open", "pull", why, whylen);
     sv->pull_open = true;
@@ -190,15 +236,31 @@ static tp_err open_sockets(tpd_serve *sv, const tpd_serve_opts *o, char *why, si
     /* a receive queue lets agents send on while a transaction commits */
     rv = nng_socket_set_int(sv->pull, NNG_OPT_RECVBUF, RECV_QUEUE);
     if (rv != 0 && rv != NNG_ENOTSUP) return nng_fail(rv, "configure", "pull", why, whylen);
-    for (size_t i = 0; i < o->nlisten; i++)
-        if ((rv = nng_listen(sv->pull, o->listen[i], NULL, 0)) != 0)
-            return nng_fail(rv, "cannot listen on", o->listen[i], why, whylen);
+    err = tpd_netguard_create(&sv->pull_guard, sv->pull, NET_CONNS, NET_CONNS_PER_ADDR, sv->log,
+                              sv->log_arg);
+    if (err != TP_OK) {
+        snprintf(why, whylen, "cannot guard the ingest socket: %s", tp_strerror(err));
+        return err;
+    }
+    for (size_t i = 0; i < o->nlisten; i++) {
+        const char *url = o->listen[i];
+        err = tpd_netguard_listen(sv->pull_guard, url, is_local(url) ? 0 : NET_INGEST_MAX, why,
+                                  whylen);
+        if (err != TP_OK) return err;
+    }
     if ((rv = nng_rep0_open(&sv->rep)) != 0) return nng_fail(rv, "open", "rep", why, whylen);
     sv->rep_open = true;
     if ((rv = nng_socket_set_ms(sv->rep, NNG_OPT_SENDTIMEO, 1000)) != 0)
         return nng_fail(rv, "configure", "rep", why, whylen);
-    if ((rv = nng_listen(sv->rep, sv->control_url, NULL, 0)) != 0)
-        return nng_fail(rv, "cannot listen on", sv->control_url, why, whylen);
+    err = tpd_netguard_create(&sv->rep_guard, sv->rep, NET_CONNS, NET_CONNS_PER_ADDR, sv->log,
+                              sv->log_arg);
+    if (err != TP_OK) {
+        snprintf(why, whylen, "cannot guard the control socket: %s", tp_strerror(err));
+        return err;
+    }
+    err = tpd_netguard_listen(sv->rep_guard, sv->control_url,
+                              is_local(sv->control_url) ? 0 : NET_CONTROL_MAX, why, whylen);
+    if (err != TP_OK) return err;
     if ((rv = nng_socket_get_int(sv->pull, NNG_OPT_RECVFD, &sv->pull_fd)) != 0 ||
         (rv = nng_socket_get_int(sv->rep, NNG_OPT_RECVFD, &sv->rep_fd)) != 0)
         return nng_fail(rv, "poll descriptor of", "socket", why, whylen);
@@ -268,6 +330,8 @@ tp_err tpd_serve_open(tpd_serve **sp, tpd_store *s, const tpd_serve_opts *o, cha
     err = tpd_control_create(&sv->control, s, sv->ingest,
                              is_local(sv->control_url) ? NULL : o->token);
     if (err != TP_OK) goto fail;
+    if ((err = tpd_backlog_create(&sv->backlog, 0)) != TP_OK) goto fail;
+    tpd_control_set_backlog(sv->control, sv->backlog);
     if ((err = open_sockets(sv, o, why, whylen)) != TP_OK) goto fail;
     *sp = sv;
     return TP_OK;
@@ -281,7 +345,11 @@ void tpd_serve_close(tpd_serve *sv)
     if (sv == NULL) return;
     if (sv->rep_open) nng_close(sv->rep);
     if (sv->pull_open) nng_close(sv->pull);
+    /* after the sockets: nng_close returns once their pipe callbacks ran */
+    tpd_netguard_destroy(sv->rep_guard);
+    tpd_netguard_destroy(sv->pull_guard);
     tpd_control_destroy(sv->control);
+    tpd_backlog_destroy(sv->backlog);
     tpd_ingest_destroy(sv->ingest);
     if (sv->wake[0] >= 0) close(sv->wake[0]);
     if (sv->wake[1] >= 0) close(sv->wake[1]);
@@ -298,6 +366,7 @@ const char *tpd_serve_control_url(const tpd_serve *sv)
 void tpd_serve_get_stats(const tpd_serve *sv, tpd_serve_stats *st)
 {
     *st = sv->stats;
+    st->waiting = sv->backlog ? tpd_backlog_waiting(sv->backlog) : 0;
 }
 
 void tpd_serve_stop(tpd_serve *sv)
@@ -312,20 +381,175 @@ void tpd_serve_stop(tpd_serve *sv)
 
 /* ---- the loop ---- */
 
-/* commit ends the ingest transaction, if one is open. */
-static void commit(tpd_serve *sv)
+/* db_reason words the database's reason for a failed call that returned
+ * err: SQLite's own message, unless a rollback since has cleared it. */
+static void db_reason(tpd_serve *sv, tp_err err, char *why, size_t whylen)
 {
-    tp_err err;
-    sv->txn_msgs = 0;
-    if (!tpd_store_in_txn(sv->store)) return;
-    if ((err = tpd_store_commit(sv->store)) != TP_OK)
-        log_once(sv, "commit failed, batches lost", tpd_store_errmsg(sv->store));
-    else
-        sv->stats.commits++;
+    sqlite3 *db = tpd_store_db(sv->store);
+    snprintf(why, whylen, "database: %s",
+             sqlite3_errcode(db) != SQLITE_OK ? sqlite3_errmsg(db) : tp_strerror(err));
 }
 
-/* ingest_some stores up to max waiting messages in the open (or a new)
- * transaction; returns how many it received. */
+/* settle ends a transaction SQLite still has open while the store has none
+ * (a failed rollback), so that the next begin can succeed. */
+static void settle(tpd_serve *sv)
+{
+    sqlite3 *db = tpd_store_db(sv->store);
+    if (tpd_store_in_txn(sv->store) || sqlite3_get_autocommit(db)) return;
+    if (sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL) != SQLITE_OK)
+        log_once(sv, "cannot roll back", sqlite3_errmsg(db));
+}
+
+/* abandon rolls the open transaction back, whatever state the failure left
+ * it in, and has its messages wait first in line for a retry (why). */
+static void abandon(tpd_serve *sv, const char *why)
+{
+    tpd_store_rollback(sv->store);
+    settle(sv);
+    sv->txn_msgs = 0;
+    tpd_backlog_abandoned(sv->backlog, why);
+    if (tpd_backlog_waiting(sv->backlog) > 0) sv->retry_at = now_ms() + RETRY_MS;
+    log_once(sv, "batches not stored yet, kept in memory and retried", why);
+}
+
+/* commit ends the ingest transaction, if one is open; its messages are
+ * freed, or wait for a retry when it fails.  Returns false on a failure. */
+static bool commit(tpd_serve *sv)
+{
+    char why[512];
+    tp_err err;
+    sv->txn_msgs = 0;
+    if (!tpd_store_in_txn(sv->store)) return true;
+    if ((err = tpd_store_commit(sv->store)) != TP_OK) {
+        db_reason(sv, err, why, sizeof why);
+        abandon(sv, why);
+        return false;
+    }
+    sv->stats.commits++;
+    sv->stats.stored += tpd_backlog_committed(sv->backlog);
+    return true;
+}
+
+/* begin opens an ingest transaction unless one is open; false (why says
+ * so) when it cannot. */
+static bool begin(tpd_serve *sv, char *why, size_t whylen)
+{
+    tp_err err;
+    if (tpd_store_in_txn(sv->store)) return true;
+    settle(sv);
+    if ((err = tpd_store_begin(sv->store)) != TP_OK) {
+        db_reason(sv, err, why, whylen);
+        return false;
+    }
+    sv->txn_start = now_ms();
+    return true;
+}
+
+/* curable: a store failure a retry can cure (the disk, memory, the write
+ * lock) rather than one of the message itself. */
+static bool curable(tp_err err, const char *why)
+{
+    if (err == TP_EIO || err == TP_ENOMEM) return true;
+    return err == TP_EDB &&
+           (strstr(why, sqlite3_errstr(SQLITE_BUSY)) || strstr(why, sqlite3_errstr(SQLITE_LOCKED)));
+}
+
+/* keep has m wait behind every message received before it; reason: why
+ * (NULL: the backlog's current one).  Takes m. */
+static tp_err keep(tpd_serve *sv, nng_msg *m, const char *reason, char *why, size_t whylen)
+{
+    tp_err err = tpd_backlog_push(sv->backlog, m, reason, why, whylen);
+    if (err == TP_OK && sv->retry_at == 0) sv->retry_at = now_ms() + RETRY_MS;
+    return err;
+}
+
+/* store stores m in the open (or a new) transaction and holds it until
+ * that commits.  A failure a retry can cure rolls the transaction back and
+ * has its messages and m wait; m alone is lost when the store refuses it
+ * for another reason (counted for its execution; the transaction goes on).
+ * Takes m; returns TP_OK when m is stored or waits, else ingest's error
+ * (why says so). */
+static tp_err store(tpd_serve *sv, nng_msg *m, char *why, size_t whylen)
+{
+    tpd_ingest_result res;
+    tp_err err;
+    if (tpd_backlog_reserve(sv->backlog) != TP_OK) {
+        snprintf(why, whylen, "no memory to hold a batch until its commit");
+        if (tpd_backlog_lose(sv->backlog, m, why) != TP_OK) return TP_EPROTO;
+        return TP_ENOMEM;
+    }
+    if (!begin(sv, why, whylen)) {
+        log_once(sv, "cannot begin a transaction; batches kept in memory and retried", why);
+        return keep(sv, m, why, why, whylen);
+    }
+    sv->txn_msgs++;
+    err = tpd_ingest_message(sv->ingest, nng_msg_body(m), nng_msg_len(m), &res, why, whylen);
+    if (err == TP_OK) {
+        tpd_backlog_hold(sv->backlog, m, res.exec, res.pid, res.events + res.dup);
+        return TP_OK;
+    }
+    if (err == TP_EPROTO || err == TP_EVERSION) {
+        nng_msg_free(m);
+        return err;
+    }
+    if (curable(err, why)) {
+        abandon(sv, why);
+        return keep(sv, m, why, why, whylen);
+    }
+    return tpd_backlog_lose(sv->backlog, m, why) == TP_OK ? err : TP_EPROTO;
+}
+
+/* retry stores the waiting messages, oldest first, once RETRY_MS has
+ * passed since the last failure (any time when now): a transaction of at
+ * most batch_max at a time, at most RETRY_BURSTS of them.  A failure a retry
+ * can cure has them wait RETRY_MS more. */
+static void retry(tpd_serve *sv, bool now)
+{
+    char why[512];
+    if (tpd_backlog_waiting(sv->backlog) == 0) {
+        sv->retry_at = 0;
+        return;
+    }
+    if (!now && now_ms() < sv->retry_at) return;
+    if (!commit(sv)) return; /* none is open while messages wait; never mind */
+    for (unsigned burst = 0; burst < RETRY_BURSTS && tpd_backlog_waiting(sv->backlog) > 0;
+         burst++) {
+        nng_msg *m;
+        if (!begin(sv, why, sizeof why)) {
+            sv->retry_at = now_ms() + RETRY_MS;
+            tpd_backlog_abandoned(sv->backlog, why);
+            log_once(sv, "cannot begin a transaction; batches kept in memory and retried", why);
+            return;
+        }
+        for (unsigned k = 0; k < sv->batch_max && (m = tpd_backlog_next(sv->backlog)) != NULL;
+             k++) {
+            tpd_ingest_result res;
+            tp_err err = tpd_ingest_message(sv->ingest, nng_msg_body(m), nng_msg_len(m), &res, why,
+                                            sizeof why);
+            if (err == TP_OK) {
+                tpd_backlog_take(sv->backlog);
+            } else if (err == TP_EPROTO || err == TP_EVERSION) {
+                tpd_backlog_drop(sv->backlog, false, why);
+                sv->stats.malformed++;
+                log_once(sv, "malformed message dropped", why);
+            } else if (curable(err, why)) {
+                abandon(sv, why);
+                return;
+            } else {
+                tpd_backlog_drop(sv->backlog, true, why);
+                sv->stats.failed++;
+                log_once(sv, "message lost", why);
+            }
+        }
+        if (!commit(sv)) return;
+    }
+    sv->retry_at = tpd_backlog_waiting(sv->backlog) > 0 ? now_ms() : 0;
+}
+
+/* ingest_some receives up to max messages: each is stored in the open (or
+ * a new) transaction, or, while messages wait for a retry, waits behind
+ * them, so that a process's batches are stored in the order they came.
+ * Returns how many it received. */
 static unsigned ingest_some(tpd_serve *sv, unsigned max)
 {
     unsigned n = 0;
@@ -336,27 +560,18 @@ static unsigned ingest_some(tpd_serve *sv, unsigned max)
         if (nng_recvmsg(sv->pull, &m, NNG_FLAG_NONBLOCK) != 0) break;
         n++;
         sv->stats.messages++;
-        if (!tpd_store_in_txn(sv->store)) {
-            if ((err = tpd_store_begin(sv->store)) != TP_OK) {
-                log_once(sv, "cannot begin a transaction", tpd_store_errmsg(sv->store));
-                sv->stats.failed++;
-                nng_msg_free(m);
-                continue;
-            }
-            sv->txn_start = now_ms();
-        }
-        sv->txn_msgs++;
-        err =
-            tpd_ingest_message(sv->ingest, nng_msg_body(m), nng_msg_len(m), NULL, why, sizeof why);
-        nng_msg_free(m);
+        if (tpd_backlog_waiting(sv->backlog) > 0)
+            err = keep(sv, m, NULL, why, sizeof why);
+        else
+            err = store(sv, m, why, sizeof why);
         if (err == TP_OK) {
-            sv->stats.stored++;
+            continue;
         } else if (err == TP_EPROTO || err == TP_EVERSION) {
             sv->stats.malformed++;
             log_once(sv, "malformed message dropped", why);
         } else {
             sv->stats.failed++;
-            log_once(sv, "message not stored", why);
+            log_once(sv, "message lost", why);
         }
     }
     return n;
@@ -371,6 +586,22 @@ static void ingest_waiting(tpd_serve *sv, unsigned limit)
         commit(sv);
         if (n < sv->batch_max) break;
     }
+}
+
+/* drain is the last word at exit: what has arrived is stored, the waiting
+ * messages get one more try, and what still waits is lost (logged). */
+static void drain(tpd_serve *sv)
+{
+    size_t n;
+    char why[512];
+    ingest_waiting(sv, 64);
+    retry(sv, true);
+    commit(sv);
+    if (tpd_backlog_waiting(sv->backlog) == 0) return;
+    snprintf(why, sizeof why, "%s; the daemon stopped", tpd_backlog_reason(sv->backlog));
+    n = tpd_backlog_lose_all(sv->backlog, why);
+    sv->stats.failed += n;
+    logf_(sv, "%zu batches not stored: %s", n, why);
 }
 
 /* answer serves every waiting control request. */
@@ -412,22 +643,30 @@ tp_err tpd_serve_run(tpd_serve *sv, char *why, size_t whylen)
             double left = sv->txn_start + COMMIT_MS - now_ms();
             timeout = left > 0 ? (int)left + 1 : 0;
         }
+        if (tpd_backlog_waiting(sv->backlog) > 0) {
+            double left = sv->retry_at - now_ms();
+            int t = left > 0 ? (int)left + 1 : 0;
+            if (t < timeout) timeout = t;
+        }
         for (int i = 0; i < 3; i++) fds[i].events = POLLIN, fds[i].revents = 0;
         n = poll(fds, 3, timeout);
         if (n < 0 && errno != EINTR) {
             snprintf(why, whylen, "poll: %s", strerror(errno));
-            commit(sv);
+            drain(sv);
             return TP_EIO;
         }
         while (read(sv->wake[0], junk, sizeof junk) > 0) {}
         if (atomic_load(&sv->stop)) break;
-        /* a batch at a time, then control: a flood never starves requests;
-         * the transaction is committed when full or COMMIT_MS old */
+        /* what waits for a retry goes first; then a batch at a time, then
+         * control: a flood never starves requests; the transaction is
+         * committed when full or COMMIT_MS old */
+        retry(sv, false);
         ingest_some(sv, sv->batch_max - sv->txn_msgs);
         if (sv->txn_msgs >= sv->batch_max || now_ms() - sv->txn_start >= COMMIT_MS) commit(sv);
         answer(sv);
+        tpd_control_tick(sv->control); /* the lease: holders gone, an owned daemon unheld */
     }
-    ingest_waiting(sv, 64);
+    drain(sv);
     if (tpd_control_shutdown(sv->control)) {
         /* nng has no linger: give the shutdown reply time to leave */
         struct timespec ts = {0, 100 * 1000000};

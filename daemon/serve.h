@@ -8,7 +8,14 @@
  * control request everything already received is stored and committed, so a
  * request sees every batch that arrived before it.  Malformed messages are
  * counted and dropped; their reasons go to the log callback once per
- * distinct reason. */
+ * distinct reason.
+ *
+ * A message is held until its transaction commits.  When the database fails
+ * (a full disk, an I/O error, its lock), the transaction is rolled back and
+ * its messages, and every one received after them, wait in memory
+ * (backlog.h, at most TPD_BACKLOG_MAX bytes) and are stored again in order
+ * every 200 ms until they commit; one that cannot wait is counted lost for
+ * its execution, which exec.finish reports (control.c). */
 #ifndef TP_DAEMON_SERVE_H
 #define TP_DAEMON_SERVE_H
 
@@ -38,17 +45,19 @@ typedef struct tpd_serve_stats {
     uint64_t messages;  /* ingest messages received */
     uint64_t stored;    /* ... stored */
     uint64_t malformed; /* ... dropped as malformed */
-    uint64_t failed;    /* ... not stored because of a storage error */
+    uint64_t failed;    /* ... lost: not stored, and not kept for a retry */
+    uint64_t waiting;   /* ... kept in memory now, waiting for the database */
     uint64_t requests;  /* control requests answered */
     uint64_t commits;   /* ingest transactions committed */
 } tpd_serve_stats;
 
 /* tpd_serve_open binds the sockets of a daemon storing into s (which must
  * outlive the server).  For ipc:// URLs the socket's directory is created
- * 0700 if missing, or set to 0700 when it is ours; a shared (sticky) or
- * foreign directory is refused.  A tcp:// (any non-ipc) URL without a token
- * is refused.  A network control URL makes the control socket demand the
- * token in every request ("tok").  why receives a one-line reason.
+ * 0700 if missing (tpd_private_dir); an existing one keeps its mode, and a
+ * shared (sticky, world-writable) or foreign one is refused.  A tcp:// (any
+ * non-ipc) URL without a token is refused.  A network control URL makes the
+ * control socket demand the token in every request ("tok").  why receives a
+ * one-line reason.
  * Errors: TP_EINVAL (options), TP_ENET (listen failed, e.g. in use), TP_EIO
  * (ipc directory), TP_ENOMEM, TP_EDB.  Never call from a process that will
  * fork and use nng in the child. */
@@ -56,7 +65,8 @@ tp_err tpd_serve_open(tpd_serve **sp, tpd_store *s, const tpd_serve_opts *o, cha
                       size_t whylen);
 
 /* tpd_serve_run serves until tpd_serve_stop or a shutdown command, then
- * stores what was received and commits.  Returns TP_OK then; an error only
+ * stores what was received and commits (what the database still refuses
+ * then is lost, and logged).  Returns TP_OK then; an error only
  * when polling itself failed (why says so). */
 tp_err tpd_serve_run(tpd_serve *sv, char *why, size_t whylen);
 
@@ -76,10 +86,10 @@ void tpd_serve_get_stats(const tpd_serve *sv, tpd_serve_stats *st);
  * into out; the directory must exist.  Errors: TP_EIO, TP_EINVAL. */
 tp_err tpd_serve_default_listen(const char *db_path, char *out, size_t n);
 
-/* tpd_private_dir makes dir exist with mode 0700: missing components are
- * created 0700; an existing final directory owned by this user is chmod'ed
- * 0700; one that is shared (sticky) or someone else's is refused.
- * Errors: TP_EIO (why says so). */
+/* tpd_private_dir makes dir exist: missing components are created 0700
+ * (whatever the umask); a directory that already existed is never chmod'ed,
+ * and the final one is refused when it is shared (sticky, or writable by
+ * others) or someone else's.  Errors: TP_EIO (why says so). */
 tp_err tpd_private_dir(const char *dir, char *why, size_t whylen);
 
 #endif

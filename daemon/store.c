@@ -6,15 +6,27 @@
  * (PRAGMA user_version) fails with SQLITE_NOTADB on a file that is not
  * SQLite, a version above TPD_STORE_VERSION is refused, and an unversioned
  * file that already holds tables belongs to someone else.  Only then is WAL
- * switched on and the schema created, in one transaction.  Counter deltas
+ * switched on and the schema created, in one transaction.  Columns added to
+ * version 1 later (executions.key) are added to a database that lacks them
+ * when it is opened for writing; readers never need them.  Counter deltas
  * are kept in memory during a transaction so that ingesting a message costs
- * no counter UPDATE; commit writes them. */
+ * no counter UPDATE; commit writes them.
+ *
+ * A database file this code creates is 0600 whatever the umask (it holds
+ * the commands' argv, where tokens and API keys may be), and SQLite gives
+ * its -wal and -shm files the database's mode; an existing file keeps its
+ * mode. */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "daemon/secret.h"
 #include "daemon/store.h"
 
 extern const char tpd_schema_v1[]; /* daemon/schema.sql, embedded */
@@ -177,6 +189,40 @@ fail:
     return tpd_sqlite_err(rc) == TP_OK ? TP_EDB : tpd_sqlite_err(rc);
 }
 
+/* add_columns adds executions.key to a version 1 database made before it,
+ * re-reading under the write lock (another process may have added it). */
+static tp_err add_columns(tpd_store *s, char *why, size_t whylen)
+{
+    static const char has_key[] =
+        "SELECT count(*) FROM pragma_table_info('executions') WHERE name = 'key'";
+    int64_t n = 0;
+    int rc = pragma_int(s->db, has_key, &n);
+    if (rc == SQLITE_OK && n > 0) return TP_OK;
+    if (rc == SQLITE_OK) rc = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+    if (rc == SQLITE_OK) rc = pragma_int(s->db, has_key, &n);
+    if (rc == SQLITE_OK && n == 0)
+        rc = sqlite3_exec(s->db, "ALTER TABLE executions ADD COLUMN key TEXT", NULL, NULL, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
+    if (rc == SQLITE_OK) return TP_OK;
+    snprintf(why, whylen, "cannot add the executions' key column: %s", sqlite3_errmsg(s->db));
+    if (!sqlite3_get_autocommit(s->db)) sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    return tpd_sqlite_err(rc) == TP_OK ? TP_EDB : tpd_sqlite_err(rc);
+}
+
+/* create_private creates a missing database file 0600 before SQLite opens
+ * it (SQLite would make it 0644 less the umask).  Any failure is left to
+ * SQLite's open to report. */
+static void create_private(const char *path)
+{
+    int fd, rc;
+    if (strcmp(path, ":memory:") == 0) return;
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return;
+    rc = fchmod(fd, 0600); /* a umask may have taken our own bits too */
+    (void)rc;
+    close(fd);
+}
+
 tp_err tpd_store_open(tpd_store **sp, const char *path, unsigned flags, char *why, size_t whylen)
 {
     tpd_store *s;
@@ -197,6 +243,7 @@ tp_err tpd_store_open(tpd_store **sp, const char *path, unsigned flags, char *wh
         goto fail;
     }
     s->flags = flags;
+    if (!(flags & TPD_STORE_READONLY)) create_private(path);
     oflags = (flags & TPD_STORE_READONLY) ? SQLITE_OPEN_READONLY
                                           : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
     rc = sqlite3_open_v2(path, &s->db, oflags | SQLITE_OPEN_NOMUTEX, NULL);
@@ -232,6 +279,7 @@ tp_err tpd_store_open(tpd_store **sp, const char *path, unsigned flags, char *wh
             goto fail;
         }
         if (ver < TPD_STORE_VERSION && (err = migrate(s, why, whylen)) != TP_OK) goto fail;
+        if ((err = add_columns(s, why, whylen)) != TP_OK) goto fail;
     } else if (ver < TPD_STORE_VERSION) {
         snprintf(why, whylen,
                  "database version %lld is older than %d; run serve once to migrate it",
@@ -377,4 +425,41 @@ tp_err tpd_store_counter_get(tpd_store *s, const char *name, int64_t *v)
         if (strcmp(s->counters[i].name, name) == 0) val += s->counters[i].delta;
     *v = val;
     return TP_OK;
+}
+
+/* ---- execution keys ---- */
+
+tp_err tpd_store_exec_create_keyed(tpd_store *s, int64_t run, const char *role,
+                                   const char *argv_json, int64_t *exec,
+                                   char key[TP_EXEC_KEY_LEN + 1])
+{
+    static const char sql[] = "UPDATE executions SET key = ?2 WHERE id = ?1";
+    char k[TP_EXEC_KEY_LEN + 1];
+    sqlite3_stmt *st = NULL;
+    bool own = !s->in_txn;
+    int64_t id = 0;
+    tp_err err;
+    int rc;
+    if ((err = tpd_secret_new(k)) != TP_OK) return err;
+    if (own && (err = tpd_store_begin(s)) != TP_OK) return err;
+    if ((err = tpd_store_exec_create(s, run, role, argv_json, &id)) != TP_OK) goto fail;
+    rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, id);
+        sqlite3_bind_text(st, 2, k, TP_EXEC_KEY_LEN, SQLITE_STATIC);
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE) rc = SQLITE_OK;
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_OK) {
+        err = tpd_sqlite_err(rc) == TP_OK ? TP_EDB : tpd_sqlite_err(rc);
+        goto fail;
+    }
+    if (own && (err = tpd_store_commit(s)) != TP_OK) return err;
+    *exec = id;
+    memcpy(key, k, sizeof k);
+    return TP_OK;
+fail:
+    if (own) tpd_store_rollback(s);
+    return err;
 }

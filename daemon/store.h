@@ -7,6 +7,8 @@
  * leaves, gaps, blobs, verdicts, counters) that verdict engines read with
  * plain SQL through tpd_store_db().  Every statement binds its parameters.
  *
+ * A database this code creates is 0600 (and so are its -wal and -shm).
+ *
  * A store is used by one thread at a time.  Writers batch their work between
  * tpd_store_begin and tpd_store_commit; functions that write outside such a
  * transaction run in their own.  A file that is not a TrainParity database is
@@ -19,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "proto/control.h"
 #include "proto/tp_err.h"
 
 #define TPD_STORE_VERSION 1          /* PRAGMA user_version this build writes */
@@ -94,6 +97,16 @@ tp_err tpd_store_run_exists(tpd_store *s, int64_t run);
  * array of strings (or NULL).  Errors: TP_ENOENT (no such run), TP_EDB. */
 tp_err tpd_store_exec_create(tpd_store *s, int64_t run, const char *role, const char *argv_json,
                              int64_t *exec);
+
+/* tpd_store_exec_create_keyed is tpd_store_exec_create that also gives the
+ * execution a fresh random key (secret.h), stored in executions.key and
+ * written to key: the secret every batch for the execution must carry.
+ * Both or neither are stored (a transaction of its own when none is open).
+ * Errors: TP_ENOENT (no such run), TP_EIO (no random source), TP_EINVAL
+ * (read-only), TP_EDB. */
+tp_err tpd_store_exec_create_keyed(tpd_store *s, int64_t run, const char *role,
+                                   const char *argv_json, int64_t *exec,
+                                   char key[TP_EXEC_KEY_LEN + 1]);
 
 /* tpd_store_exec_finish records finished_ns (now), exit_status and
  * exit_signal (NULL pointers store NULL) on the first call for exec; later

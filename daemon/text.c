@@ -129,6 +129,83 @@ void tpd_str_json(tpd_str *b, const char *s, size_t n)
     tpd_str_append(b, "\"", 1);
 }
 
+/* utf8_len returns the length of the valid UTF-8 sequence at s (n bytes
+ * left), 0 when the bytes there are not one; *cp receives its code point. */
+static size_t utf8_len(const unsigned char *s, size_t n, unsigned *cp)
+{
+    unsigned c = s[0], v, min;
+    size_t len;
+    if (c < 0x80) {
+        *cp = c;
+        return 1;
+    }
+    if (c >= 0xc2 && c <= 0xdf)
+        len = 2, v = c & 0x1f, min = 0x80;
+    else if (c >= 0xe0 && c <= 0xef)
+        len = 3, v = c & 0x0f, min = 0x800;
+    else if (c >= 0xf0 && c <= 0xf4)
+        len = 4, v = c & 0x07, min = 0x10000;
+    else
+        return 0;
+    if (len > n) return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80) return 0;
+        v = v << 6 | (s[i] & 0x3f);
+    }
+    if (v < min || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff)) return 0;
+    *cp = v;
+    return len;
+}
+
+/* is_control: C0 but newline and tab, DEL, C1. */
+static int is_control(unsigned cp)
+{
+    return (cp < 0x20 && cp != '\n' && cp != '\t') || (cp >= 0x7f && cp <= 0x9f);
+}
+
+int tpd_utf8_clean(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < n) {
+        unsigned cp;
+        size_t len;
+        if (p[i] >= 0x20 && p[i] < 0x7f) { /* the common case */
+            i++;
+            continue;
+        }
+        if ((len = utf8_len(p + i, n - i, &cp)) == 0 || is_control(cp)) return 0;
+        i += len;
+    }
+    return 1;
+}
+
+void tpd_str_utf8(tpd_str *b, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0, run = 0;
+    while (i < n) {
+        unsigned cp = 0;
+        size_t len = utf8_len(p + i, n - i, &cp);
+        if (len > 0 && !is_control(cp)) {
+            i += len;
+            continue;
+        }
+        tpd_str_append(b, s + run, i - run);
+        if (len == 0) { /* a byte that starts no valid sequence */
+            tpd_str_append(b, "\xef\xbf\xbd", 3);
+            i++;
+        } else {
+            char esc[6] = {'\\', 'u', '0', '0', hex[cp >> 4], hex[cp & 15]};
+            tpd_str_append(b, esc, sizeof esc);
+            i += len;
+        }
+        run = i;
+    }
+    tpd_str_append(b, s + run, n - run);
+}
+
 tp_err tpd_json_strs(tpd_str *b, tp_mpr *r)
 {
     tp_mpr save = *r;

@@ -32,6 +32,15 @@ void tpd_str_printf(tpd_str *b, const char *fmt, ...) __attribute__((format(prin
 /* tpd_str_json appends s (n bytes) as a JSON string literal, escaped. */
 void tpd_str_json(tpd_str *b, const char *s, size_t n);
 
+/* tpd_utf8_clean reports whether s (n bytes) is valid UTF-8 without control
+ * characters other than newline and tab: text fit for a reply as it is. */
+int tpd_utf8_clean(const char *s, size_t n);
+/* tpd_str_utf8 appends s (n bytes) made clean: each byte that starts no
+ * valid sequence becomes U+FFFD, each control character (C0 but newline and
+ * tab, DEL, C1) the escape \u00NN, the rest stays as it is.  Both are valid
+ * inside a JSON string too, so JSON text stays JSON. */
+void tpd_str_utf8(tpd_str *b, const char *s, size_t n);
+
 /* tpd_str_jsonz appends the NUL-terminated s as a JSON string; NULL appends
  * null. */
 void tpd_str_jsonz(tpd_str *b, const char *s);

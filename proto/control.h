@@ -4,15 +4,26 @@
  *
  * A request is a MessagePack map {"cmd": str, ...arguments}; a reply is a map
  * {"ok": bool, ["error": str,] ...results}.  Commands:
- *   ping                                   -> version, db
+ *   ping                                   -> version, db, pid, attached
  *   run.create  name check params          -> run
- *   exec.create run role argv              -> exec
- *   exec.finish exec status signal         -> pending, complete, processes
+ *   exec.create run role argv              -> exec, key (the execution's secret)
+ *   exec.finish exec status signal wait_ms -> pending, complete, processes, events,
+ *                                             gaps, dropped, unstored (events received
+ *                                             and not stored), unstored_why
  *   seen        exec pid                   -> seq (last contiguous, -1), bye
- *   ingest      path                       -> events, bad
+ *   ingest      path                       -> events, bad (a spool file named
+ *                                             <exec>-<pid>.spool, of the daemon's
+ *                                             user; local control sockets only)
  *   query       what ("runs"|"run"|"steps") id -> text
  *   verdict     run                        -> outcome, text, json
- *   shutdown                               -> (nothing) */
+ *   shutdown                               -> (nothing); stops now
+ *   attach      pid [owner]                -> attached (holders now)
+ *   detach      pid                        -> attached (left), exiting
+ * A daemon that an attached process started (owner: true) exits once no
+ * attached process is left: detached, or found gone (daemon/lease.h).
+ * Every string in a reply is valid UTF-8: a byte that is not becomes
+ * U+FFFD, a control character other than newline and tab the escape
+ * \u00NN (valid in JSON text as well). */
 #ifndef TP_PROTO_CONTROL_H
 #define TP_PROTO_CONTROL_H
 
@@ -25,6 +36,7 @@
 #define TP_ENV_CONTROL      "TRAINPARITY_CONTROL"      /* control URL (else derived) */
 #define TP_ENV_RUN          "TRAINPARITY_RUN"          /* run id */
 #define TP_ENV_EXEC         "TRAINPARITY_EXEC"         /* execution id */
+#define TP_ENV_EXEC_KEY     "TRAINPARITY_EXEC_KEY"     /* the execution's key (exec.create) */
 #define TP_ENV_ROLE         "TRAINPARITY_ROLE"         /* execution role label */
 #define TP_ENV_SPOOL        "TRAINPARITY_SPOOL"        /* spool directory */
 #define TP_ENV_CAPTURE      "TRAINPARITY_CAPTURE"      /* "digests" | "values" */
@@ -33,6 +45,11 @@
 #define TP_ENV_TOKEN        "TRAINPARITY_TOKEN"        /* shared token for tcp:// */
 #define TP_ENV_DEBUG        "TRAINPARITY_DEBUG"        /* "1": agent logs to stderr */
 #define TP_ENV_SAMPLE_ID    "TRAINPARITY_SAMPLE_ID"    /* Python expression over a batch */
+
+/* An execution's key: 128 random bits as lowercase hex, made by exec.create.
+ * Every batch for the execution carries it ("key"); the daemon stores only
+ * batches whose (run, exec, key) match an execution it created. */
+#define TP_EXEC_KEY_LEN 32
 
 /* Exit status of a process the agent ended on request (resume's execution I). */
 #define TP_INTERRUPT_STATUS 0

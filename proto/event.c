@@ -32,7 +32,7 @@ tp_kind tp_kind_parse(const char *s, size_t n)
 
 size_t tp_enc_batch_begin(tp_buf *b, const tp_header *h)
 {
-    tp_mp_map(b, h->tok ? 7 : 6);
+    tp_mp_map(b, 6 + (h->tok != NULL) + (h->key != NULL));
     tp_mp_cstr(b, "v");
     tp_mp_uint(b, TP_SCHEMA_VERSION);
     tp_mp_cstr(b, "run");
@@ -46,6 +46,10 @@ size_t tp_enc_batch_begin(tp_buf *b, const tp_header *h)
     if (h->tok) {
         tp_mp_cstr(b, "tok");
         tp_mp_str(b, h->tok, h->tok_len);
+    }
+    if (h->key) {
+        tp_mp_cstr(b, "key");
+        tp_mp_str(b, h->key, h->key_len);
     }
     tp_mp_cstr(b, "events");
     return tp_mp_array32(b);
@@ -271,6 +275,10 @@ tp_err tp_batch_decode(const void *buf, size_t len, tp_batch *out, char *why, si
             if (have[3]++ || tp_mpr_int(&r, &b.hdr.rank) != TP_OK) BAD("bad 'rank'");
         } else if (tp_mp_str_eq(key, klen, "tok")) {
             if (b.hdr.tok || tp_mpr_str(&r, &b.hdr.tok, &b.hdr.tok_len) != TP_OK) BAD("bad 'tok'");
+        } else if (tp_mp_str_eq(key, klen, "key")) {
+            if (b.hdr.key || tp_mpr_str(&r, &b.hdr.key, &b.hdr.key_len) != TP_OK ||
+                b.hdr.key_len > TP_KEY_MAX)
+                BAD("bad 'key'");
         } else if (tp_mp_str_eq(key, klen, "events")) {
             uint32_t ne;
             if (have_ev++ || tp_mpr_array(&r, &ne) != TP_OK) BAD("bad 'events'");

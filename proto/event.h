@@ -5,7 +5,7 @@
  *
  * A message is one MessagePack map (a batch):
  *   {"v": 1, "run": int, "exec": int, "pid": int, "rank": int,
- *    ["tok": str,] "events": [event, ...]}
+ *    ["tok": str,] ["key": str,] "events": [event, ...]}
  * An event is an array [seq, time_ns, step, kind, body] where body is a map
  * whose keys and types are fixed per kind by proto/schema.c.  The decoder
  * checks the whole message (envelope, every body, every leaf) before the
@@ -20,10 +20,12 @@
 #include "proto/mp.h"
 #include "proto/tp_err.h"
 
-#define TP_SCHEMA_VERSION 1
-#define TP_MAX_MESSAGE    (512u << 20) /* bytes; larger messages are rejected */
-#define TP_MAX_DIMS       16
-#define TP_DIGEST_LEN     16
+#define TP_SCHEMA_VERSION  1
+#define TP_MAX_MESSAGE     (512u << 20) /* bytes; larger messages are rejected */
+#define TP_MAX_NET_MESSAGE (32u << 20)  /* bytes over a network (tcp://) listener */
+#define TP_MAX_DIMS        16
+#define TP_DIGEST_LEN      16
+#define TP_KEY_MAX         64 /* bytes of a batch's "key"; longer is malformed */
 
 typedef enum tp_kind {
     TP_K_NONE = 0,
@@ -56,6 +58,8 @@ typedef struct tp_header {
     int64_t rank;    /* -1 when unknown */
     const char *tok; /* shared token (tcp listeners); NULL when absent */
     uint32_t tok_len;
+    const char *key; /* the execution's key (TP_ENV_EXEC_KEY); NULL when absent */
+    uint32_t key_len;
 } tp_header;
 
 typedef struct tp_event {

@@ -1,8 +1,15 @@
 /* SPDX-License-Identifier: MIT
- * client.c -- control-socket client: req socket, calls, reply lookups. */
+ * client.c -- control-socket client: req socket, calls, reply lookups.
+ *
+ * A call runs on one nng context with one aio whose callback signals a
+ * condition variable: the caller waits on it in slices and can withdraw the
+ * request (nng_aio_cancel) when the watch says the daemon is gone.  Pipe
+ * events count the connections, for tpt_client_silence. */
 #define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
@@ -10,9 +17,25 @@
 #include "tools/client.h"
 #include "tools/errbuf.h"
 
+/* A request is resent on a timer after this long: never, in practice (a
+ * long ingest must not be asked for twice); it is resent at once when its
+ * connection is lost. */
+#define RESEND_MS (24 * 3600 * 1000)
+
 struct tpt_client {
     nng_socket sock;
+    nng_ctx ctx;
+    nng_aio *aio;
+    bool sock_open, ctx_open, sync_init;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;         /* the aio's operation has completed (mu) */
+    int npipes;        /* connections up (mu) */
+    long long down_ms; /* since when none is up (mu) */
     int timeout_ms;
+    tpt_watch watch;
+    bool has_watch;
+    bool reviving; /* in watch.revive: no second one */
     char *url;
     char *tok; /* NULL: requests go as they are */
 };
@@ -37,36 +60,91 @@ static tp_err from_nng(int rv)
     }
 }
 
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void on_aio(void *arg)
+{
+    tpt_client *c = arg;
+    pthread_mutex_lock(&c->mu);
+    c->done = true;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* on_pipe counts connections; ADD_PRE and REM_POST, because nng reports
+ * REM_POST for every pipe that saw ADD_PRE. */
+static void on_pipe(nng_pipe p, nng_pipe_ev ev, void *arg)
+{
+    tpt_client *c = arg;
+    (void)p;
+    pthread_mutex_lock(&c->mu);
+    if (ev == NNG_PIPE_EV_ADD_PRE) {
+        c->npipes++;
+    } else if (ev == NNG_PIPE_EV_REM_POST && c->npipes > 0 && --c->npipes == 0) {
+        c->down_ms = now_ms();
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+static tp_err init_sync(tpt_client *c)
+{
+    pthread_condattr_t ca;
+    if (pthread_condattr_init(&ca) != 0) return TP_ENOMEM;
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    if (pthread_mutex_init(&c->mu, NULL) != 0) {
+        pthread_condattr_destroy(&ca);
+        return TP_ENOMEM;
+    }
+    if (pthread_cond_init(&c->cv, &ca) != 0) {
+        pthread_mutex_destroy(&c->mu);
+        pthread_condattr_destroy(&ca);
+        return TP_ENOMEM;
+    }
+    pthread_condattr_destroy(&ca);
+    c->sync_init = true;
+    return TP_OK;
+}
+
 tp_err tpt_client_open(tpt_client **cp, const char *url, int timeout_ms)
 {
     tpt_client *c;
-    int rv;
+    int rv = 0;
     tp_err rc;
     if (cp == NULL || url == NULL || timeout_ms < 0) return TP_EINVAL;
     c = calloc(1, sizeof(*c));
     if (c == NULL) return TP_ENOMEM;
-    c->url = strdup(url);
-    if (c->url == NULL) {
-        free(c);
-        return TP_ENOMEM;
+    if ((c->url = strdup(url)) == NULL || (rc = init_sync(c)) != TP_OK) {
+        rc = TP_ENOMEM;
+        goto fail;
     }
-    if ((rv = nng_req0_open(&c->sock)) != 0) {
-        free(c->url);
-        free(c);
-        return from_nng(rv);
-    }
+    c->down_ms = now_ms();
+    if ((rv = nng_req0_open(&c->sock)) != 0) goto nng_fail;
+    c->sock_open = true;
     /* Replies carry query text: allow what the wire allows, not nng's 1 MiB.
      * Reconnect quickly: a daemon that was just started comes up in ms. */
     if ((rv = nng_socket_set_size(c->sock, NNG_OPT_RECVMAXSZ, 512u << 20)) != 0 ||
         (rv = nng_socket_set_ms(c->sock, NNG_OPT_RECONNMINT, 10)) != 0 ||
         (rv = nng_socket_set_ms(c->sock, NNG_OPT_RECONNMAXT, 200)) != 0 ||
-        (rv = nng_dial(c->sock, url, NULL, NNG_FLAG_NONBLOCK)) != 0) {
-        rc = from_nng(rv);
-        goto fail;
-    }
+        (rv = nng_pipe_notify(c->sock, NNG_PIPE_EV_ADD_PRE, on_pipe, c)) != 0 ||
+        (rv = nng_pipe_notify(c->sock, NNG_PIPE_EV_REM_POST, on_pipe, c)) != 0 ||
+        (rv = nng_ctx_open(&c->ctx, c->sock)) != 0)
+        goto nng_fail;
+    c->ctx_open = true;
+    if ((rv = nng_ctx_set_ms(c->ctx, NNG_OPT_REQ_RESENDTIME, RESEND_MS)) != 0 ||
+        (rv = nng_aio_alloc(&c->aio, on_aio, c)) != 0)
+        goto nng_fail;
+    nng_aio_set_timeout(c->aio, NNG_DURATION_INFINITE);
+    if ((rv = nng_dial(c->sock, url, NULL, NNG_FLAG_NONBLOCK)) != 0) goto nng_fail;
     tpt_client_timeout(c, timeout_ms);
     *cp = c;
     return TP_OK;
+nng_fail:
+    rc = from_nng(rv);
 fail:
     tpt_client_close(c);
     return rc;
@@ -75,7 +153,15 @@ fail:
 void tpt_client_close(tpt_client *c)
 {
     if (c == NULL) return;
-    nng_close(c->sock);
+    if (c->aio != NULL) nng_aio_stop(c->aio);
+    if (c->ctx_open) nng_ctx_close(c->ctx);
+    /* Closing the socket runs the last pipe callbacks: mu must outlive it. */
+    if (c->sock_open) nng_close(c->sock);
+    if (c->aio != NULL) nng_aio_free(c->aio);
+    if (c->sync_init) {
+        pthread_cond_destroy(&c->cv);
+        pthread_mutex_destroy(&c->mu);
+    }
     free(c->url);
     free(c->tok);
     free(c);
@@ -114,18 +200,105 @@ int tpt_client_timeout(tpt_client *c, int timeout_ms)
 {
     int old = c->timeout_ms;
     c->timeout_ms = timeout_ms;
-    nng_socket_set_ms(c->sock, NNG_OPT_SENDTIMEO, timeout_ms);
-    nng_socket_set_ms(c->sock, NNG_OPT_RECVTIMEO, timeout_ms);
     return old;
+}
+
+void tpt_client_watch(tpt_client *c, const tpt_watch *w)
+{
+    c->has_watch = w != NULL;
+    if (w != NULL) c->watch = *w;
+}
+
+long long tpt_client_silence(tpt_client *c)
+{
+    long long s;
+    pthread_mutex_lock(&c->mu);
+    s = c->npipes > 0 ? 0 : now_ms() - c->down_ms;
+    pthread_mutex_unlock(&c->mu);
+    return s;
+}
+
+/* withdraw cancels the aio's operation and waits for it to end; 0 when it
+ * had completed after all (its result stands), else gave_up. */
+static int withdraw(tpt_client *c, int gave_up)
+{
+    nng_aio_cancel(c->aio);
+    nng_aio_wait(c->aio);
+    return nng_aio_result(c->aio) == 0 ? 0 : gave_up;
+}
+
+/* await_op waits for the aio's operation until deadline, asking the watch
+ * every TPT_WATCH_MS; returns its nng result, NNG_ETIMEDOUT, or NNG_ECLOSED
+ * with *gone set and why filled when the watch found the daemon gone. */
+static int await_op(tpt_client *c, long long deadline, bool *gone, char *why)
+{
+    for (;;) {
+        long long until = now_ms() + TPT_WATCH_MS;
+        struct timespec ts;
+        bool done;
+
+        if (until > deadline) until = deadline;
+        ts.tv_sec = (time_t)(until / 1000);
+        ts.tv_nsec = (long)(until % 1000) * 1000000L;
+        pthread_mutex_lock(&c->mu);
+        while (!c->done && pthread_cond_timedwait(&c->cv, &c->mu, &ts) == 0) {}
+        done = c->done;
+        pthread_mutex_unlock(&c->mu);
+        if (done) return nng_aio_result(c->aio);
+        if (now_ms() >= deadline) return withdraw(c, NNG_ETIMEDOUT);
+        if (c->has_watch && c->watch.alive(c->watch.arg, why) != TP_OK) {
+            int rv = withdraw(c, NNG_ECLOSED);
+            *gone = rv != 0;
+            return rv;
+        }
+    }
+}
+
+static void start_op(tpt_client *c)
+{
+    pthread_mutex_lock(&c->mu);
+    c->done = false;
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* roundtrip sends len bytes at data and receives the reply into *mp. */
+static int roundtrip(tpt_client *c, const void *data, size_t len, nng_msg **mp, bool *gone,
+                     char *why)
+{
+    long long deadline = now_ms() + c->timeout_ms;
+    nng_msg *m;
+    int rv;
+
+    *gone = false;
+    if ((rv = nng_msg_alloc(&m, 0)) != 0) return rv;
+    if ((rv = nng_msg_append(m, data, len)) != 0) {
+        nng_msg_free(m);
+        return rv;
+    }
+    nng_aio_set_msg(c->aio, m);
+    start_op(c);
+    nng_ctx_send(c->ctx, c->aio);
+    if ((rv = await_op(c, deadline, gone, why)) != 0) {
+        nng_msg_free(nng_aio_get_msg(c->aio)); /* a send that failed leaves it to us */
+        nng_aio_set_msg(c->aio, NULL);
+        return rv;
+    }
+    start_op(c);
+    nng_ctx_recv(c->ctx, c->aio);
+    if ((rv = await_op(c, deadline, gone, why)) != 0) return rv;
+    *mp = nng_aio_get_msg(c->aio);
+    nng_aio_set_msg(c->aio, NULL);
+    return 0;
 }
 
 tp_err tpt_client_call(tpt_client *c, const tp_buf *req, tp_buf *rep, char *err)
 {
+    char why[TPT_ERR_LEN];
     tp_buf tokreq;
     nng_msg *m = NULL;
     const char *s;
     uint32_t n;
-    bool ok;
+    bool ok, gone;
     int rv;
     tp_err rc;
 
@@ -140,9 +313,24 @@ tp_err tpt_client_call(tpt_client *c, const tp_buf *req, tp_buf *rep, char *err)
         }
         req = &tokreq;
     }
-    rv = nng_send(c->sock, req->data, req->len, 0);
+    for (;;) {
+        why[0] = '\0';
+        rv = roundtrip(c, req->data, req->len, &m, &gone, why);
+        if (!gone) break;
+        if (c->watch.revive == NULL || c->reviving) {
+            tp_buf_free(&tokreq);
+            return tpt_seterr(err, TP_ECLOSED, "%s", why);
+        }
+        c->reviving = true;
+        rc = c->watch.revive(c->watch.arg, why, err);
+        c->reviving = false;
+        if (rc != TP_OK) {
+            tp_buf_free(&tokreq);
+            return rc;
+        }
+    }
     tp_buf_free(&tokreq);
-    if (rv != 0 || (rv = nng_recvmsg(c->sock, &m, 0)) != 0) {
+    if (rv != 0) {
         rc = from_nng(rv);
         if (rc == TP_ETIMEDOUT)
             return tpt_seterr(err, rc, "daemon at %s did not answer within %d ms", c->url,

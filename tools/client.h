@@ -4,8 +4,14 @@
  *
  * A client owns one req socket dialed without blocking, so it can be opened
  * before the daemon listens: nng reconnects in the background and a call
- * waits for the connection within its timeout.  Not thread-safe: one caller
- * at a time.  Never use a client in a forked child (nng is not fork-safe). */
+ * waits for the connection within its timeout.  A call waits in slices of
+ * TPT_WATCH_MS on an nng context (a req socket's own timeout would abandon
+ * the request) and between slices asks a watch whether the daemon is still
+ * there, so that a dead daemon is noticed within a slice while a live one may
+ * take the whole timeout.  A request is sent again only when its connection
+ * is lost (to a daemon restarted at the same address), never on a timer.
+ * Not thread-safe: one caller at a time.  Never use a client in a forked
+ * child (nng is not fork-safe). */
 #ifndef TP_TOOLS_CLIENT_H
 #define TP_TOOLS_CLIENT_H
 
@@ -16,6 +22,23 @@
 #include "proto/tp_err.h"
 
 typedef struct tpt_client tpt_client; /* opaque */
+
+#define TPT_WATCH_MS 200 /* how often a waiting call asks its watch */
+
+/* A call's watch over the daemon it waits for (tpt_client_watch). */
+typedef struct tpt_watch {
+    /* alive returns TP_OK while the daemon may still answer; otherwise an
+     * error, with why (TPT_ERR_LEN bytes) saying what became of it.
+     * Called on the calling thread between slices; it may not call c. */
+    tp_err (*alive)(void *arg, char *why);
+    /* revive (may be NULL: none) is called after alive failed and the
+     * request was withdrawn, with alive's why.  TP_OK: a daemon answers at
+     * the same URL again, and the request is sent anew (with a fresh
+     * timeout); else the call fails with revive's error and err.  It may
+     * make calls on c, during which revive is not called again. */
+    tp_err (*revive)(void *arg, const char *why, char *err);
+    void *arg;
+} tpt_watch;
 
 /* tpt_client_open opens a req socket to the control URL url; each call sends
  * and receives within timeout_ms.  On success *cp owns the client.
@@ -37,12 +60,23 @@ const char *tpt_client_url(const tpt_client *c);
  * the previous one. */
 int tpt_client_timeout(tpt_client *c, int timeout_ms);
 
+/* tpt_client_watch makes every later call consult w (copied; NULL: no
+ * watch, a call waits out its timeout). */
+void tpt_client_watch(tpt_client *c, const tpt_watch *w);
+
+/* tpt_client_silence is how long (ms) c has had no connection to the
+ * daemon: 0 while it has one; since the open, or since the last one was
+ * lost.  Any thread. */
+long long tpt_client_silence(tpt_client *c);
+
 /* tpt_client_call sends the request map req and receives the reply into rep
  * (reset first; the caller owns and frees it).  It checks that the reply is a
  * map with a boolean "ok"; when ok is false the daemon's "error" string goes
  * into err and the call returns TP_EINVAL (rep still holds the reply).
- * Errors: TP_ETIMEDOUT (no reply within the timeout: the daemon is not there
- * or is busy), TP_ENET, TP_ENOMEM, TP_EPROTO (not a reply map), TP_EINVAL. */
+ * Errors: TP_ETIMEDOUT (no reply within the timeout: the daemon is busy, or
+ * not there and no watch said so), TP_ECLOSED (the watch found the daemon
+ * gone; err says how), those of the watch's revive, TP_ENET, TP_ENOMEM,
+ * TP_EPROTO (not a reply map), TP_EINVAL. */
 tp_err tpt_client_call(tpt_client *c, const tp_buf *req, tp_buf *rep, char *err);
 
 /* ---- requests ---- */

@@ -273,8 +273,10 @@ int tpt_cmd_coverage(int argc, char **argv)
     es.argv = o.cmd;
     es.env = env;
     if (tpt_exec_run(s, run, &es, &res, err) != TP_OK) {
+        /* not started, or its events did not all reach the store: lost
+         * events never make a verdict (ERROR) */
         tpt_error("%s", err);
-        if (!res.launched) goto done;
+        goto done;
     }
     if (res.exit.signal > 0)
         tpt_progress("coverage", "killed by signal %d", res.exit.signal);

@@ -78,10 +78,12 @@ fail:
 }
 
 tp_err tpt_exec_create(tpt_client *c, int64_t run, const char *role, char *const argv[],
-                       int64_t *exec, char *err)
+                       int64_t *exec, char key[TP_EXEC_KEY_LEN + 1], char *err)
 {
     tp_buf req, rep;
-    uint32_t n = 0, i;
+    uint32_t n = 0, i, klen = 0;
+    const char *k = NULL;
+    int64_t id;
     tp_err rc;
 
     while (argv != NULL && argv[n] != NULL) n++;
@@ -96,7 +98,23 @@ tp_err tpt_exec_create(tpt_client *c, int64_t run, const char *role, char *const
     tp_mp_array(&req, n);
     for (i = 0; i < n; i++) tp_mp_cstr(&req, argv[i]);
     if ((rc = call(c, &req, &rep, err)) != TP_OK) goto fail;
-    if (tpt_reply_int(&rep, "exec", exec) != TP_OK) rc = missing(err, "exec.create", "exec");
+    if (tpt_reply_int(&rep, "exec", &id) != TP_OK) {
+        rc = missing(err, "exec.create", "exec");
+        goto fail;
+    }
+    if (tpt_reply_str(&rep, "key", &k, &klen) != TP_OK || klen != TP_EXEC_KEY_LEN) {
+        rc = missing(err, "exec.create", "key");
+        goto fail;
+    }
+    for (i = 0; i < klen; i++) {
+        if (!((k[i] >= '0' && k[i] <= '9') || (k[i] >= 'a' && k[i] <= 'f'))) {
+            rc = missing(err, "exec.create", "key");
+            goto fail;
+        }
+    }
+    *exec = id;
+    memcpy(key, k, klen);
+    key[klen] = '\0';
 fail:
     tp_buf_free(&rep);
     return rc;
@@ -164,6 +182,10 @@ tp_err tpt_exec_finish(tpt_client *c, int64_t exec, int status, int sig, int wai
     if (tpt_reply_int(&rep, "events", &f.events) != TP_OK) f.events = 0;
     if (tpt_reply_int(&rep, "gaps", &f.gaps) != TP_OK) f.gaps = 0;
     if (tpt_reply_int(&rep, "dropped", &f.dropped) != TP_OK) f.dropped = 0;
+    if (tpt_reply_int(&rep, "unstored", &f.unstored) != TP_OK) f.unstored = 0;
+    copy_str(&rep, "unstored_why", f.unstored_why, sizeof(f.unstored_why));
+    if (f.unstored > 0 && f.unstored_why[0] == '\0')
+        snprintf(f.unstored_why, sizeof(f.unstored_why), "no reason given");
     *out = f;
 fail:
     tp_buf_free(&req);
@@ -305,6 +327,58 @@ tp_err tpt_shutdown(tpt_client *c, char *err)
     tp_buf_init(&rep);
     tpt_req_begin(&req, "shutdown", 0);
     rc = call(c, &req, &rep, err);
+    tp_buf_free(&rep);
+    return rc;
+}
+
+tp_err tpt_attach(tpt_client *c, int64_t pid, bool owner, int64_t *attached, char *err)
+{
+    tp_buf req, rep;
+    int64_t n;
+    tp_err rc;
+
+    tp_buf_init(&req);
+    tp_buf_init(&rep);
+    tpt_req_begin(&req, "attach", 2);
+    tp_mp_cstr(&req, "pid");
+    tp_mp_int(&req, pid);
+    tp_mp_cstr(&req, "owner");
+    tp_mp_bool(&req, owner);
+    if ((rc = call(c, &req, &rep, err)) != TP_OK) goto fail;
+    if (tpt_reply_int(&rep, "attached", &n) != TP_OK) {
+        rc = missing(err, "attach", "attached");
+        goto fail;
+    }
+    if (attached != NULL) *attached = n;
+fail:
+    tp_buf_free(&rep);
+    return rc;
+}
+
+tp_err tpt_detach(tpt_client *c, int64_t pid, int64_t *attached, bool *exiting, char *err)
+{
+    tp_buf req, rep;
+    int64_t n;
+    bool ex;
+    tp_err rc;
+
+    tp_buf_init(&req);
+    tp_buf_init(&rep);
+    tpt_req_begin(&req, "detach", 1);
+    tp_mp_cstr(&req, "pid");
+    tp_mp_int(&req, pid);
+    if ((rc = call(c, &req, &rep, err)) != TP_OK) goto fail;
+    if (tpt_reply_int(&rep, "attached", &n) != TP_OK) {
+        rc = missing(err, "detach", "attached");
+        goto fail;
+    }
+    if (tpt_reply_bool(&rep, "exiting", &ex) != TP_OK) {
+        rc = missing(err, "detach", "exiting");
+        goto fail;
+    }
+    if (attached != NULL) *attached = n;
+    if (exiting != NULL) *exiting = ex;
+fail:
     tp_buf_free(&rep);
     return rc;
 }

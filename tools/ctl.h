@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "proto/control.h"
 #include "proto/tp_err.h"
 #include "tools/client.h"
 
@@ -31,20 +32,28 @@ tp_err tpt_run_create(tpt_client *c, const char *name, const char *check, const 
                       int64_t *run, char *err);
 
 /* tpt_exec_create creates an execution of run with role ("record", "A",
- * "I", ...) and the command argv (NULL-terminated). */
+ * "I", ...) and the command argv (NULL-terminated); key receives the
+ * execution's key (TP_EXEC_KEY_LEN hex digits and a NUL), which the agent
+ * must put in every batch (TP_ENV_EXEC_KEY).  A reply without a well-formed
+ * key is TP_EPROTO. */
 tp_err tpt_exec_create(tpt_client *c, int64_t run, const char *role, char *const argv[],
-                       int64_t *exec, char *err);
+                       int64_t *exec, char key[TP_EXEC_KEY_LEN + 1], char *err);
 
 typedef struct tpt_finish {
     bool complete; /* every process said bye and no sequence has a gap */
     int64_t processes, events, gaps, dropped;
+    int64_t unstored;       /* events the daemon received but could not store: they
+                             * still wait in its memory (the database fails), or
+                             * were lost */
+    char unstored_why[256]; /* the daemon's reason ("" when unstored is 0) */
 } tpt_finish;
 
 /* tpt_exec_finish tells the daemon that exec's command ended with exit status
  * status or signal sig (-1: not known, sent as nil) and waits up to wait_ms
  * for the daemon to have its events, asking again every 20 ms while it
  * answers {pending: true}.  TP_ETIMEDOUT if it is still pending well after
- * wait_ms. */
+ * wait_ms.  Events the daemon did not store are out->unstored, not an error
+ * here (tpt_exec_run makes them one). */
 tp_err tpt_exec_finish(tpt_client *c, int64_t exec, int status, int sig, int wait_ms,
                        tpt_finish *out, char *err);
 
@@ -66,7 +75,8 @@ typedef struct tpt_ingest_info {
 
 /* tpt_ingest has the daemon store the spool file at path (absolute: the
  * daemon's working directory is not ours).  Uses a long timeout (spool files
- * can be large), then restores c's. */
+ * can be large; a daemon that dies meanwhile is noticed by c's watch within
+ * TPT_WATCH_MS), then restores c's. */
 tp_err tpt_ingest(tpt_client *c, const char *path, tpt_ingest_info *out, char *err);
 
 /* tpt_query returns the daemon's text for what ("runs", "run", "steps", ...)
@@ -101,7 +111,18 @@ int tpt_judge(tpt_client *c, int64_t run, const tpt_tolerance *tol, const char *
  * no-op. */
 void tpt_verdict_info_free(tpt_verdict_info *v);
 
-/* tpt_shutdown asks the daemon to exit (it replies first). */
+/* tpt_shutdown asks the daemon to exit now, whoever holds it (it replies
+ * first). */
 tp_err tpt_shutdown(tpt_client *c, char *err);
+
+/* tpt_attach makes process pid a holder of the daemon; owner: pid started
+ * it, and it is to exit once no holder is left.  *attached (may be NULL):
+ * the holders now. */
+tp_err tpt_attach(tpt_client *c, int64_t pid, bool owner, int64_t *attached, char *err);
+
+/* tpt_detach drops process pid from the daemon's holders.  *attached: the
+ * holders left; *exiting: the daemon exits now (it was owned and none is
+ * left).  Either may be NULL. */
+tp_err tpt_detach(tpt_client *c, int64_t pid, int64_t *attached, bool *exiting, char *err);
 
 #endif

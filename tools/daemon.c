@@ -1,6 +1,13 @@
 /* SPDX-License-Identifier: MIT
  * daemon.c -- find the daemon named by the environment, or reuse or start
- * the project's private one, and stop it again if we started it. */
+ * the project's private one and hold it (attach/detach); notice that it
+ * died and start it again.
+ *
+ * The client's watch (client.h) asks alive() between slices of every call;
+ * when it says the daemon is gone, revive() starts a fresh private one (or
+ * finds the one another trainparity-run already started) and the call is
+ * sent again.  Once revive gives up, dead[] holds why and every later call
+ * fails at once. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +24,7 @@
 #include <unistd.h>
 
 #include "proto/control.h"
+#include "tools/cli.h"
 #include "tools/ctl.h"
 #include "tools/daemon.h"
 #include "tools/errbuf.h"
@@ -27,16 +35,25 @@ extern char **environ;
 #define URL_MAX     (PATH_MAX + 16)
 #define PROBE_MS    300 /* a daemon already running answers a ping within this */
 #define EXTERNAL_MS 5000
-#define STOP_MS     5000 /* shutdown to exit */
+#define STOP_MS     5000 /* detach (or shutdown) to exit */
 #define KILL_MS     2000 /* SIGTERM to exit */
+#define TRIES       3    /* attempts to find or start a daemon and attach to it */
 
 struct tpt_daemon {
     char ingest[URL_MAX];
     char control[URL_MAX];
+    char ctlpath[URL_MAX]; /* the control socket's file (private) */
     char db[PATH_MAX];
     char log[PATH_MAX];
     tpt_client *client;
-    pid_t child; /* the daemon we started, 0 when not ours */
+    bool external;   /* named by TRAINPARITY_DAEMON: never restarted */
+    pid_t child;     /* the daemon we started and have not reaped, 0 when none */
+    pid_t serving;   /* the private daemon attached to, 0 when not known */
+    bool attached;   /* we hold it (detach at close) */
+    bool connecting; /* in connect_private: a call that finds it gone just fails */
+    bool closing;    /* in tpt_daemon_close: nothing is restarted */
+    int restarts;
+    char dead[TPT_ERR_LEN]; /* why it is gone for good; "" while usable */
     tpt_ping_info ping;
 };
 
@@ -53,34 +70,22 @@ static void sleep_ms(int ms)
     while (nanosleep(&ts, &ts) != 0) {}
 }
 
-static tp_err use_external(tpt_daemon *d, const char *url, char *err)
+/* pid_gone reports whether process pid has ended: no such process, or a
+ * zombie that its parent (another trainparity-run) has not reaped yet. */
+static bool pid_gone(pid_t pid)
 {
-    const char *ctl = getenv(TP_ENV_CONTROL);
-    char why[TPT_ERR_LEN];
-    tp_err rc;
+    char path[64], buf[512], *p;
+    size_t n;
+    FILE *f;
 
-    if (strlen(url) >= sizeof(d->ingest))
-        return tpt_seterr(err, TP_EINVAL, "%s is too long", TP_ENV_DAEMON);
-    strcpy(d->ingest, url);
-    if (ctl != NULL && ctl[0] != '\0') {
-        if (strlen(ctl) >= sizeof(d->control))
-            return tpt_seterr(err, TP_EINVAL, "%s is too long", TP_ENV_CONTROL);
-        strcpy(d->control, ctl);
-    } else if (tp_url_control(url, d->control, sizeof(d->control)) != TP_OK) {
-        return tpt_seterr(err, TP_EINVAL,
-                          "%s=%s is not an ipc:// or tcp://host:port URL (set %s too)",
-                          TP_ENV_DAEMON, url, TP_ENV_CONTROL);
-    }
-    if ((rc = tpt_client_open(&d->client, d->control, EXTERNAL_MS)) != TP_OK)
-        return tpt_seterr(err, rc, "cannot use control URL %s: %s", d->control, tp_strerror(rc));
-    if ((rc = tpt_client_token(d->client, getenv(TP_ENV_TOKEN))) != TP_OK)
-        return tpt_seterr(err, rc, "out of memory");
-    if ((rc = tpt_ping(d->client, &d->ping, why)) == TP_ETIMEDOUT)
-        return tpt_seterr(err, rc, "no daemon answers at %s (%s=%s) within %d ms", d->control,
-                          TP_ENV_DAEMON, url, EXTERNAL_MS);
-    if (rc != TP_OK)
-        return tpt_seterr(err, rc, "daemon at %s (%s=%s): %s", d->control, TP_ENV_DAEMON, url, why);
-    return TP_OK;
+    if (kill(pid, 0) != 0 && errno == ESRCH) return true;
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    if ((f = fopen(path, "r")) == NULL) return false;
+    n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    p = strrchr(buf, ')'); /* "pid (comm) S ...": the state follows the name */
+    return p != NULL && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
 }
 
 /* socket_dir picks the directory for the private daemon's sockets: state
@@ -165,7 +170,59 @@ static void last_line(const char *path, char *out, size_t n)
     fclose(f);
 }
 
-/* await answers the first ping from the daemon we started, or says why not. */
+/* gone reports whether the private daemon in use has died, saying how in
+ * why; a daemon we started is reaped here. */
+static bool gone(tpt_daemon *d, char *why)
+{
+    long long quiet;
+    char how[64];
+    pid_t w;
+    int st;
+
+    if (d->child > 0) {
+        if ((w = waitpid(d->child, &st, WNOHANG)) == 0) return false;
+        if (w < 0 && errno != ECHILD) return false;
+        if (w == d->child)
+            describe_exit(st, how, sizeof how);
+        else
+            snprintf(how, sizeof how, "has gone");
+        tpt_seterr(why, TP_ECLOSED, "the daemon (pid %d) %s", (int)d->child, how);
+        d->child = 0;
+        d->serving = 0;
+        return true;
+    }
+    if (d->serving > 0 && pid_gone(d->serving)) {
+        tpt_seterr(why, TP_ECLOSED, "the daemon (pid %d) has gone", (int)d->serving);
+        d->serving = 0;
+        return true;
+    }
+    if (d->serving == 0 && d->attached && !d->connecting &&
+        (quiet = tpt_client_silence(d->client)) >= TPT_SILENCE_MS) {
+        tpt_seterr(why, TP_ECLOSED, "the daemon at %s has gone: no connection to it for %lld s",
+                   d->ingest, quiet / 1000);
+        return true;
+    }
+    return false;
+}
+
+/* alive is the client's watch: TP_OK while the daemon may still answer. */
+static tp_err alive(void *arg, char *why)
+{
+    tpt_daemon *d = arg;
+    long long quiet;
+
+    if (d->dead[0] != '\0') return tpt_seterr(why, TP_ECLOSED, "%s", d->dead);
+    if (d->external) {
+        if ((quiet = tpt_client_silence(d->client)) < TPT_SILENCE_MS) return TP_OK;
+        return tpt_seterr(why, TP_ECLOSED,
+                          "the daemon at %s (%s) has gone: no connection to it for %lld s",
+                          d->ingest, TP_ENV_DAEMON, quiet / 1000);
+    }
+    return gone(d, why) ? TP_ECLOSED : TP_OK;
+}
+
+/* await answers the first ping from the daemon we started, or says why not:
+ * TP_ECHILD when it exited first and no other daemon answers. */
 static tp_err await(tpt_daemon *d, char *err)
 {
     long long deadline = now_ms() + TPT_DAEMON_START_MS;
@@ -176,14 +233,19 @@ static tp_err await(tpt_daemon *d, char *err)
     tpt_client_timeout(d->client, 100);
     for (;;) {
         if (tpt_ping(d->client, &d->ping, NULL) == TP_OK) break;
-        w = waitpid(d->child, &st, WNOHANG);
-        if (w == d->child) {
+        /* (a watch that found it dead has reaped it: child 0, status unknown) */
+        st = 0;
+        w = d->child > 0 ? waitpid(d->child, &st, WNOHANG) : -1;
+        if (w == d->child || w < 0) {
             d->child = 0;
             /* Another trainparity-run may have started one at the same time;
              * ours then could not listen.  Use theirs. */
             tpt_client_timeout(d->client, PROBE_MS);
             if (tpt_ping(d->client, &d->ping, NULL) == TP_OK) break;
-            describe_exit(st, how, sizeof(how));
+            if (w > 0)
+                describe_exit(st, how, sizeof(how));
+            else
+                snprintf(how, sizeof how, "exited");
             last_line(d->log, said, sizeof said);
             return tpt_seterr(err, TP_ECHILD, "%s %s before it answered%s%s (%s)", TPT_DAEMON_BIN,
                               how, said[0] ? ": " : "", said, d->log);
@@ -193,14 +255,158 @@ static tp_err await(tpt_daemon *d, char *err)
                               TPT_DAEMON_BIN, d->control, TPT_DAEMON_START_MS, d->log);
         sleep_ms(10);
     }
+    return TP_OK;
+}
+
+/* reap waits up to ms for our child to exit; 1 when it did (status in *st,
+ * or 0 when someone else reaped it). */
+static int reap(pid_t pid, int ms, int *st)
+{
+    long long deadline = now_ms() + ms;
+    pid_t w;
+    for (;;) {
+        w = waitpid(pid, st, WNOHANG);
+        if (w == pid) return 1;
+        if (w < 0 && errno == ECHILD) {
+            *st = 0;
+            return 1;
+        }
+        if (now_ms() > deadline) return 0;
+        sleep_ms(10);
+    }
+}
+
+/* drop_loser waits for the daemon we started when another one answered in
+ * its place: two tools started one at once and ours could not listen. */
+static void drop_loser(tpt_daemon *d)
+{
+    int st;
+    if (!reap(d->child, STOP_MS, &st)) {
+        kill(d->child, SIGKILL);
+        reap(d->child, KILL_MS, &st);
+    }
+    d->child = 0;
+}
+
+/* connect_private finds the daemon answering at the private sockets, or
+ * starts one, and attaches to it.  A daemon that goes away meanwhile (the
+ * last holder of a shared one just left, or two tools started one at once
+ * and ours lost) is tried again, up to TRIES times. */
+static tp_err connect_private(tpt_daemon *d, char *err)
+{
+    struct stat st;
+    int64_t n;
+    bool owner;
+    tp_err rc = TP_OK;
+    int i;
+
+    d->connecting = true;
+    for (i = 0; i < TRIES; i++) {
+        if (i > 0) sleep_ms(100 * i);
+        d->serving = 0;
+        d->ping.pid = -1;
+        tpt_client_timeout(d->client, PROBE_MS);
+        /* Only a socket can answer: do not wait for a ping when there is none. */
+        if (!(stat(d->ctlpath, &st) == 0 && S_ISSOCK(st.st_mode) &&
+              tpt_ping(d->client, &d->ping, NULL) == TP_OK)) {
+            if ((rc = spawn(d, err)) != TP_OK) break;
+            if ((rc = await(d, err)) == TP_ECHILD) continue;
+            if (rc != TP_OK) break;
+        }
+        if (d->child > 0 && d->ping.pid != d->child) drop_loser(d);
+        owner = d->child > 0;
+        /* A pid we cannot see (another pid namespace) is not watched: the
+         * connection is, as for an external daemon. */
+        if (d->ping.pid > 0 && !pid_gone((pid_t)d->ping.pid)) d->serving = (pid_t)d->ping.pid;
+        tpt_client_timeout(d->client, TPT_CALL_TIMEOUT_MS);
+        rc = tpt_attach(d->client, getpid(), owner, &n, err);
+        if (rc == TP_OK) {
+            d->attached = true;
+            break;
+        }
+        if (rc != TP_ECLOSED) break;
+    }
+    tpt_client_timeout(d->client, TPT_CALL_TIMEOUT_MS);
+    d->connecting = false;
+    return rc;
+}
+
+/* revive is the client's watch: the daemon is gone (why); start another. */
+static tp_err revive(void *arg, const char *why, char *err);
+
+/* watch has every call of d's client watched by alive and revive. */
+static void watch(tpt_daemon *d)
+{
+    tpt_watch w;
+    w.alive = alive;
+    w.revive = revive;
+    w.arg = d;
+    tpt_client_watch(d->client, &w);
+}
+
+static tp_err revive(void *arg, const char *why, char *err)
+{
+    tpt_daemon *d = arg;
+    char said[TPT_ERR_LEN];
+    tp_err rc;
+
+    if (d->dead[0] != '\0') return tpt_seterr(err, TP_ECLOSED, "%s", d->dead);
+    if (d->connecting) return tpt_seterr(err, TP_ECLOSED, "%s", why);
+    d->attached = false;
+    if (d->external) {
+        tpt_seterr(d->dead, TP_ECLOSED, "%s; a daemon that %s names is never restarted", why,
+                   TP_ENV_DAEMON);
+    } else if (d->closing) {
+        tpt_seterr(d->dead, TP_ECLOSED, "%s (see %s)", why, d->log);
+    } else if (d->restarts >= TPT_RESTARTS) {
+        tpt_seterr(d->dead, TP_ECLOSED, "%s, after %d restarts; giving up (see %s)", why,
+                   d->restarts, d->log);
+    } else {
+        d->restarts++;
+        tpt_error("%s; restarting it on the same database (%d of %d; log: %s)", why, d->restarts,
+                  TPT_RESTARTS, d->log);
+        if ((rc = connect_private(d, said)) == TP_OK) return TP_OK;
+        tpt_seterr(d->dead, TP_ECLOSED, "%s; cannot restart it, giving up: %s", why, said);
+    }
+    return tpt_seterr(err, TP_ECLOSED, "%s", d->dead);
+}
+
+static tp_err use_external(tpt_daemon *d, const char *url, char *err)
+{
+    const char *ctl = getenv(TP_ENV_CONTROL);
+    char why[TPT_ERR_LEN];
+    tp_err rc;
+
+    d->external = true;
+    if (strlen(url) >= sizeof(d->ingest))
+        return tpt_seterr(err, TP_EINVAL, "%s is too long", TP_ENV_DAEMON);
+    strcpy(d->ingest, url);
+    if (ctl != NULL && ctl[0] != '\0') {
+        if (strlen(ctl) >= sizeof(d->control))
+            return tpt_seterr(err, TP_EINVAL, "%s is too long", TP_ENV_CONTROL);
+        strcpy(d->control, ctl);
+    } else if (tp_url_control(url, d->control, sizeof(d->control)) != TP_OK) {
+        return tpt_seterr(err, TP_EINVAL,
+                          "%s=%s is not an ipc:// or tcp://host:port URL (set %s too)",
+                          TP_ENV_DAEMON, url, TP_ENV_CONTROL);
+    }
+    if ((rc = tpt_client_open(&d->client, d->control, EXTERNAL_MS)) != TP_OK)
+        return tpt_seterr(err, rc, "cannot use control URL %s: %s", d->control, tp_strerror(rc));
+    if ((rc = tpt_client_token(d->client, getenv(TP_ENV_TOKEN))) != TP_OK)
+        return tpt_seterr(err, rc, "out of memory");
+    watch(d);
+    if ((rc = tpt_ping(d->client, &d->ping, why)) == TP_ETIMEDOUT)
+        return tpt_seterr(err, rc, "no daemon answers at %s (%s=%s) within %d ms", d->control,
+                          TP_ENV_DAEMON, url, EXTERNAL_MS);
+    if (rc != TP_OK)
+        return tpt_seterr(err, rc, "daemon at %s (%s=%s): %s", d->control, TP_ENV_DAEMON, url, why);
     tpt_client_timeout(d->client, TPT_CALL_TIMEOUT_MS);
     return TP_OK;
 }
 
 static tp_err use_private(tpt_daemon *d, char *err)
 {
-    char state[PATH_MAX], sock[PATH_MAX], ctlpath[PATH_MAX + 16];
-    struct stat st;
+    char state[PATH_MAX], sock[PATH_MAX];
     tp_err rc;
 
     if ((rc = tpt_state_dir(NULL, state, sizeof(state), err)) != TP_OK) return rc;
@@ -208,19 +414,13 @@ static tp_err use_private(tpt_daemon *d, char *err)
     snprintf(d->db, sizeof(d->db), "%s/runs.db", state);
     snprintf(d->log, sizeof(d->log), "%s/daemon.log", state);
     snprintf(d->ingest, sizeof(d->ingest), "ipc://%s/ingest.ipc", sock);
-    snprintf(ctlpath, sizeof(ctlpath), "%s/ingest.ipc.ctl", sock);
+    snprintf(d->ctlpath, sizeof(d->ctlpath), "%s/ingest.ipc.ctl", sock);
     if ((rc = tp_url_control(d->ingest, d->control, sizeof(d->control))) != TP_OK)
         return tpt_seterr(err, rc, "cannot derive the control URL of %s", d->ingest);
     if ((rc = tpt_client_open(&d->client, d->control, PROBE_MS)) != TP_OK)
         return tpt_seterr(err, rc, "cannot open %s: %s", d->control, tp_strerror(rc));
-    /* Only a socket can answer: do not wait for a ping when there is none. */
-    if (stat(ctlpath, &st) == 0 && S_ISSOCK(st.st_mode) &&
-        tpt_ping(d->client, &d->ping, NULL) == TP_OK) {
-        tpt_client_timeout(d->client, TPT_CALL_TIMEOUT_MS);
-        return TP_OK;
-    }
-    if ((rc = spawn(d, err)) != TP_OK) return rc;
-    return await(d, err);
+    watch(d);
+    return connect_private(d, err);
 }
 
 tp_err tpt_daemon_open(tpt_daemon **dp, char *err)
@@ -242,43 +442,76 @@ tp_err tpt_daemon_open(tpt_daemon **dp, char *err)
     return TP_OK;
 }
 
-/* reap waits up to ms for the child to exit; 1 when it did (status in *st). */
-static int reap(pid_t pid, int ms, int *st)
+tp_err tpt_daemon_check(tpt_daemon *d, char *err)
+{
+    char why[TPT_ERR_LEN];
+    if (d->dead[0] != '\0') return tpt_seterr(err, TP_ECLOSED, "%s", d->dead);
+    if (d->external || !gone(d, why)) return TP_OK;
+    return revive(d, why, err);
+}
+
+/* await_exit waits up to ms for a daemon that is not our child to exit. */
+static int await_exit(pid_t pid, int ms)
 {
     long long deadline = now_ms() + ms;
-    pid_t w;
-    for (;;) {
-        w = waitpid(pid, st, WNOHANG);
-        if (w == pid || (w < 0 && errno == ECHILD)) return 1;
+    while (!pid_gone(pid)) {
         if (now_ms() > deadline) return 0;
         sleep_ms(10);
     }
+    return 1;
+}
+
+/* stop waits for the daemon that said it exits (pid; ours when it is
+ * d->child), SIGTERM then SIGKILL if it will not. */
+static tp_err stop(tpt_daemon *d, pid_t pid, char *err)
+{
+    bool ours = pid == d->child;
+    char how[64];
+    int st = 0;
+
+    if (ours ? reap(pid, STOP_MS, &st) : await_exit(pid, STOP_MS)) {
+        if (ours) d->child = 0;
+        if (!ours || (WIFEXITED(st) && WEXITSTATUS(st) == 0)) return TP_OK;
+        describe_exit(st, how, sizeof(how));
+        return tpt_seterr(err, TP_EIO, "%s %s; see %s", TPT_DAEMON_BIN, how, d->log);
+    }
+    kill(pid, SIGTERM);
+    if (!(ours ? reap(pid, KILL_MS, &st) : await_exit(pid, KILL_MS))) {
+        kill(pid, SIGKILL);
+        if (ours) reap(pid, KILL_MS, &st);
+    }
+    if (ours) d->child = 0;
+    return tpt_seterr(err, TP_ETIMEDOUT, "%s did not shut down; killed it (see %s)", TPT_DAEMON_BIN,
+                      d->log);
 }
 
 tp_err tpt_daemon_close(tpt_daemon *d, char *err)
 {
-    char how[64];
+    char why[TPT_ERR_LEN];
+    bool exiting = false;
+    pid_t pid;
     tp_err rc = TP_OK;
-    int st = 0;
 
     if (d == NULL) return TP_OK;
-    if (d->child > 0) {
+    d->closing = true;
+    pid = d->child > 0 ? d->child : d->serving;
+    if (d->client != NULL && d->attached) {
+        /* The others holding it keep it; the last one out stops it.  A
+         * daemon too busy to answer drops us once we have exited. */
+        tpt_client_timeout(d->client, STOP_MS);
+        rc = tpt_detach(d->client, getpid(), NULL, &exiting, why);
+        if (rc == TP_ECLOSED)
+            rc = tpt_seterr(err, TP_EIO, "%s", why);
+        else
+            rc = TP_OK;
+        if (exiting && pid > 0) rc = stop(d, pid, err);
+    } else if (d->child > 0) {
+        /* Started but never attached to (the open failed): ours alone. */
         if (d->client != NULL) {
             tpt_client_timeout(d->client, STOP_MS);
             tpt_shutdown(d->client, NULL);
         }
-        if (!reap(d->child, STOP_MS, &st)) {
-            kill(d->child, SIGTERM);
-            if (!reap(d->child, KILL_MS, &st)) {
-                kill(d->child, SIGKILL);
-                reap(d->child, KILL_MS, &st);
-            }
-            rc = tpt_seterr(err, TP_ETIMEDOUT, "%s did not shut down; killed it (see %s)",
-                            TPT_DAEMON_BIN, d->log);
-        } else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-            describe_exit(st, how, sizeof(how));
-            rc = tpt_seterr(err, TP_EIO, "%s %s; see %s", TPT_DAEMON_BIN, how, d->log);
-        }
+        rc = stop(d, d->child, err);
     }
     tpt_client_close(d->client);
     free(d);

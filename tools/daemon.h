@@ -1,18 +1,32 @@
 /* SPDX-License-Identifier: MIT
- * daemon.h -- finding, starting and stopping the daemon trainparity-run
- * talks to.
+ * daemon.h -- finding, starting, watching and leaving the daemon
+ * trainparity-run talks to.
  *
  * When TRAINPARITY_DAEMON names an ingest URL, that daemon is used (control
  * URL from TRAINPARITY_CONTROL, else tp_url_control) and must answer a ping;
- * it is left running, and requests carry TRAINPARITY_TOKEN when that is set.  Otherwise the
- * project's private daemon is used: database ./.trainparity/runs.db, sockets
- * ipc://<abs>/.trainparity/ingest.ipc
+ * it is left running, and requests carry TRAINPARITY_TOKEN when that is set.
+ * If it goes away, it is never restarted: a call fails once there has been
+ * no connection to it for TPT_SILENCE_MS (it may come back within that).
+ *
+ * Otherwise the project's private daemon is used: database
+ * ./.trainparity/runs.db, sockets ipc://<abs>/.trainparity/ingest.ipc
  * (+ ".ctl"), or, when that path does not fit a unix socket address, the same
  * names in a 0700 directory $TMPDIR/trainparity-<uid>-<hash of the project
  * path> (/tmp when TMPDIR is unset or too long).  A daemon already answering
- * there is reused and left running; else one is started detached (its own
- * session, stdout and stderr appended to ./.trainparity/daemon.log) and shut
- * down by tpt_daemon_close.  Single-threaded use only. */
+ * there is reused; else one is started detached (its own session, stdout and
+ * stderr appended to ./.trainparity/daemon.log).  Either way this process
+ * attaches to it (control "attach"), and tpt_daemon_close detaches: a daemon
+ * that a trainparity-run started exits when the last attached process has
+ * detached or is gone, so several commands in one project share it and the
+ * last one out stops it.  One started by hand is only attached to.
+ *
+ * A private daemon that dies while it is used (noticed within TPT_WATCH_MS
+ * by every call, and by tpt_daemon_check while a command runs: waitpid for
+ * the one this process started, kill(pid, 0) for one it reuses, or, when
+ * that pid is not one this process can see, TPT_SILENCE_MS without a
+ * connection) is said on stderr and started afresh on the same database and
+ * sockets, at most TPT_RESTARTS times; the agents redial the same socket.
+ * Single-threaded use only. */
 #ifndef TP_TOOLS_DAEMON_H
 #define TP_TOOLS_DAEMON_H
 
@@ -22,8 +36,10 @@
 #include "proto/tp_err.h"
 #include "tools/client.h"
 
-#define TPT_DAEMON_START_MS 5000 /* how long a started daemon has to answer */
-#define TPT_CALL_TIMEOUT_MS 30000
+#define TPT_DAEMON_START_MS 5000  /* how long a started daemon has to answer */
+#define TPT_CALL_TIMEOUT_MS 30000 /* a live daemon's answer (ingest: longer) */
+#define TPT_SILENCE_MS      10000 /* an external daemon unconnected this long is gone */
+#define TPT_RESTARTS        3     /* restarts of a private daemon, then ERROR */
 
 typedef struct tpt_daemon tpt_daemon; /* opaque */
 
@@ -34,11 +50,19 @@ typedef struct tpt_daemon tpt_daemon; /* opaque */
  * TP_EINVAL (bad TRAINPARITY_DAEMON/CONTROL URL), TP_ENET. */
 tp_err tpt_daemon_open(tpt_daemon **dp, char *err);
 
-/* tpt_daemon_close stops the daemon if tpt_daemon_open started it (control
- * "shutdown", then waits for it to exit; SIGTERM then SIGKILL if it will
- * not) and frees d.  NULL is a no-op.  Errors: TP_ETIMEDOUT when the daemon
- * had to be killed; TP_EIO when it exited with a failure status. */
+/* tpt_daemon_close detaches from a private daemon and frees d.  When that
+ * was the last holder, the daemon exits and is waited for (SIGTERM then
+ * SIGKILL if it will not); otherwise it is left serving the others.  NULL is
+ * a no-op.  Errors: TP_ETIMEDOUT when the daemon had to be killed; TP_EIO
+ * when it exited with a failure status or died. */
 tp_err tpt_daemon_close(tpt_daemon *d, char *err);
+
+/* tpt_daemon_check notices, between calls (while a command runs), that the
+ * private daemon died, and restarts it as a call would; TP_OK while a
+ * daemon serves (an external one: always).  Errors (with err): TP_ECLOSED
+ * when it died and cannot be or was too often restarted; from then on every
+ * call fails at once. */
+tp_err tpt_daemon_check(tpt_daemon *d, char *err);
 
 /* The control client (owned by d; do not close it). */
 tpt_client *tpt_daemon_client(tpt_daemon *d);
@@ -49,7 +73,7 @@ const char *tpt_daemon_control(const tpt_daemon *d);
 const char *tpt_daemon_db(const tpt_daemon *d);
 /* The daemon's pid from its ping (-1 if not said). */
 int64_t tpt_daemon_pid(const tpt_daemon *d);
-/* Whether tpt_daemon_open started the daemon (and close will stop it). */
+/* Whether this process started the daemon now serving. */
 bool tpt_daemon_started(const tpt_daemon *d);
 
 #endif

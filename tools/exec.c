@@ -10,7 +10,7 @@
 #include "tools/exec.h"
 #include "tools/spool.h"
 
-enum { E_PRELOAD, E_DAEMON, E_CONTROL, E_RUN, E_EXEC, E_ROLE, E_SPOOL, E_OURS };
+enum { E_PRELOAD, E_DAEMON, E_CONTROL, E_RUN, E_EXEC, E_KEY, E_ROLE, E_SPOOL, E_OURS };
 
 static void free_env(char **env, size_t n)
 {
@@ -33,9 +33,10 @@ static char *kv(const char *key, const char *a, const char *b)
 }
 
 /* make_env returns the execution's own variables followed by spec's, in a
- * NULL-terminated array of E_OURS + extra strings; *n is the number owned. */
-static char **make_env(tpt_session *s, int64_t run, int64_t exec, const tpt_exec_spec *spec,
-                       size_t *n)
+ * NULL-terminated array of E_OURS + extra strings; *n is the number owned.
+ * key is the execution's key, without which the daemon stores nothing. */
+static char **make_env(tpt_session *s, int64_t run, int64_t exec, const char *key,
+                       const tpt_exec_spec *spec, size_t *n)
 {
     tpt_daemon *d = tpt_session_daemon(s);
     const char *old = getenv("LD_PRELOAD");
@@ -53,6 +54,7 @@ static char **make_env(tpt_session *s, int64_t run, int64_t exec, const tpt_exec
     env[E_CONTROL] = kv(TP_ENV_CONTROL, tpt_daemon_control(d), NULL);
     env[E_RUN] = kv(TP_ENV_RUN, num[0], NULL);
     env[E_EXEC] = kv(TP_ENV_EXEC, num[1], NULL);
+    env[E_KEY] = kv(TP_ENV_EXEC_KEY, key, NULL);
     env[E_ROLE] = kv(TP_ENV_ROLE, spec->role, NULL);
     env[E_SPOOL] = kv(TP_ENV_SPOOL, tpt_session_spool(s), NULL);
     for (i = 0; i < E_OURS; i++) {
@@ -67,27 +69,49 @@ static char **make_env(tpt_session *s, int64_t run, int64_t exec, const tpt_exec
     return env;
 }
 
+/* The daemon's watch while the command runs: a private daemon that died is
+ * restarted at once, so the agents have one to redial; the first error (it
+ * could not be) is kept. */
+typedef struct watch {
+    tpt_daemon *d;
+    tp_err rc;
+    char err[TPT_ERR_LEN];
+} watch;
+
+static void on_tick(void *arg)
+{
+    watch *w = arg;
+    if (w->rc == TP_OK) w->rc = tpt_daemon_check(w->d, w->err);
+}
+
 tp_err tpt_exec_run(tpt_session *s, int64_t run, const tpt_exec_spec *spec, tpt_exec_result *res,
                     char *err)
 {
+    watch w = {tpt_session_daemon(s), TP_OK, ""};
+    tpt_tick tick = {on_tick, &w};
     tpt_client *c = tpt_session_client(s);
     int wait_ms = spec->wait_ms > 0 ? spec->wait_ms : TPT_FINISH_WAIT_MS;
-    char why[TPT_ERR_LEN];
+    char why[TPT_ERR_LEN], key[TP_EXEC_KEY_LEN + 1];
     char **env = NULL;
     size_t nown = 0;
     tp_err rc, frc;
 
     memset(res, 0, sizeof(*res));
     res->exec = -1;
-    if ((rc = tpt_exec_create(c, run, spec->role, spec->argv, &res->exec, err)) != TP_OK) return rc;
-    if ((env = make_env(s, run, res->exec, spec, &nown)) == NULL) {
+    if ((rc = tpt_exec_create(c, run, spec->role, spec->argv, &res->exec, key, err)) != TP_OK)
+        return rc;
+    if ((env = make_env(s, run, res->exec, key, spec, &nown)) == NULL) {
         rc = tpt_seterr(err, TP_ENOMEM, "out of memory");
         goto finish;
     }
-    rc = tpt_launch(spec->argv, env, &res->exit, &res->spawn_errno, err);
+    rc = tpt_launch(spec->argv, env, &tick, &res->exit, &res->spawn_errno, err);
     free_env(env, nown);
     if (rc != TP_OK) goto finish;
     res->launched = true;
+    if (w.rc != TP_OK) { /* no daemon: the spool files stay for a later ingest */
+        rc = tpt_seterr(err, w.rc, "%s", w.err);
+        goto finish;
+    }
     rc = tpt_spool_ingest(c, tpt_session_spool(s), res->exec, &res->spooled, &res->nspool, err);
 finish:
     /* Always close the execution, also when it never started, so the
@@ -95,9 +119,21 @@ finish:
     frc = tpt_exec_finish(c, res->exec, res->launched ? res->exit.status : -1,
                           res->launched ? res->exit.signal : -1, res->launched ? wait_ms : 0,
                           &res->finish, why);
-    if (frc == TP_OK)
+    if (frc == TP_OK) {
         res->finished = true;
-    else if (rc == TP_OK)
+        /* events the daemon received and could not store are lost to
+         * every check, never a success; err names them whatever failed
+         * first */
+        if (res->finish.unstored > 0) {
+            char first[TPT_ERR_LEN] = "";
+            if (rc != TP_OK && err != NULL) snprintf(first, sizeof(first), "%s; ", err);
+            rc = tpt_seterr(err, rc != TP_OK ? rc : TP_EDB,
+                            "%sthe daemon could not store %lld events of execution %lld: %s", first,
+                            (long long)res->finish.unstored, (long long)res->exec,
+                            res->finish.unstored_why);
+        }
+    } else if (rc == TP_OK) {
         rc = tpt_seterr(err, frc, "%s", why);
+    }
     return rc;
 }

@@ -40,11 +40,17 @@ typedef struct tpt_exec_result {
  * _CONTROL, _RUN, _EXEC, _ROLE, _SPOOL and spec->env (which win over these)
  * in its environment, forwarded signals (tpt_launch), then the spool files
  * (tpt_spool_ingest), then exec.finish until the daemon is no longer
- * pending.  *res is always written, also on error, so the caller knows how
- * far it got.  A command that cannot be started returns TP_ECHILD (err:
- * "cannot run 'foo': ..."); the execution is still finished with an unknown
- * status.  Errors (with err): TP_ECHILD, and those of the control calls and
- * of tpt_spool_ingest. */
+ * pending.  While the command runs the daemon is watched
+ * (tpt_daemon_check): a private one that dies is restarted at once, so the
+ * agents have one to redial; one that cannot be is the error returned, and
+ * the spool files are then left for a later ingest.  *res is always written,
+ * also on error, so the caller knows how far it got.  A command that cannot
+ * be started returns TP_ECHILD (err: "cannot run 'foo': ..."); the execution
+ * is still finished with an unknown status.  Errors (with err): TP_ECHILD,
+ * those of the control calls and of tpt_spool_ingest, and TP_EDB when the
+ * daemon reports events it received and could not store (finish.unstored).
+ * Whenever there are such events err names their number, the execution and
+ * the daemon's reason, after the first error if another came first. */
 tp_err tpt_exec_run(tpt_session *s, int64_t run, const tpt_exec_spec *spec, tpt_exec_result *res,
                     char *err);
 

@@ -3,14 +3,20 @@
  *
  * posix_spawn (not fork) because nng's threads are running: glibc's spawn
  * runs no atfork handlers and execs at once, and reports a failed exec as
- * its return value, so "not found" needs no pipe back from the child. */
+ * its return value, so "not found" needs no pipe back from the child.
+ * With a tick the wait is a poll on a pidfd (Linux 5.3), so the command's end
+ * is seen at once; without pidfds, waitpid(WNOHANG) every 50 ms. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
+#include <poll.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "tools/errbuf.h"
 #include "tools/launch.h"
@@ -68,7 +74,46 @@ static char **build_env(char *const env[])
     return out;
 }
 
-tp_err tpt_launch(char *const argv[], char *const env[], tpt_exit *out, int *errnum, char *err)
+/* wait_ticking waits for pid like waitpid(pid, st, 0), calling tick every
+ * TPT_TICK_MS meanwhile. */
+static pid_t wait_ticking(pid_t pid, int *st, const tpt_tick *tick)
+{
+    struct timespec nap = {0, 50 * 1000000L};
+    long long ticked = 0;
+    int pfd = -1;
+    pid_t w;
+
+#ifdef SYS_pidfd_open
+    pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+#endif
+    for (;;) {
+        w = waitpid(pid, st, WNOHANG);
+        if (w < 0 && errno == EINTR) continue;
+        if (w != 0) break;
+        if (pfd >= 0) {
+            struct pollfd p = {pfd, POLLIN, 0};
+            if (poll(&p, 1, TPT_TICK_MS) != 0) continue; /* it ended, or a signal came */
+        } else {
+            struct timespec ts;
+            long long now;
+            nanosleep(&nap, NULL);
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            now = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+            if (now - ticked < TPT_TICK_MS) continue;
+            ticked = now;
+        }
+        tick->fn(tick->arg);
+    }
+    if (pfd >= 0) {
+        int saved = errno;
+        close(pfd);
+        errno = saved;
+    }
+    return w;
+}
+
+tp_err tpt_launch(char *const argv[], char *const env[], const tpt_tick *tick, tpt_exit *out,
+                  int *errnum, char *err)
 {
     struct sigaction sa, old[NFWD];
     sigset_t block, prev;
@@ -108,8 +153,12 @@ tp_err tpt_launch(char *const argv[], char *const env[], tpt_exit *out, int *err
     sigprocmask(SIG_SETMASK, &prev, NULL);
 
     if (rv == 0) {
-        do w = waitpid(pid, &st, 0);
-        while (w < 0 && errno == EINTR);
+        if (tick != NULL && tick->fn != NULL) {
+            w = wait_ticking(pid, &st, tick);
+        } else {
+            do w = waitpid(pid, &st, 0);
+            while (w < 0 && errno == EINTR);
+        }
         werr = errno;
     }
     g_child = 0;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT
  * record.c -- trainparity-run record: run a command under the agent, store
  * what it did as a run, print the run's id and step table, and exit with the
- * command's own status. */
+ * command's own status, or ERROR when it succeeded and its record is not
+ * whole. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdio.h>
@@ -23,7 +24,10 @@ static const tpt_cmdspec spec = {
     "Run CMD under the agent and store what it did as a new run (check \"record\").\n"
     "Prints \"run N\" and the run's step table on stdout; CMD's own output passes\n"
     "through.  Exits with CMD's status (128+N when signal N killed it; 127 when it\n"
-    "cannot be run), or 3 when CMD succeeded but its record could not be stored.",
+    "cannot be run), or 3 when CMD succeeded but its record could not be stored or\n"
+    "is incomplete: events the daemon could not store, events the agent dropped,\n"
+    "gaps in a process's events, malformed or torn spool files.  The reason is said\n"
+    "on stderr whatever the status.",
     TPT_O_NAME | TPT_O_CAPTURE | TPT_O_JSON | TPT_O_CMD,
     NULL,
 };
@@ -48,21 +52,51 @@ static int write_report(const char *path, const tpt_opts *o, int64_t run, const 
         fprintf(f, ",\n  \"exit\": {\"status\": %d, \"signal\": null}", r->exit.status);
     else
         fputs(",\n  \"exit\": null", f);
-    if (r->finished)
+    if (r->finished) {
         fprintf(f,
                 ",\n  \"complete\": %s,\n  \"processes\": %lld,\n  \"events\": %lld,\n"
-                "  \"gaps\": %lld,\n  \"dropped\": %lld",
+                "  \"gaps\": %lld,\n  \"dropped\": %lld,\n  \"unstored\": %lld",
                 r->finish.complete ? "true" : "false", (long long)r->finish.processes,
                 (long long)r->finish.events, (long long)r->finish.gaps,
-                (long long)r->finish.dropped);
+                (long long)r->finish.dropped, (long long)r->finish.unstored);
+        if (r->finish.unstored > 0) {
+            fputs(",\n  \"unstored_why\": ", f);
+            tpt_json_str(f, r->finish.unstored_why);
+        }
+    }
     fprintf(f, ",\n  \"spool_files\": %d\n}\n", r->nspool);
     if (fclose(f) != 0)
         return tpt_seterr(err, TP_EIO, "cannot write %s: %s", path, strerror(errno));
     return TP_OK;
 }
 
+/* incomplete words in out (n bytes) what the record of r lacks; false when
+ * nothing is known to be missing.  said: tpt_exec_run failed, and its error
+ * (already shown) names the events the daemon could not store. */
+static bool incomplete(const tpt_exec_result *r, bool said, char *out, size_t n)
+{
+    size_t w = 0;
+    out[0] = '\0';
+#define ADD(...)                                                                                   \
+    do {                                                                                           \
+        if (w < n) w += (size_t)snprintf(out + w, n - w, "%s", w ? "; " : "");                     \
+        if (w < n) w += (size_t)snprintf(out + w, n - w, __VA_ARGS__);                             \
+    } while (0)
+    if (r->finished && r->finish.unstored > 0 && !said)
+        ADD("the daemon could not store %lld events (%s)", (long long)r->finish.unstored,
+            r->finish.unstored_why);
+    if (r->finished && r->finish.dropped > 0)
+        ADD("%lld events the agent dropped", (long long)r->finish.dropped);
+    if (r->finished && r->finish.gaps > 0)
+        ADD("%lld gaps in the processes' events", (long long)r->finish.gaps);
+    if (r->spooled.bad > 0) ADD("%lld malformed spool frames dropped", (long long)r->spooled.bad);
+    if (r->spooled.torn > 0) ADD("%lld spool files torn", (long long)r->spooled.torn);
+#undef ADD
+    return w > 0;
+}
+
 /* code is record's exit status: the command's own, unless it succeeded (or
- * never ran) and recording failed. */
+ * never ran) and recording failed or is incomplete. */
 static int code(const tpt_exec_result *r, int failed)
 {
     if (!r->launched) {
@@ -75,7 +109,7 @@ static int code(const tpt_exec_result *r, int failed)
 
 int tpt_cmd_record(int argc, char **argv)
 {
-    char err[TPT_ERR_LEN], shown[512], capture[64], params[128];
+    char err[TPT_ERR_LEN], shown[512], capture[64], params[128], lacks[1024];
     char *env[2] = {capture, NULL};
     tpt_exec_result res;
     tpt_session *s = NULL;
@@ -121,13 +155,12 @@ int tpt_cmd_record(int argc, char **argv)
         else
             tpt_progress("record", "command exited with status %d", res.exit.status);
     }
-    if (res.finished && (res.finish.gaps > 0 || res.finish.dropped > 0))
-        tpt_error("warning: the record of run %lld is incomplete (%lld events lost, %lld gaps)",
-                  (long long)run, (long long)res.finish.dropped, (long long)res.finish.gaps);
-
-    if (res.spooled.bad > 0 || res.spooled.torn > 0)
-        tpt_error("warning: %lld malformed batches and %lld torn spool files were dropped",
-                  (long long)res.spooled.bad, (long long)res.spooled.torn);
+    /* a record that lacks anything is never a success (events the daemon
+     * could not store fail tpt_exec_run, whose error above names them) */
+    if (incomplete(&res, rc != TP_OK, lacks, sizeof(lacks))) {
+        tpt_error("the record of run %lld is incomplete: %s", (long long)run, lacks);
+        failed = 1;
+    }
     printf("run %lld\n", (long long)run);
     if (res.launched) {
         if (tpt_query(tpt_session_client(s), "steps", run, &steps, err) == TP_OK) {

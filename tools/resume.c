@@ -123,24 +123,28 @@ static tp_err saved(tpt_session *s, int64_t exec, saves *v, char *err)
     return TP_OK;
 }
 
-/* run_one runs one execution; a command that cannot start is reported here.
- * Returns 0 when it ran (whatever its status). */
+/* run_one runs one execution; a command that cannot start, or whose events
+ * did not all reach the store (tpt_exec_run's error), is reported here.
+ * Returns 0 when it ran (whatever its status) and was recorded whole. */
 static int run_one(tpt_session *s, int64_t run, const char *role, char **argv, char **env,
                    tpt_exec_result *res)
 {
     char err[TPT_ERR_LEN], shown[512];
     tpt_exec_spec es = {role, argv, env, 0};
+    bool failed = false;
     tpt_argv_join(argv, shown, sizeof shown);
     tpt_progress("resume", "%s: running %s", role, shown);
     if (tpt_exec_run(s, run, &es, res, err) != TP_OK) {
+        /* lost events never make a verdict: ERROR */
         tpt_error("%s: %s", role, err);
+        failed = true;
         if (!res->launched) return -1;
     }
     if (res->exit.signal > 0)
         tpt_progress("resume", "%s: killed by signal %d", role, res->exit.signal);
     else
         tpt_progress("resume", "%s: exited with status %d", role, res->exit.status);
-    return 0;
+    return failed ? -1 : 0;
 }
 
 /* baseline runs A or B and moves what it saved out of the way; tool is the

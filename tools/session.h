@@ -20,8 +20,9 @@ typedef struct tpt_session tpt_session; /* opaque */
  * could not go into LD_PRELOAD). */
 tp_err tpt_session_open(tpt_session **sp, char *err);
 
-/* tpt_session_close closes the daemon (stopping it if the session started
- * it) and frees s.  NULL is a no-op.  Errors: those of tpt_daemon_close. */
+/* tpt_session_close leaves the daemon (tpt_daemon_close: a private one
+ * stops when no other command holds it) and frees s.  NULL is a no-op.
+ * Errors: those of tpt_daemon_close. */
 tp_err tpt_session_close(tpt_session *s, char *err);
 
 /* The daemon's control client (owned by s). */

@@ -13,6 +13,13 @@ say() { printf 'setup: %s\n' "$*" >&2; }
 
 debs=(pkg-config libnng-dev libmsgpack-dev check libsubunit-dev libxxhash-dev
       libsqlite3-dev python3-torch python3-numpy clang-format)
+# make fuzz: Debian's clang and the runtime that holds libFuzzer
+# (libclang_rt.fuzzer), of clang's own version (bookworm: 14)
+clang_major=$(clang --version 2>/dev/null | sed -n 's/.*clang version \([0-9][0-9]*\).*/\1/p' ||
+    true)
+[ -n "$clang_major" ] || clang_major=$(apt-cache depends clang 2>/dev/null |
+    sed -n 's/.*Depends: clang-\([0-9][0-9]*\)$/\1/p' | head -n 1 || true)
+debs+=(clang "libclang-rt-${clang_major:-14}-dev")
 command -v cmake >/dev/null 2>&1 || debs+=(cmake)
 command -v cc >/dev/null 2>&1 || debs+=(build-essential)
 command -v python3 >/dev/null 2>&1 || debs+=(python3 python3-venv)

@@ -28,6 +28,24 @@ void tb_begin(tb *t, int64_t run, int64_t exec, int64_t pid, int64_t rank, const
     t->n = 0;
 }
 
+void tb_begin_key(tb *t, int64_t run, int64_t exec, int64_t pid, int64_t rank, const char *tok,
+                  const char *k)
+{
+    tp_buf *b = &t->buf;
+    tp_buf_init(b);
+    tp_mp_map(b, 6 + (tok != NULL) + (k != NULL));
+    key(b, "v"), tp_mp_uint(b, TP_SCHEMA_VERSION);
+    key(b, "run"), tp_mp_int(b, run);
+    key(b, "exec"), tp_mp_int(b, exec);
+    key(b, "pid"), tp_mp_int(b, pid);
+    key(b, "rank"), tp_mp_int(b, rank);
+    if (tok) key(b, "tok"), tp_mp_cstr(b, tok);
+    if (k) key(b, "key"), tp_mp_cstr(b, k);
+    key(b, "events");
+    t->off = tp_mp_array32(b);
+    t->n = 0;
+}
+
 void tb_end(tb *t)
 {
     tp_enc_batch_end(&t->buf, t->off, t->n);

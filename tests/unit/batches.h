@@ -17,6 +17,10 @@ typedef struct tb {
 
 /* tb_begin starts a batch (tok may be NULL); tb_end patches the count. */
 void tb_begin(tb *t, int64_t run, int64_t exec, int64_t pid, int64_t rank, const char *tok);
+/* tb_begin_key is tb_begin with the execution's key (may be NULL), the
+ * envelope written key by key as proto/SCHEMA.md shows it. */
+void tb_begin_key(tb *t, int64_t run, int64_t exec, int64_t pid, int64_t rank, const char *tok,
+                  const char *key);
 void tb_end(tb *t);
 void tb_free(tb *t);
 

@@ -131,40 +131,6 @@ START_TEST(test_cli_corrupt_database_untouched)
 }
 END_TEST
 
-START_TEST(test_cli_ingest_then_query)
-{
-    char spool[700];
-    tb t;
-    FILE *f;
-    uint64_t q = 0;
-    td_path(spool, sizeof spool, dir, "4242.spool");
-    tb_begin(&t, 1, 1, 4242, 0, NULL);
-    tb_hello(&t, q++, 0);
-    tb_backward(&t, q++, 0, 0.75, 1);
-    tb_step(&t, q++, 0, true, 2, 3.0, 0.5);
-    tb_step(&t, q++, 0, false, 0, 0.125, 0.5);
-    tb_bye(&t, q, q + 1, 0);
-    tb_end(&t);
-    f = fopen(spool, "wb");
-    fwrite((unsigned char[]){0, 0, (unsigned char)(t.buf.len >> 8), (unsigned char)t.buf.len}, 1, 4,
-           f);
-    fwrite(t.buf.data, 1, t.buf.len, f);
-    fwrite("\x00\x00\x10", 1, 3, f);
-    fclose(f);
-    tb_free(&t);
-    ck_assert_int_eq(RUN("ingest", "--db", "runs.db", "4242.spool"), 0);
-    ck_assert_msg(strstr(out, "4242.spool: 5 events stored, 0 duplicates, 1 frames, 0 bad, torn"),
-                  "%s", out);
-    ck_assert_int_eq(RUN("query", "--db=runs.db", "runs"), 0);
-    ck_assert(strstr(out, "(no runs)")); /* events without a run row */
-    ck_assert_int_eq(RUN("query", "--db", "runs.db", "run", "99"), 1);
-    ck_assert_str_eq(err, "trainparity-daemon: no run 99\n");
-    ck_assert_int_eq(RUN("ingest", "--db", "runs.db", "4242.spool", "absent.spool"), 1);
-    ck_assert(strstr(out, "5 duplicates"));
-    ck_assert(strstr(err, "absent.spool"));
-}
-END_TEST
-
 /* control sends one request and returns the reply's "ok". */
 static bool control(nng_socket s, const char *cmd)
 {
@@ -207,6 +173,125 @@ static void wait_socket(const char *path)
     ck_abort_msg("no socket %s", path);
 }
 
+/* ask sends req and returns the reply's field key (a string or an int
+ * printed) in val, or "" when absent. */
+static void ask(nng_socket s, const tp_buf *req, const char *key, char *val, size_t n)
+{
+    void *rep = NULL;
+    size_t len = 0;
+    tp_mpr r;
+    uint32_t m;
+    val[0] = '\0';
+    ck_assert_int_eq(nng_send(s, req->data, req->len, 0), 0);
+    ck_assert_int_eq(nng_recv(s, &rep, &len, NNG_FLAG_ALLOC), 0);
+    tp_mpr_init(&r, rep, len);
+    ck_assert_int_eq(tp_mpr_map(&r, &m), TP_OK);
+    for (uint32_t i = 0; i < m; i++) {
+        const char *k, *v;
+        uint32_t kl, vl;
+        int64_t x;
+        tp_mptype t;
+        ck_assert_int_eq(tp_mpr_str(&r, &k, &kl), TP_OK);
+        ck_assert_int_eq(tp_mpr_peek(&r, &t), TP_OK);
+        if (tp_mp_str_eq(k, kl, key) && t == TP_MP_STR) {
+            ck_assert_int_eq(tp_mpr_str(&r, &v, &vl), TP_OK);
+            snprintf(val, n, "%.*s", (int)vl, v);
+        } else if (tp_mp_str_eq(k, kl, key) && t == TP_MP_INT) {
+            ck_assert_int_eq(tp_mpr_int(&r, &x), TP_OK);
+            snprintf(val, n, "%lld", (long long)x);
+        } else {
+            ck_assert_int_eq(tp_mpr_skip(&r), TP_OK);
+        }
+    }
+    nng_free(rep, len);
+}
+
+/* dial_control connects a req socket to the default serve's control URL. */
+static nng_socket dial_control(void)
+{
+    char ctl[700], url[800], state[700];
+    nng_socket req;
+    td_path(state, sizeof state, dir, ".trainparity");
+    td_path(ctl, sizeof ctl, state, "ingest.ipc.ctl");
+    wait_socket(ctl);
+    snprintf(url, sizeof url, "ipc://%s", ctl);
+    ck_assert_int_eq(nng_req0_open(&req), 0);
+    nng_socket_set_ms(req, NNG_OPT_RECVTIMEO, 5000);
+    ck_assert_int_eq(nng_dial(req, url, NULL, 0), 0);
+    return req;
+}
+
+/* spool_file writes one batch of (run, exec, key) from pid 4242 to path. */
+static void spool_file(const char *path, int64_t run, int64_t exec, const char *key)
+{
+    tb t;
+    FILE *f;
+    uint64_t q = 0;
+    tb_begin_key(&t, run, exec, 4242, 0, NULL, key);
+    tb_hello(&t, q++, 0);
+    tb_backward(&t, q++, 0, 0.75, 1);
+    tb_step(&t, q++, 0, true, 2, 3.0, 0.5);
+    tb_step(&t, q++, 0, false, 0, 0.125, 0.5);
+    tb_bye(&t, q, q + 1, 0);
+    tb_end(&t);
+    f = fopen(path, "wb");
+    fwrite((unsigned char[]){0, 0, (unsigned char)(t.buf.len >> 8), (unsigned char)t.buf.len}, 1, 4,
+           f);
+    fwrite(t.buf.data, 1, t.buf.len, f);
+    fwrite("\x00\x00\x10", 1, 3, f);
+    fclose(f);
+    tb_free(&t);
+}
+
+START_TEST(test_cli_ingest_then_query)
+{
+    /* offline ingest stores the batches of an execution the daemon made,
+     * with its key, and nothing else */
+    char spool[700], key[64], num[32];
+    int64_t run, exec;
+    nng_socket req;
+    tp_buf b;
+    pid_t pid = spawn((const char *const[]){"serve", NULL});
+    req = dial_control();
+    tp_buf_init(&b);
+    tp_mp_map(&b, 2), tp_mp_cstr(&b, "cmd"), tp_mp_cstr(&b, "run.create");
+    tp_mp_cstr(&b, "check"), tp_mp_cstr(&b, "record");
+    ask(req, &b, "run", num, sizeof num);
+    run = atoll(num);
+    tp_buf_reset(&b);
+    tp_mp_map(&b, 2), tp_mp_cstr(&b, "cmd"), tp_mp_cstr(&b, "exec.create");
+    tp_mp_cstr(&b, "run"), tp_mp_int(&b, run);
+    ask(req, &b, "exec", num, sizeof num);
+    exec = atoll(num) + 1;
+    ask(req, &b, "key", key, sizeof key); /* the key of a second execution, exec */
+    ck_assert(control(req, "shutdown"));
+    nng_close(req);
+    tp_buf_free(&b);
+    ck_assert_int_eq(wait_exit(pid), 0);
+
+    td_path(spool, sizeof spool, dir, "4242.spool");
+    spool_file(spool, run, exec, NULL); /* no key */
+    ck_assert_int_eq(RUN("ingest", "4242.spool"), 0);
+    ck_assert_msg(strstr(out, "4242.spool: 0 events stored, 0 duplicates, 1 frames, 1 bad, torn"),
+                  "%s", out);
+    ck_assert_msg(strstr(err, "without its execution's key"), "%s", err);
+    spool_file(spool, run, exec - 1, key); /* the other execution's key */
+    ck_assert_int_eq(RUN("ingest", "4242.spool"), 0);
+    ck_assert_msg(strstr(out, "0 events stored"), "%s", out);
+    spool_file(spool, run, exec, key);
+    ck_assert_int_eq(RUN("ingest", "4242.spool"), 0);
+    ck_assert_msg(strstr(out, "4242.spool: 5 events stored, 0 duplicates, 1 frames, 0 bad, torn"),
+                  "%s", out);
+    ck_assert_int_eq(RUN("query", "runs"), 0);
+    ck_assert_msg(strstr(out, "record"), "%s", out);
+    ck_assert_int_eq(RUN("query", "run", "99"), 1);
+    ck_assert_str_eq(err, "trainparity-daemon: no run 99\n");
+    ck_assert_int_eq(RUN("ingest", "4242.spool", "absent.spool"), 1);
+    ck_assert(strstr(out, "5 duplicates"));
+    ck_assert(strstr(err, "absent.spool"));
+}
+END_TEST
+
 START_TEST(test_cli_serve_signal_and_shutdown)
 {
     char ctl[700], url[800], state[700];
@@ -235,7 +320,54 @@ START_TEST(test_cli_serve_signal_and_shutdown)
     ck_assert_int_eq(wait_exit(pid), 0);
 
     ck_assert_int_eq(RUN("serve", "--listen", "tcp://127.0.0.1:1"), 1);
-    ck_assert(strstr(err, "needs a --token"));
+    ck_assert_msg(strstr(err, "needs a token (--token-file F, or $TRAINPARITY_TOKEN)"), "%s", err);
+}
+END_TEST
+
+START_TEST(test_cli_token_and_directories)
+{
+    /* --token shows in ps: a usage error that names the ways that do not; a
+     * token file others can read is refused; the directory the database
+     * goes in keeps its mode when it exists */
+    char tok[700], state[700];
+    struct stat sb;
+    FILE *f;
+    ck_assert_int_eq(RUN("serve", "--token", "s3cret"), 64);
+    ck_assert_msg(strstr(err, "--token-file F") && strstr(err, "$TRAINPARITY_TOKEN"), "%s", err);
+    td_path(tok, sizeof tok, dir, "tok");
+    f = fopen(tok, "w");
+    fputs("s3cret\n", f);
+    fclose(f);
+    chmod(tok, 0644);
+    ck_assert_int_eq(RUN("serve", "--token-file", "tok", "--listen", "tcp://127.0.0.1:1"), 1);
+    ck_assert_msg(strstr(err, "open to others"), "%s", err);
+    ck_assert_int_eq(RUN("serve", "--token-file", "missing"), 1);
+    ck_assert_msg(strstr(err, "cannot open the token file"), "%s", err);
+
+    chmod(dir, 0755);
+    td_path(state, sizeof state, dir, "sub");
+    mkdir(state, 0750);
+    {
+        nng_socket req;
+        char ctl[800], url[900];
+        pid_t pid = spawn((const char *const[]){"serve", "--db", "sub/runs.db", NULL});
+        td_path(ctl, sizeof ctl, state, "ingest.ipc.ctl");
+        wait_socket(ctl);
+        snprintf(url, sizeof url, "ipc://%s", ctl);
+        ck_assert_int_eq(nng_req0_open(&req), 0);
+        nng_socket_set_ms(req, NNG_OPT_RECVTIMEO, 5000);
+        ck_assert_int_eq(nng_dial(req, url, NULL, 0), 0);
+        ck_assert(control(req, "shutdown"));
+        nng_close(req);
+        ck_assert_int_eq(wait_exit(pid), 0);
+    }
+    ck_assert_int_eq(stat(state, &sb), 0);
+    ck_assert_int_eq(sb.st_mode & 0777, 0750);
+    ck_assert_int_eq(stat(dir, &sb), 0);
+    ck_assert_int_eq(sb.st_mode & 0777, 0755);
+    td_path(state, sizeof state, dir, "sub/runs.db");
+    ck_assert_int_eq(stat(state, &sb), 0);
+    ck_assert_int_eq(sb.st_mode & 0777, 0600);
 }
 END_TEST
 
@@ -249,6 +381,7 @@ static Suite *cli_suite(void)
     tcase_add_test(tc, test_cli_corrupt_database_untouched);
     tcase_add_test(tc, test_cli_ingest_then_query);
     tcase_add_test(tc, test_cli_serve_signal_and_shutdown);
+    tcase_add_test(tc, test_cli_token_and_directories);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -256,12 +256,119 @@ static bool finish_call(tdaemon *d, int64_t exec, int64_t wait_ms, tp_buf *req, 
     return reply_bool(rep, "pending");
 }
 
+/* new_exec creates an execution of *run (first a run when *run is 0) and
+ * returns its id; its key goes to key (TP_EXEC_KEY_LEN + 1 bytes). */
+static int64_t new_exec(tdaemon *d, int64_t *run, char *key, tp_buf *req, tp_buf *rep)
+{
+    if (*run == 0) {
+        req_begin(req, "run.create", 1);
+        tp_mp_cstr(req, "check"), tp_mp_cstr(req, "record");
+        call_ok(d, req, rep);
+        *run = reply_int(rep, "run");
+    }
+    req_begin(req, "exec.create", 2);
+    tp_mp_cstr(req, "run"), tp_mp_int(req, *run);
+    tp_mp_cstr(req, "role"), tp_mp_cstr(req, "main");
+    call_ok(d, req, rep);
+    reply_str(rep, "key", key, TP_EXEC_KEY_LEN + 1);
+    ck_assert_uint_eq(strlen(key), TP_EXEC_KEY_LEN);
+    return reply_int(rep, "exec");
+}
+
+/* stored_events counts the events stored for exec (read-only, beside the
+ * daemon: WAL lets it read what was committed). */
+static int64_t stored_events(const tdaemon *d, int64_t exec)
+{
+    tpd_store *ro = NULL;
+    sqlite3_stmt *q = NULL;
+    char why[256];
+    int64_t n;
+    ck_assert_int_eq(tpd_store_open(&ro, d->db, TPD_STORE_READONLY, why, sizeof why), TP_OK);
+    sqlite3_prepare_v2(tpd_store_db(ro), "SELECT count(*) FROM events WHERE exec_id = ?1", -1, &q,
+                       NULL);
+    sqlite3_bind_int64(q, 1, exec);
+    ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
+    n = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    tpd_store_close(ro);
+    return n;
+}
+
+/* write_spool writes the batches of t[0..n) as a spool file. */
+static void write_spool(const char *path, tb *t, int n)
+{
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    for (int i = 0; i < n; i++) {
+        uint8_t len[4];
+        tb_end(&t[i]);
+        len[0] = (uint8_t)(t[i].buf.len >> 24), len[1] = (uint8_t)(t[i].buf.len >> 16);
+        len[2] = (uint8_t)(t[i].buf.len >> 8), len[3] = (uint8_t)t[i].buf.len;
+        fwrite(len, 1, 4, f);
+        fwrite(t[i].buf.data, 1, t[i].buf.len, f);
+        tb_free(&t[i]);
+    }
+    fclose(f);
+}
+
+/* utf8_ok checks s (n bytes) as UTF-8 without control characters other
+ * than newline and tab (written here again, not taken from the daemon). */
+static bool utf8_ok(const uint8_t *s, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        unsigned c = s[i], cp, len;
+        if (c < 0x80)
+            len = 1, cp = c;
+        else if ((c & 0xe0) == 0xc0)
+            len = 2, cp = c & 0x1f;
+        else if ((c & 0xf0) == 0xe0)
+            len = 3, cp = c & 0x0f;
+        else if ((c & 0xf8) == 0xf0)
+            len = 4, cp = c & 0x07;
+        else
+            return false;
+        if (i + len > n) return false;
+        for (unsigned k = 1; k < len; k++) {
+            if ((s[i + k] & 0xc0) != 0x80) return false;
+            cp = cp << 6 | (s[i + k] & 0x3f);
+        }
+        if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+            cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+            return false;
+        if ((cp < 0x20 && cp != '\n' && cp != '\t') || (cp >= 0x7f && cp <= 0x9f)) return false;
+        i += len;
+    }
+    return true;
+}
+
+/* reply_strings_ok checks every string of a reply map with utf8_ok. */
+static bool reply_strings_ok(const tp_buf *rep)
+{
+    tp_mpr r;
+    uint32_t n;
+    tp_mpr_init(&r, rep->data, rep->len);
+    ck_assert_int_eq(tp_mpr_map(&r, &n), TP_OK);
+    for (uint32_t i = 0; i < 2 * n; i++) {
+        tp_mptype t;
+        const char *s;
+        uint32_t len;
+        ck_assert_int_eq(tp_mpr_peek(&r, &t), TP_OK);
+        if (t != TP_MP_STR) {
+            ck_assert_int_eq(tp_mpr_skip(&r), TP_OK);
+            continue;
+        }
+        ck_assert_int_eq(tp_mpr_str(&r, &s, &len), TP_OK);
+        if (!utf8_ok((const uint8_t *)s, len)) return false;
+    }
+    return true;
+}
+
 START_TEST(test_ingest_socket_end_to_end)
 {
     static tdaemon d;
     tp_buf req, rep;
     int64_t run, exec, exec2, pid = 31337, v;
-    char text[8192], spool[700];
+    char text[8192], spool[700], key[64], key2[64];
     tpd_serve_stats st;
     tb t;
     FILE *f;
@@ -288,19 +395,22 @@ START_TEST(test_ingest_socket_end_to_end)
         tp_mp_cstr(&req, "train.py");
     call_ok(&d, &req, &rep);
     exec = reply_int(&rep, "exec");
+    reply_str(&rep, "key", key, sizeof key);
     req_begin(&req, "exec.create", 2);
     tp_mp_cstr(&req, "run"), tp_mp_int(&req, run);
     tp_mp_cstr(&req, "role"), tp_mp_cstr(&req, "baseline-b");
     call_ok(&d, &req, &rep);
     exec2 = reply_int(&rep, "exec");
+    reply_str(&rep, "key", key2, sizeof key2);
+    ck_assert_str_ne(key, key2);
 
     /* a good batch, a malformed message, a good batch */
-    tb_begin(&t, run, exec, pid, 0, NULL);
+    tb_begin_key(&t, run, exec, pid, 0, NULL, key);
     tb_hello(&t, 0, 0);
     tb_backward(&t, 1, 0, 2.0, 1);
     send_tb(&d, &t);
     send_raw(&d, "\x82\xa1v\x01\xc1", 5);
-    tb_begin(&t, run, exec, pid, 0, NULL);
+    tb_begin_key(&t, run, exec, pid, 0, NULL, key);
     tb_step(&t, 2, 0, true, 2, 1.0, 0.1);
     tb_step(&t, 3, 0, false, 0, 0.01, 0.1);
     send_tb(&d, &t);
@@ -309,7 +419,7 @@ START_TEST(test_ingest_socket_end_to_end)
 
     /* no bye yet: pending while within wait_ms; then the bye completes it */
     ck_assert(finish_call(&d, exec, 60000, &req, &rep));
-    tb_begin(&t, run, exec, pid, 0, NULL);
+    tb_begin_key(&t, run, exec, pid, 0, NULL, key);
     tb_bye(&t, 4, 5, 0);
     send_tb(&d, &t);
     {
@@ -324,7 +434,7 @@ START_TEST(test_ingest_socket_end_to_end)
     ck_assert_int_eq(reply_int(&rep, "dropped"), 0);
 
     /* a process that never says bye, with a lost event: incomplete after the wait */
-    tb_begin(&t, run, exec2, pid + 1, 0, NULL);
+    tb_begin_key(&t, run, exec2, pid + 1, 0, NULL, key2);
     tb_hello(&t, 0, 0);
     tb_backward(&t, 2, 0, 1.0, 1);
     send_tb(&d, &t);
@@ -385,9 +495,10 @@ START_TEST(test_ingest_socket_end_to_end)
     call_fails(&d, req.data, req.len, &rep, "duplicate key");
 
     /* a spool file through the control command */
-    td_path(spool, sizeof spool, d.dir, "x.spool");
+    snprintf(text, sizeof text, "%lld-%lld.spool", (long long)exec2, (long long)pid + 1);
+    td_path(spool, sizeof spool, d.dir, text);
     f = fopen(spool, "wb");
-    tb_begin(&t, run, exec2, pid + 1, 0, NULL);
+    tb_begin_key(&t, run, exec2, pid + 1, 0, NULL, key2);
     tb_backward(&t, 1, 0, 1.0, 1);
     tb_end(&t);
     fwrite((uint8_t[]){0, 0, (uint8_t)(t.buf.len >> 8), (uint8_t)t.buf.len}, 1, 4, f);
@@ -428,16 +539,19 @@ START_TEST(test_ingest_many_batches_few_transactions)
     tp_buf req, rep;
     tpd_serve_stats st;
     const int n = 2000;
+    int64_t run = 0, exec;
+    char key[64];
     tp_buf_init(&req);
     tp_buf_init(&rep);
     start(&d, NULL);
+    exec = new_exec(&d, &run, key, &req, &rep);
     for (int i = 0; i < n; i++) {
         tb t;
-        tb_begin(&t, 1, 1, 77, 0, NULL);
+        tb_begin_key(&t, run, exec, 77, 0, NULL, key);
         tb_backward(&t, (uint64_t)i, i, 1.0, 1);
         send_tb(&d, &t);
     }
-    seen_wait(&d, 1, 77, n - 1, &req, &rep);
+    seen_wait(&d, exec, 77, n - 1, &req, &rep);
     tpd_serve_stop(d.sv);
     join(&d);
     tpd_serve_get_stats(d.sv, &st);
@@ -457,11 +571,18 @@ START_TEST(test_ingest_stop_commits_what_arrived)
     tpd_serve_stats st;
     tpd_store *ro = NULL;
     sqlite3_stmt *q = NULL;
-    char why[256];
+    char why[256], key[64];
+    tp_buf req, rep;
+    int64_t run = 0, exec;
+    tp_buf_init(&req);
+    tp_buf_init(&rep);
     start(&d, NULL);
+    exec = new_exec(&d, &run, key, &req, &rep);
+    tp_buf_free(&req);
+    tp_buf_free(&rep);
     for (int i = 0; i < 300; i++) {
         tb t;
-        tb_begin(&t, 1, 1, 5, 0, NULL);
+        tb_begin_key(&t, run, exec, 5, 0, NULL, key);
         tb_backward(&t, (uint64_t)i, 0, 1.0, 1);
         send_tb(&d, &t);
     }
@@ -480,27 +601,38 @@ END_TEST
 
 START_TEST(test_ingest_token)
 {
+    /* ipc: batches need the token, control does not; a token that differs
+     * in its last byte only is as wrong as any other */
     static tdaemon d;
     tp_buf req, rep;
     tb t;
-    int64_t v;
+    int64_t v, run = 0, exec;
+    char key[64];
     tp_buf_init(&req);
     tp_buf_init(&rep);
-    start(&d, "t0k"); /* ipc: batches need the token, control does not */
-    tb_begin(&t, 1, 9, 1, 0, NULL);
+    start(&d, "t0k-s3cret");
+    exec = new_exec(&d, &run, key, &req, &rep);
+    tb_begin_key(&t, run, exec, 1, 0, NULL, key);
     tb_backward(&t, 0, 0, 1.0, 1);
     send_tb(&d, &t);
-    tb_begin(&t, 1, 9, 1, 0, "t0k");
+    tb_begin_key(&t, run, exec, 1, 0, "t0k-s3creT", key);
+    tb_backward(&t, 0, 0, 1.0, 1);
+    send_tb(&d, &t);
+    tb_begin_key(&t, run, exec, 1, 0, "t0k-s3cre", key);
+    tb_backward(&t, 0, 0, 1.0, 1);
+    send_tb(&d, &t);
+    tb_begin_key(&t, run, exec, 1, 0, "t0k-s3cret", key);
     tb_backward(&t, 1, 0, 1.0, 1);
     send_tb(&d, &t);
-    tb_begin(&t, 1, 9, 1, 0, "t0k");
+    tb_begin_key(&t, run, exec, 1, 0, "t0k-s3cret", key);
     tb_backward(&t, 0, 0, 1.0, 1);
     send_tb(&d, &t);
-    seen_wait(&d, 9, 1, 1, &req, &rep);
+    seen_wait(&d, exec, 1, 1, &req, &rep);
     tpd_serve_stop(d.sv);
     join(&d);
     ck_assert_int_eq(tpd_store_counter_get(d.s, "malformed", &v), TP_OK);
-    ck_assert_int_eq(v, 1);
+    ck_assert_int_eq(v, 3);
+    ck_assert_int_eq(stored_events(&d, exec), 2);
     tp_buf_free(&req);
     tp_buf_free(&rep);
     finish(&d);
@@ -514,23 +646,250 @@ START_TEST(test_ingest_huge_seq_refused)
     static tdaemon d;
     tp_buf req, rep;
     tb t;
-    int64_t v;
+    int64_t v, run = 0, exec;
+    char key[64];
     tp_buf_init(&req);
     tp_buf_init(&rep);
     start(&d, NULL);
-    tb_begin(&t, 1, 4, 3, 0, NULL);
+    exec = new_exec(&d, &run, key, &req, &rep);
+    tb_begin_key(&t, run, exec, 3, 0, NULL, key);
     tb_backward(&t, (uint64_t)INT64_MAX, 0, 1.0, 1);
     send_tb(&d, &t);
-    for (uint64_t s = 0; s < 2; s++) {
-        tb_begin(&t, 1, 4, 3, 0, NULL);
-        tb_backward(&t, s, 0, 1.0, 1);
+    for (uint64_t q = 0; q < 2; q++) {
+        tb_begin_key(&t, run, exec, 3, 0, NULL, key);
+        tb_backward(&t, q, 0, 1.0, 1);
         send_tb(&d, &t);
     }
-    seen_wait(&d, 4, 3, 1, &req, &rep);
+    seen_wait(&d, exec, 3, 1, &req, &rep);
     tpd_serve_stop(d.sv);
     join(&d);
     ck_assert_int_eq(tpd_store_counter_get(d.s, "malformed", &v), TP_OK);
     ck_assert_int_eq(v, 1);
+    tp_buf_free(&req);
+    tp_buf_free(&rep);
+    finish(&d);
+}
+END_TEST
+
+START_TEST(test_ingest_forged_batches_refused)
+{
+    /* only an execution the daemon created, of the run named, with its key:
+     * a batch for an id not created yet does not attach to the execution
+     * that gets that id later (ids are predictable) */
+    static tdaemon d;
+    tp_buf req, rep;
+    tb t;
+    int64_t v, run = 0, run2 = 0, exec, other, later;
+    char key[64], okey[64], lkey[64], wrong[64];
+    tp_buf_init(&req);
+    tp_buf_init(&rep);
+    start(&d, NULL);
+    exec = new_exec(&d, &run, key, &req, &rep);
+    other = new_exec(&d, &run2, okey, &req, &rep);
+    later = other + 1;
+    tb_begin_key(&t, run2, later, 40, 0, NULL, key); /* not created (yet) */
+    tb_backward(&t, 0, 0, 9.0, 1);
+    send_tb(&d, &t);
+    tb_begin_key(&t, run, other, 41, 0, NULL, okey); /* another run's, its own key */
+    tb_backward(&t, 0, 0, 9.0, 1);
+    send_tb(&d, &t);
+    tb_begin_key(&t, run, exec, 42, 0, NULL, NULL); /* no key */
+    tb_backward(&t, 0, 0, 9.0, 1);
+    send_tb(&d, &t);
+    snprintf(wrong, sizeof wrong, "%s", key); /* the last digit changed */
+    wrong[TP_EXEC_KEY_LEN - 1] = wrong[TP_EXEC_KEY_LEN - 1] == '0' ? '1' : '0';
+    tb_begin_key(&t, run, exec, 43, 0, NULL, wrong);
+    tb_backward(&t, 0, 0, 9.0, 1);
+    send_tb(&d, &t);
+    tb_begin_key(&t, run, exec, 44, 0, NULL, okey); /* another execution's key */
+    tb_backward(&t, 0, 0, 9.0, 1);
+    send_tb(&d, &t);
+    tb_begin_key(&t, run, exec, 45, 0, NULL, key); /* the right one */
+    tb_hello(&t, 0, 0);
+    tb_backward(&t, 1, 0, 1.0, 1);
+    send_tb(&d, &t);
+    seen_wait(&d, exec, 45, 1, &req, &rep);
+    ck_assert_int_eq(new_exec(&d, &run2, lkey, &req, &rep), later);
+    seen_wait(&d, later, 40, -1, &req, &rep);
+    seen_wait(&d, other, 41, -1, &req, &rep);
+    for (int64_t pid = 42; pid <= 44; pid++) seen_wait(&d, exec, pid, -1, &req, &rep);
+    ck_assert_int_eq(stored_events(&d, exec), 2);
+    ck_assert_int_eq(stored_events(&d, other), 0);
+    ck_assert_int_eq(stored_events(&d, later), 0);
+
+    /* a finished execution takes no new process; its own may still deliver */
+    ck_assert(finish_call(&d, exec, 0, &req, &rep) == false);
+    tb_begin_key(&t, run, exec, 46, 0, NULL, key);
+    tb_backward(&t, 0, 0, 1.0, 1);
+    send_tb(&d, &t);
+    tb_begin_key(&t, run, exec, 45, 0, NULL, key);
+    tb_backward(&t, 2, 0, 1.0, 1);
+    send_tb(&d, &t);
+    seen_wait(&d, exec, 45, 2, &req, &rep);
+    seen_wait(&d, exec, 46, -1, &req, &rep);
+    tpd_serve_stop(d.sv);
+    join(&d);
+    ck_assert_int_eq(tpd_store_counter_get(d.s, "malformed", &v), TP_OK);
+    ck_assert_int_eq(v, 6);
+    ck_assert_int_eq(tpd_store_counter_get(d.s, "refused", &v), TP_OK);
+    ck_assert_int_eq(v, 6);
+    tp_buf_free(&req);
+    tp_buf_free(&rep);
+    finish(&d);
+}
+END_TEST
+
+START_TEST(test_ingest_spool_forged_refused)
+{
+    /* the same rules for the batches of a spool file */
+    static tdaemon d;
+    tp_buf req, rep;
+    tb t[5];
+    int64_t run = 0, run2 = 0, exec, other;
+    char key[64], okey[64], wrong[64], name[64], spool[700];
+    tp_buf_init(&req);
+    tp_buf_init(&rep);
+    start(&d, NULL);
+    exec = new_exec(&d, &run, key, &req, &rep);
+    other = new_exec(&d, &run2, okey, &req, &rep);
+    snprintf(wrong, sizeof wrong, "%s", key);
+    wrong[0] = wrong[0] == 'a' ? 'b' : 'a';
+    tb_begin_key(&t[0], run, exec + 100, 7, 0, NULL, key);
+    tb_begin_key(&t[1], run, other, 7, 0, NULL, okey);
+    tb_begin_key(&t[2], run, exec, 7, 0, NULL, NULL);
+    tb_begin_key(&t[3], run, exec, 7, 0, NULL, wrong);
+    tb_begin_key(&t[4], run, exec, 7, 0, NULL, key);
+    for (int i = 0; i < 4; i++) tb_backward(&t[i], 0, 0, 9.0, 1);
+    tb_hello(&t[4], 0, 0);
+    snprintf(name, sizeof name, "%lld-7.spool", (long long)exec);
+    td_path(spool, sizeof spool, d.dir, name);
+    write_spool(spool, t, 5);
+    req_begin(&req, "ingest", 1);
+    tp_mp_cstr(&req, "path"), tp_mp_cstr(&req, spool);
+    call_ok(&d, &req, &rep);
+    ck_assert_int_eq(reply_int(&rep, "frames"), 5);
+    ck_assert_int_eq(reply_int(&rep, "bad"), 4);
+    ck_assert_int_eq(reply_int(&rep, "events"), 1);
+    ck_assert_int_eq(stored_events(&d, exec), 1);
+    ck_assert_int_eq(stored_events(&d, other), 0);
+    ck_assert_int_eq(stored_events(&d, exec + 100), 0);
+    tp_buf_free(&req);
+    tp_buf_free(&rep);
+    finish(&d);
+}
+END_TEST
+
+START_TEST(test_ingest_control_reads_spool_files_only)
+{
+    /* ingest reads a spool file of the daemon's user and nothing else, says
+     * nothing of what another file holds, and nothing at all over tcp */
+    static tdaemon d;
+    tp_buf req, rep;
+    tb t[1];
+    int64_t run = 0, exec;
+    char key[64], name[64], path[700], good[700], err[512];
+    const char *refused[5];
+    FILE *f;
+    tp_buf_init(&req);
+    tp_buf_init(&rep);
+    start(&d, NULL);
+    exec = new_exec(&d, &run, key, &req, &rep);
+    snprintf(name, sizeof name, "%lld-9.spool", (long long)exec);
+    td_path(good, sizeof good, d.dir, name);
+    tb_begin_key(&t[0], run, exec, 9, 0, NULL, key);
+    tb_hello(&t[0], 0, 0);
+    write_spool(good, t, 1);
+
+    td_path(path, sizeof path, d.dir, "secret.txt"); /* 'ABCD' = 1094861636 */
+    f = fopen(path, "wb");
+    fputs("ABCDEFGH-the-content", f);
+    fclose(f);
+    refused[0] = strdup(path);
+    td_path(path, sizeof path, d.dir, "1-2.spool"); /* a link to a good spool file */
+    ck_assert_int_eq(symlink(good, path), 0);
+    refused[1] = strdup(path);
+    td_path(path, sizeof path, d.dir, "3-4.spool"); /* a directory */
+    ck_assert_int_eq(mkdir(path, 0700), 0);
+    refused[2] = strdup(path);
+    td_path(path, sizeof path, d.dir, "nothing-5.spool"); /* not the agent's name */
+    ck_assert_int_eq(link(good, path), 0);
+    refused[3] = strdup(path);
+    refused[4] = "/etc/passwd";
+    for (int i = 0; i < 5; i++) {
+        req_begin(&req, "ingest", 1);
+        tp_mp_cstr(&req, "path"), tp_mp_cstr(&req, refused[i]);
+        call_fails(&d, req.data, req.len, &rep, "not a spool file");
+        reply_str(&rep, "error", err, sizeof err);
+        ck_assert_msg(strstr(err, "ABCD") == NULL && strstr(err, "1094861636") == NULL &&
+                          strstr(err, "root") == NULL,
+                      "%s", err);
+        if (i < 4) free((char *)refused[i]);
+    }
+    /* a spool file's content is never quoted either */
+    snprintf(name, sizeof name, "%lld-10.spool", (long long)exec);
+    td_path(path, sizeof path, d.dir, name);
+    f = fopen(path, "wb");
+    fputs("ABCDEFGH-the-content", f);
+    fclose(f);
+    req_begin(&req, "ingest", 1);
+    tp_mp_cstr(&req, "path"), tp_mp_cstr(&req, path);
+    call_ok(&d, &req, &rep);
+    ck_assert_int_eq(reply_int(&rep, "bad"), 1);
+    reply_str(&rep, "reason", err, sizeof err);
+    ck_assert_msg(strstr(err, "1094861636") == NULL && strstr(err, "ABCD") == NULL, "%s", err);
+    req_begin(&req, "ingest", 1);
+    tp_mp_cstr(&req, "path"), tp_mp_cstr(&req, good);
+    call_ok(&d, &req, &rep);
+    ck_assert_int_eq(reply_int(&rep, "events"), 1);
+    tp_buf_free(&req);
+    tp_buf_free(&rep);
+    finish(&d);
+}
+END_TEST
+
+START_TEST(test_ingest_replies_are_utf8)
+{
+    /* what a request carries comes back escaped: never invalid UTF-8, never
+     * a control character */
+    static tdaemon d;
+    tp_buf req, rep;
+    char text[4096];
+    int64_t run;
+    tp_buf_init(&req);
+    tp_buf_init(&rep);
+    start(&d, NULL);
+    tp_buf_reset(&req);
+    tp_mp_map(&req, 1);
+    tp_mp_cstr(&req, "cmd"), tp_mp_str(&req, "x\xff\xc3(\x1b[2J\xc2\x9b\xed\xa0\x80", 13);
+    call_fails(&d, req.data, req.len, &rep, "unknown command");
+    ck_assert(reply_strings_ok(&rep));
+    reply_str(&rep, "error", text, sizeof text);
+    ck_assert_msg(strstr(text, "x\xef\xbf\xbd\xef\xbf\xbd(\\u001b[2J\\u009b\xef\xbf\xbd"), "%s",
+                  text);
+    tp_buf_reset(&req);
+    tp_mp_map(&req, 3);
+    tp_mp_cstr(&req, "cmd"), tp_mp_cstr(&req, "ping");
+    tp_mp_str(&req, "\xfe\x07", 2), tp_mp_int(&req, 1);
+    tp_mp_str(&req, "\xfe\x07", 2), tp_mp_int(&req, 2);
+    call_fails(&d, req.data, req.len, &rep, "duplicate key");
+    ck_assert(reply_strings_ok(&rep));
+    /* a run's name, stored as given, comes back clean in query text */
+    req_begin(&req, "run.create", 2);
+    tp_mp_cstr(&req, "name"), tp_mp_str(&req, "n\xff\x1b]0;x\x07", 8);
+    tp_mp_cstr(&req, "check"), tp_mp_cstr(&req, "record");
+    call_ok(&d, &req, &rep);
+    run = reply_int(&rep, "run");
+    req_begin(&req, "query", 1);
+    tp_mp_cstr(&req, "what"), tp_mp_cstr(&req, "runs");
+    call_ok(&d, &req, &rep);
+    ck_assert(reply_strings_ok(&rep));
+    req_begin(&req, "query", 2);
+    tp_mp_cstr(&req, "what"), tp_mp_cstr(&req, "run");
+    tp_mp_cstr(&req, "id"), tp_mp_int(&req, run);
+    call_ok(&d, &req, &rep);
+    ck_assert(reply_strings_ok(&rep));
+    reply_str(&rep, "text", text, sizeof text);
+    ck_assert_msg(strstr(text, "\n"), "%s", text); /* newlines stay */
     tp_buf_free(&req);
     tp_buf_free(&rep);
     finish(&d);
@@ -567,8 +926,16 @@ START_TEST(test_ingest_tcp_needs_token)
     req_begin(&req, "ping", 0);
     call_fails(&d, req.data, req.len, &rep, "token");
     req_begin(&req, "ping", 1);
+    tp_mp_cstr(&req, "tok"), tp_mp_cstr(&req, "t0j");
+    call_fails(&d, req.data, req.len, &rep, "token");
+    req_begin(&req, "ping", 1);
     tp_mp_cstr(&req, "tok"), tp_mp_cstr(&req, "t0k");
     call_ok(&d, &req, &rep);
+    /* a control socket others can reach reads no file */
+    req_begin(&req, "ingest", 2);
+    tp_mp_cstr(&req, "tok"), tp_mp_cstr(&req, "t0k");
+    tp_mp_cstr(&req, "path"), tp_mp_cstr(&req, "/etc/passwd");
+    call_fails(&d, req.data, req.len, &rep, "local control socket only");
     tp_buf_free(&req);
     tp_buf_free(&rep);
     finish(&d);
@@ -584,6 +951,7 @@ START_TEST(test_ingest_ipc_directory_private)
     tpd_serve_opts o;
     tpd_serve *sv = NULL;
     tpd_store *s = NULL;
+    mode_t mode;
     td_make(base, sizeof base);
     td_path(d.db, sizeof d.db, base, "runs.db");
     ck_assert_int_eq(tpd_store_open(&s, d.db, 0, why, sizeof why), TP_OK);
@@ -597,12 +965,23 @@ START_TEST(test_ingest_ipc_directory_private)
     ck_assert_int_eq(stat(sub, &sb), 0);
     ck_assert_int_eq(sb.st_mode & 07777, 0700);
     tpd_serve_close(sv);
-    /* an existing one of ours is made 0700 */
+    /* an existing one keeps its mode, and so do its parents */
     chmod(sub, 0755);
+    ck_assert_int_eq(stat(base, &sb), 0);
+    mode = sb.st_mode & 07777;
     ck_assert_int_eq(tpd_serve_open(&sv, s, &o, why, sizeof why), TP_OK);
     ck_assert_int_eq(stat(sub, &sb), 0);
-    ck_assert_int_eq(sb.st_mode & 07777, 0700);
+    ck_assert_int_eq(sb.st_mode & 07777, 0755);
+    ck_assert_int_eq(stat(base, &sb), 0);
+    ck_assert_int_eq(sb.st_mode & 07777, mode);
     tpd_serve_close(sv);
+    /* one anybody may write into is refused, and left as it is */
+    chmod(sub, 0777);
+    sv = NULL;
+    ck_assert_int_eq(tpd_serve_open(&sv, s, &o, why, sizeof why), TP_EIO);
+    ck_assert_ptr_null(sv);
+    ck_assert_int_eq(stat(sub, &sb), 0);
+    ck_assert_int_eq(sb.st_mode & 07777, 0777);
     /* a shared (sticky) one is refused */
     chmod(sub, 01777);
     sv = NULL;
@@ -637,6 +1016,10 @@ static Suite *ingest_suite(void)
     tcase_add_test(tc, test_ingest_stop_commits_what_arrived);
     tcase_add_test(tc, test_ingest_token);
     tcase_add_test(tc, test_ingest_huge_seq_refused);
+    tcase_add_test(tc, test_ingest_forged_batches_refused);
+    tcase_add_test(tc, test_ingest_spool_forged_refused);
+    tcase_add_test(tc, test_ingest_control_reads_spool_files_only);
+    tcase_add_test(tc, test_ingest_replies_are_utf8);
     tcase_add_test(tc, test_ingest_tcp_needs_token);
     tcase_add_test(tc, test_ingest_ipc_directory_private);
     tcase_add_test(tc, test_ingest_default_listen);

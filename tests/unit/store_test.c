@@ -14,6 +14,7 @@
 #include "daemon/blob.h"
 #include "daemon/ingest.h"
 #include "daemon/query.h"
+#include "daemon/secret.h"
 #include "daemon/store.h"
 #include "tests/unit/batches.h"
 #include "tests/unit/testdir.h"
@@ -69,6 +70,16 @@ static void raw_exec(const char *path, const char *sql)
     ck_assert_int_eq(sqlite3_open(path, &h), SQLITE_OK);
     ck_assert_int_eq(sqlite3_exec(h, sql, NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(h);
+}
+
+/* keyed_exec creates a run and an execution of it with its key; in a
+ * fresh database both are 1. */
+static int64_t keyed_exec(tpd_store *s, int64_t *run, char key[TP_EXEC_KEY_LEN + 1])
+{
+    int64_t exec = 0;
+    ck_assert_int_eq(tpd_store_run_create(s, "t", "record", NULL, run), TP_OK);
+    ck_assert_int_eq(tpd_store_exec_create_keyed(s, *run, "main", NULL, &exec, key), TP_OK);
+    return exec;
 }
 
 static void ingest_ok(tpd_ingest *in, const tb *t, tpd_ingest_result *res)
@@ -282,17 +293,19 @@ START_TEST(test_store_ingest_every_kind)
     tpd_ingest_result res;
     char buf[512], path[700];
     uint8_t d[16];
-    int64_t v;
+    int64_t v, run, exec;
+    char key[TP_EXEC_KEY_LEN + 1];
     tb t;
+    exec = keyed_exec(s, &run, key);
     ck_assert_int_eq(tpd_ingest_create(&in, s, NULL), TP_OK);
-    tb_begin(&t, 1, 2, 4242, 0, NULL);
+    tb_begin_key(&t, run, exec, 4242, 0, NULL, key);
     tb_all(&t, 0);
     tb_bye(&t, 14, 15, 0);
     tb_end(&t);
     ingest_ok(in, &t, &res);
     ck_assert_int_eq(res.events, 15);
     ck_assert_int_eq(res.dup, 0);
-    ck_assert_int_eq(res.exec, 2);
+    ck_assert_int_eq(res.exec, exec);
     ck_assert_int_eq(res.pid, 4242);
     ck_assert_int_eq(scalar(s, "SELECT count(*) FROM events"), 15);
     ck_assert_int_eq(scalar(s, "SELECT count(DISTINCT kind) FROM events"), 14);
@@ -379,10 +392,12 @@ START_TEST(test_store_duplicate_seq_ignored)
     tpd_store *s = open_store(0);
     tpd_ingest *in = NULL;
     tpd_ingest_result res;
-    int64_t v;
+    int64_t v, run, exec;
+    char key[TP_EXEC_KEY_LEN + 1];
     tb t, t2;
+    exec = keyed_exec(s, &run, key);
     ck_assert_int_eq(tpd_ingest_create(&in, s, NULL), TP_OK);
-    tb_begin(&t, 1, 2, 7, 0, NULL);
+    tb_begin_key(&t, run, exec, 7, 0, NULL, key);
     tb_all(&t, 0);
     tb_end(&t);
     ingest_ok(in, &t, &res);
@@ -390,7 +405,7 @@ START_TEST(test_store_duplicate_seq_ignored)
     ck_assert_int_eq(res.events, 0);
     ck_assert_int_eq(res.dup, 14);
     /* a batch overlapping the stored ones: only the new seq counts */
-    tb_begin(&t2, 1, 2, 7, 0, NULL);
+    tb_begin_key(&t2, run, exec, 7, 0, NULL, key);
     tb_backward(&t2, 13, 1, 1.0, 1);
     tb_backward(&t2, 14, 1, 1.0, 1);
     tb_end(&t2);
@@ -422,11 +437,13 @@ static void collect(void *arg, int64_t first, int64_t last)
     g->n++;
 }
 
+static char gaps_key[TP_EXEC_KEY_LEN + 1]; /* of execution 3 of run 1 */
+
 static void ingest_seqs(tpd_ingest *in, int64_t pid, const int *seqs, int n)
 {
     tpd_ingest_result res;
     tb t;
-    tb_begin(&t, 1, 3, pid, 0, NULL);
+    tb_begin_key(&t, 1, 3, pid, 0, NULL, gaps_key);
     for (int i = 0; i < n; i++) tb_backward(&t, (uint64_t)seqs[i], 0, 1.0, 1);
     tb_end(&t);
     ingest_ok(in, &t, &res);
@@ -441,8 +458,11 @@ START_TEST(test_store_gaps_and_seen)
     tpd_store *s = open_store(0);
     tpd_ingest *in = NULL;
     gap_list g = {0};
-    int64_t seq, n;
+    int64_t seq, n, run, exec = 0;
     bool bye = true;
+    keyed_exec(s, &run, gaps_key);
+    while (exec < 3)
+        ck_assert_int_eq(tpd_store_exec_create_keyed(s, run, "main", NULL, &exec, gaps_key), TP_OK);
     ck_assert_int_eq(tpd_ingest_create(&in, s, NULL), TP_OK);
     ck_assert_int_eq(tpd_store_seen(s, 3, 100, &seq, &bye), TP_OK);
     ck_assert_int_eq(seq, -1);
@@ -481,43 +501,160 @@ START_TEST(test_store_malformed_and_token)
     tpd_store *s = open_store(0);
     tpd_ingest *in = NULL;
     tpd_ingest_result res;
-    char why[256] = "";
-    int64_t v;
+    char why[256] = "", key[TP_EXEC_KEY_LEN + 1];
+    int64_t v, run, exec;
     tb t;
+    exec = keyed_exec(s, &run, key);
     ck_assert_int_eq(tpd_ingest_create(&in, s, "s3cret"), TP_OK);
     ck_assert_int_eq(tpd_ingest_message(in, "\xc1garbage", 8, &res, why, sizeof why), TP_EPROTO);
     ck_assert(why[0]);
-    tb_begin(&t, 1, 2, 3, 0, NULL);
+    tb_begin_key(&t, run, exec, 3, 0, NULL, key);
     tb_backward(&t, 0, 0, 1, 1);
     tb_end(&t);
     ck_assert_int_eq(tpd_ingest_message(in, t.buf.data, t.buf.len, &res, why, sizeof why),
                      TP_EPROTO);
     ck_assert_str_eq(why, "missing token");
     tb_free(&t);
-    tb_begin(&t, 1, 2, 3, 0, "s3cre7");
+    tb_begin_key(&t, run, exec, 3, 0, "s3cre7", key);
     tb_backward(&t, 0, 0, 1, 1);
     tb_end(&t);
     ck_assert_int_eq(tpd_ingest_message(in, t.buf.data, t.buf.len, &res, why, sizeof why),
                      TP_EPROTO);
     ck_assert_str_eq(why, "wrong token");
     tb_free(&t);
-    tb_begin(&t, 1, 2, 3, 0, "s3cret");
+    /* the right token, but no key, or another's */
+    tb_begin_key(&t, run, exec, 3, 0, "s3cret", NULL);
+    tb_backward(&t, 0, 0, 1, 1);
+    tb_end(&t);
+    ck_assert_int_eq(tpd_ingest_message(in, t.buf.data, t.buf.len, &res, why, sizeof why),
+                     TP_EPROTO);
+    ck_assert_str_eq(why, "batch without its execution's key");
+    tb_free(&t);
+    tb_begin_key(&t, run, exec, 3, 0, "s3cret", "0123456789abcdef0123456789abcdef");
+    tb_backward(&t, 0, 0, 1, 1);
+    tb_end(&t);
+    ck_assert_int_eq(tpd_ingest_message(in, t.buf.data, t.buf.len, &res, why, sizeof why),
+                     TP_EPROTO);
+    ck_assert_str_eq(why, "batch with a wrong execution key");
+    tb_free(&t);
+    tb_begin_key(&t, run, exec, 3, 0, "s3cret", key);
     tb_backward(&t, 0, 0, 1, 1);
     tb_end(&t);
     ingest_ok(in, &t, &res);
     tb_free(&t);
     /* a seq the database cannot hold */
-    tb_begin(&t, 1, 2, 3, 0, "s3cret");
+    tb_begin_key(&t, run, exec, 3, 0, "s3cret", key);
     tb_backward(&t, (uint64_t)INT64_MAX + 1, 0, 1, 1);
     tb_end(&t);
     ck_assert_int_eq(tpd_ingest_message(in, t.buf.data, t.buf.len, &res, why, sizeof why),
                      TP_EPROTO);
     tb_free(&t);
     ck_assert_int_eq(tpd_store_counter_get(s, "malformed", &v), TP_OK);
+    ck_assert_int_eq(v, 6);
+    ck_assert_int_eq(tpd_store_counter_get(s, "refused", &v), TP_OK);
     ck_assert_int_eq(v, 4);
     ck_assert_int_eq(scalar(s, "SELECT count(*) FROM events"), 1);
     tpd_ingest_destroy(in);
     tpd_store_close(s);
+}
+END_TEST
+
+START_TEST(test_store_secrets)
+{
+    char a[TP_EXEC_KEY_LEN + 1], b[TP_EXEC_KEY_LEN + 1];
+    ck_assert_int_eq(tpd_secret_new(a), TP_OK);
+    ck_assert_int_eq(tpd_secret_new(b), TP_OK);
+    ck_assert_uint_eq(strlen(a), TP_EXEC_KEY_LEN);
+    ck_assert_uint_eq(strspn(a, "0123456789abcdef"), TP_EXEC_KEY_LEN);
+    ck_assert_str_ne(a, b);
+    ck_assert(tpd_secret_eq("t0k-s3cret", 10, "t0k-s3cret", 10));
+    ck_assert(!tpd_secret_eq("t0k-s3cret", 10, "t0k-s3creT", 10)); /* the last byte */
+    ck_assert(!tpd_secret_eq("t0k-s3cret", 10, "T0k-s3cret", 10)); /* the first */
+    ck_assert(!tpd_secret_eq("t0k-s3cret", 10, "t0k-s3cre", 9));   /* a prefix */
+    ck_assert(!tpd_secret_eq("t0k", 3, "t0k-s3cret", 10));
+    ck_assert(!tpd_secret_eq(NULL, 0, "", 0));
+    ck_assert(tpd_secret_eq("", 0, "", 0));
+}
+END_TEST
+
+START_TEST(test_store_old_database_gets_keys)
+{
+    /* a version 1 database made before execution keys: opening it for
+     * writing adds the column; its executions take no more batches, new
+     * ones do; reading it needs nothing */
+    extern const char tpd_schema_v1[];
+    char sql[256], key[TP_EXEC_KEY_LEN + 1], why[256];
+    tpd_ingest *in = NULL;
+    tpd_ingest_result res;
+    tpd_store *s;
+    int64_t exec;
+    tb t;
+    raw_exec(db, tpd_schema_v1);
+    snprintf(sql, sizeof sql, "PRAGMA user_version = %d; PRAGMA application_id = %d",
+             TPD_STORE_VERSION, TPD_STORE_APP_ID);
+    raw_exec(db, sql);
+    raw_exec(db, "INSERT INTO runs(name, check_kind, created_ns) VALUES('old', 'record', 1);"
+                 "INSERT INTO executions(run_id, role, created_ns) VALUES(1, 'main', 1)");
+    s = open_store(TPD_STORE_READONLY);
+    ck_assert_int_eq(scalar(s, "SELECT count(*) FROM pragma_table_info('executions')"
+                               " WHERE name = 'key'"),
+                     0);
+    tpd_store_close(s);
+    s = open_store(0);
+    ck_assert_int_eq(scalar(s, "SELECT count(*) FROM pragma_table_info('executions')"
+                               " WHERE name = 'key'"),
+                     1);
+    ck_assert_int_eq(tpd_ingest_create(&in, s, NULL), TP_OK);
+    tb_begin_key(&t, 1, 1, 5, 0, NULL, "");
+    tb_backward(&t, 0, 0, 1, 1);
+    tb_end(&t);
+    ck_assert_int_eq(tpd_ingest_message(in, t.buf.data, t.buf.len, &res, why, sizeof why),
+                     TP_EPROTO);
+    tb_free(&t);
+    ck_assert_int_eq(tpd_store_exec_create_keyed(s, 1, "main", NULL, &exec, key), TP_OK);
+    ck_assert_int_eq(exec, 2);
+    tb_begin_key(&t, 1, exec, 5, 0, NULL, key);
+    tb_backward(&t, 0, 0, 1, 1);
+    tb_end(&t);
+    ingest_ok(in, &t, &res);
+    tb_free(&t);
+    ck_assert_int_eq(tpd_store_exec_create_keyed(s, 99, "main", NULL, &exec, key), TP_ENOENT);
+    ck_assert_int_eq(scalar(s, "SELECT count(*) FROM executions"), 2);
+    tpd_ingest_destroy(in);
+    tpd_store_close(s);
+    s = open_store(0); /* the column is there: nothing to add */
+    tpd_store_close(s);
+}
+END_TEST
+
+START_TEST(test_store_database_private)
+{
+    /* created 0600 with its -wal and -shm whatever the umask; an existing
+     * file keeps its mode */
+    static const char *const suffix[] = {"", "-wal", "-shm"};
+    char path[700];
+    struct stat sb;
+    mode_t old = umask(022);
+    tpd_store *s = open_store(0);
+    ck_assert_int_eq(tpd_store_counter_add(s, "x", 1), TP_OK);
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s%s", db, suffix[i]);
+        ck_assert_msg(stat(path, &sb) == 0, "no %s", path);
+        ck_assert_msg((sb.st_mode & 0777) == 0600, "%s is %o", path, sb.st_mode & 0777);
+    }
+    tpd_store_close(s);
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s%s", db, suffix[i]);
+        unlink(path);
+    }
+    umask(0);
+    fclose(fopen(db, "w"));
+    chmod(db, 0640);
+    s = open_store(0);
+    tpd_store_close(s);
+    ck_assert_int_eq(stat(db, &sb), 0);
+    ck_assert_int_eq(sb.st_mode & 0777, 0640);
+    umask(old);
 }
 END_TEST
 
@@ -536,14 +673,19 @@ START_TEST(test_store_spool_file)
     tpd_store *s = open_store(0);
     tpd_ingest *in = NULL;
     tpd_spool_result r;
-    char spool[700], why[256];
-    tb a, b;
+    char spool[700], why[256], key[TP_EXEC_KEY_LEN + 1];
+    int64_t run, exec;
+    tb a, b, c;
     FILE *f;
+    exec = keyed_exec(s, &run, key);
     ck_assert_int_eq(tpd_ingest_create(&in, s, "tok-ignored-for-spools"), TP_OK);
-    tb_begin(&a, 1, 4, 11, 0, NULL);
+    tb_begin_key(&a, run, exec, 11, 0, NULL, key);
     tb_all(&a, 0);
     tb_end(&a);
-    tb_begin(&b, 1, 4, 11, 0, NULL);
+    tb_begin_key(&c, run, exec, 12, 0, NULL, NULL); /* no key: refused here too */
+    tb_backward(&c, 0, 0, 1.0, 1);
+    tb_end(&c);
+    tb_begin_key(&b, run, exec, 11, 0, NULL, key);
     tb_backward(&b, 13, 1, 1.0, 1); /* a duplicate */
     tb_backward(&b, 16, 1, 1.0, 1); /* leaves 14, 15 missing */
     tb_end(&b);
@@ -552,17 +694,19 @@ START_TEST(test_store_spool_file)
     frame(f, a.buf.data, (uint32_t)a.buf.len, (uint32_t)a.buf.len);
     frame(f, "\x93\x01\x02\x03", 4, 4); /* malformed */
     frame(f, "", 0, 0);                 /* empty */
+    frame(f, c.buf.data, (uint32_t)c.buf.len, (uint32_t)c.buf.len);
     frame(f, b.buf.data, (uint32_t)b.buf.len, (uint32_t)b.buf.len);
     frame(f, a.buf.data, 10, (uint32_t)a.buf.len); /* torn */
     fclose(f);
     ck_assert_int_eq(tpd_ingest_spool(in, spool, &r, why, sizeof why), TP_OK);
-    ck_assert_int_eq(r.frames, 4);
-    ck_assert_int_eq(r.bad, 2);
+    ck_assert_int_eq(r.frames, 5);
+    ck_assert_int_eq(r.bad, 3);
     ck_assert(r.torn);
     ck_assert_int_eq(r.events, 15);
     ck_assert_int_eq(r.dup, 1);
     ck_assert(why[0]);
-    ck_assert_int_eq(scalar(s, "SELECT count(*) FROM gaps WHERE exec_id = 4"), 1);
+    ck_assert_int_eq(scalar(s, "SELECT count(*) FROM processes WHERE pid = 12"), 0);
+    ck_assert_int_eq(scalar(s, "SELECT count(*) FROM gaps WHERE exec_id = 1"), 1);
     ck_assert_int_eq(scalar(s, "SELECT first_seq * 100 + last_seq FROM gaps"), 1415);
     /* again: everything is a duplicate */
     ck_assert_int_eq(tpd_ingest_spool(in, spool, &r, why, sizeof why), TP_OK);
@@ -589,6 +733,7 @@ START_TEST(test_store_spool_file)
     ck_assert(why[0]);
     tb_free(&a);
     tb_free(&b);
+    tb_free(&c);
     tpd_ingest_destroy(in);
     tpd_store_close(s);
 }
@@ -604,10 +749,12 @@ static void training_run(tpd_store *s, int64_t *run)
     tpd_verdict v;
     tb t;
     uint64_t q = 0;
+    char key[TP_EXEC_KEY_LEN + 1];
     ck_assert_int_eq(tpd_store_run_create(s, "demo", "health", NULL, run), TP_OK);
-    ck_assert_int_eq(tpd_store_exec_create(s, *run, "main", "[\"python\",\"t.py\"]", &exec), TP_OK);
+    ck_assert_int_eq(
+        tpd_store_exec_create_keyed(s, *run, "main", "[\"python\",\"t.py\"]", &exec, key), TP_OK);
     ck_assert_int_eq(tpd_ingest_create(&in, s, NULL), TP_OK);
-    tb_begin(&t, *run, exec, 500, 0, NULL);
+    tb_begin_key(&t, *run, exec, 500, 0, NULL, key);
     tb_hello(&t, q++, 0);
     tb_backward(&t, q++, 0, 1.5, 1); /* two micro-batches in step 0 */
     tb_backward(&t, q++, 0, 0.5, 2);
@@ -687,6 +834,9 @@ static Suite *store_suite(void)
     tcase_add_test(tc, test_store_duplicate_seq_ignored);
     tcase_add_test(tc, test_store_gaps_and_seen);
     tcase_add_test(tc, test_store_malformed_and_token);
+    tcase_add_test(tc, test_store_secrets);
+    tcase_add_test(tc, test_store_old_database_gets_keys);
+    tcase_add_test(tc, test_store_database_private);
     tcase_add_test(tc, test_store_spool_file);
     tcase_add_test(tc, test_store_query_text);
     suite_add_tcase(s, tc);
