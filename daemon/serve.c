@@ -9,8 +9,10 @@
  * commit per drained burst, small batches arriving one by one cost a commit
  * each (measured: 5 messages per commit, a third of the direct rate); with
  * the deadline, ~200.  A control request is answered only after everything
- * already received is committed.  NNG_OPT_RECVBUF lets agents keep sending
- * while a transaction commits. */
+ * already received is committed.  NNG_OPT_RECVBUF asks nng to queue
+ * messages while a transaction commits; nng 1.5.2 accepts it and queues
+ * nothing, so there each connection holds one message and the agents' own
+ * queues (agent/send.c) wait meanwhile. */
 #define _XOPEN_SOURCE 700
 #include <errno.h>
 #include <fcntl.h>
@@ -37,7 +39,7 @@
 #include "proto/event.h"
 
 #define BATCH_DEFAULT   256
-#define RECV_QUEUE      1024 /* messages nng holds for the loop */
+#define RECV_QUEUE      1024 /* messages nng may hold for the loop (1.5.2: none) */
 #define COMMIT_MS       10   /* an ingest transaction stays open at most this long */
 #define RETRY_MS        200  /* messages the database failed are stored again this often */
 #define RETRY_BURSTS    64   /* transactions of waiting messages per loop turn */
