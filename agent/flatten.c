@@ -516,6 +516,233 @@ bad:
     return unreadable(f, a, parent);
 }
 
+static PyObject *seq_item(PyObject *o, Py_ssize_t i, int is_list)
+{
+    return is_list ? P.PyList_GetItem(o, i) : P.PyTuple_GetItem(o, i);
+}
+
+/* ---- RNG states ----
+ *
+ * An RNG state is held by a checkpoint whatever container carries it: the
+ * tuple np.random.get_state() returns, a dict {"keys": [...], "pos": n}, a
+ * list; Python's random.getstate() as a tuple or a list.  rng_digest
+ * recognises those exact shapes (a few type and length checks, so other
+ * values cost nothing) and digests their content alone: a tag, the MT19937
+ * words, the position and the Gaussian cache.  A snapshot's RNG leaf
+ * (glue.py's Digest) and a manifest's container of that shape carry this
+ * digest, so daemon/resume_why.c's manifest_has matches them by content. */
+
+#define MT_WORDS     624
+#define RNG_DICT_MAX 8
+
+/* words reads exactly n integers (0 <= v < 2^32, or int32 bits) from a list,
+ * tuple, NumPy array or tensor of n elements into w; 0 on success.  Any
+ * Python error it meets is cleared. */
+static int words(PyObject *o, Py_ssize_t n, uint32_t *w)
+{
+    kind k = classify(o);
+    PyObject *l = NULL;
+    int is_list, rc = -1;
+    if (k == K_NDARRAY || k == K_TENSOR) {
+        long long size = k == K_TENSOR ? int_of_call(o, "numel") : -1;
+        if (k == K_NDARRAY) {
+            PyObject *sz = P.PyObject_GetAttrString(o, "size");
+            size = sz ? P.PyLong_AsLongLong(sz) : -1;
+            if (sz) P.Py_DecRef(sz);
+        }
+        if (size != n || (l = call0(o, "tolist")) == NULL) goto end;
+        o = l;
+        k = classify(o);
+    }
+    if (k != K_SEQ) goto end;
+    is_list = isinst(o, P.List_Type);
+    if ((is_list ? P.PyList_Size(o) : P.PyTuple_Size(o)) != n) goto end;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *it = seq_item(o, i, is_list);
+        kind ik = classify(it);
+        long long v;
+        /* K_OTHER: NumPy integer scalars (list(ndarray)), read via __index__ */
+        if (ik != K_INT && ik != K_OTHER) goto end;
+        v = P.PyLong_AsLongLong(it);
+        if ((v == -1 && P.PyErr_Occurred()) || v < -2147483648LL || v > 0xffffffffLL) goto end;
+        w[i] = (uint32_t)v;
+    }
+    rc = 0;
+end:
+    if (P.PyErr_Occurred()) P.PyErr_Clear();
+    if (l) P.Py_DecRef(l);
+    return rc;
+}
+
+/* int_item reads an int (not a bool, float or str) into *v; 0 on success. */
+static int int_item(PyObject *o, long long *v)
+{
+    if (o == NULL || classify(o) != K_INT) return -1;
+    *v = P.PyLong_AsLongLong(o);
+    if (*v == -1 && P.PyErr_Occurred()) {
+        P.PyErr_Clear();
+        return -1;
+    }
+    return 0;
+}
+
+/* float_item reads a float or int into *v; 0 on success. */
+static int float_item(PyObject *o, double *v)
+{
+    kind k = o ? classify(o) : K_OTHER;
+    if (k == K_FLOAT) {
+        *v = P.PyFloat_AsDouble(o);
+    } else if (k == K_INT) {
+        long long i;
+        if (int_item(o, &i) != 0) return -1;
+        *v = (double)i;
+    } else {
+        return -1;
+    }
+    if (P.PyErr_Occurred()) {
+        P.PyErr_Clear();
+        return -1;
+    }
+    return 0;
+}
+
+static int is_text(PyObject *o, const char *s)
+{
+    Py_ssize_t n;
+    const char *u;
+    if (o == NULL || classify(o) != K_STR || (u = utf8(o, &n)) == NULL) {
+        P.PyErr_Clear();
+        return 0;
+    }
+    return (size_t)n == strlen(s) && !memcmp(u, s, (size_t)n);
+}
+
+static void feed_words(XXH3_state_t *h, const uint32_t *w, size_t n)
+{
+    uint8_t le[4];
+    for (size_t i = 0; i < n; i++) {
+        for (int b = 0; b < 4; b++) le[b] = (uint8_t)(w[i] >> (8 * b));
+        XXH3_128bits_update(h, le, 4);
+    }
+}
+
+/* numpy_digest digests a NumPy MT19937 state; the Gaussian cache a
+ * container leaves out is 0, as np.random.set_state sets it then. */
+static void numpy_digest(const uint32_t *key, long long pos, long long has_gauss, double gauss,
+                         uint8_t out[16])
+{
+    XXH3_state_t h;
+    uint64_t bits;
+    if (!has_gauss) gauss = 0.0;
+    memcpy(&bits, &gauss, 8);
+    XXH3_128bits_reset(&h);
+    feed(&h, 'R', "numpy.MT19937", 13);
+    feed_words(&h, key, MT_WORDS);
+    feed_len(&h, 'I', (uint64_t)pos);
+    feed_len(&h, 'B', (uint64_t)(has_gauss != 0));
+    feed_len(&h, 'F', bits);
+    finish(&h, out);
+}
+
+/* rng_seq recognises ("MT19937", key, pos[, has_gauss, gauss]) and
+ * (3, 625 words, gauss_next) as a tuple or list. */
+static int rng_seq(PyObject *o, uint8_t out[16])
+{
+    uint32_t w[MT_WORDS + 1];
+    int is_list = isinst(o, P.List_Type);
+    Py_ssize_t n = is_list ? P.PyList_Size(o) : P.PyTuple_Size(o);
+    long long pos, has_gauss = 0;
+    double gauss = 0.0;
+    if (n != 3 && n != 5) return 0;
+    if (is_text(seq_item(o, 0, is_list), "MT19937")) {
+        if (words(seq_item(o, 1, is_list), MT_WORDS, w) != 0 ||
+            int_item(seq_item(o, 2, is_list), &pos) != 0 || pos < 0 || pos > MT_WORDS)
+            return 0;
+        if (n == 5 && (int_item(seq_item(o, 3, is_list), &has_gauss) != 0 ||
+                       float_item(seq_item(o, 4, is_list), &gauss) != 0))
+            return 0;
+        numpy_digest(w, pos, has_gauss, gauss, out);
+        return 1;
+    }
+    if (n == 3 && int_item(seq_item(o, 0, is_list), &pos) == 0 && pos == 3) {
+        PyObject *g = seq_item(o, 2, is_list);
+        XXH3_state_t h;
+        uint64_t bits = 0;
+        bool none = g == P.None;
+        if (words(seq_item(o, 1, is_list), MT_WORDS + 1, w) != 0 || w[MT_WORDS] > MT_WORDS ||
+            (!none && float_item(g, &gauss) != 0))
+            return 0;
+        memcpy(&bits, &gauss, 8);
+        XXH3_128bits_reset(&h);
+        feed(&h, 'R', "python.MT19937", 14);
+        feed_words(&h, w, MT_WORDS + 1);
+        if (none)
+            feed(&h, 'N', NULL, 0);
+        else
+            feed_len(&h, 'F', bits);
+        finish(&h, out);
+        return 1;
+    }
+    return 0;
+}
+
+/* rng_dict recognises {"keys"|"key": 624 words, "pos": n} with optional
+ * "has_gauss", "cached_gaussian"|"gauss" and "bit_generator": "MT19937",
+ * and NumPy's own dict form, whose "state" holds key and pos. */
+static int rng_dict(PyObject *o, uint8_t out[16], int depth)
+{
+    uint32_t w[MT_WORDS];
+    Py_ssize_t at = 0, n = P.PyDict_Size(o);
+    PyObject *k, *v, *key = NULL, *posv = NULL, *hg = NULL, *g = NULL, *state = NULL;
+    long long pos, has_gauss = 0;
+    double gauss = 0.0;
+    if (n < 2 || n > RNG_DICT_MAX) return 0;
+    while (P.PyDict_Next(o, &at, &k, &v)) {
+        if (is_text(k, "keys") || is_text(k, "key"))
+            key = v;
+        else if (is_text(k, "pos"))
+            posv = v;
+        else if (is_text(k, "has_gauss"))
+            hg = v;
+        else if (is_text(k, "cached_gaussian") || is_text(k, "gauss"))
+            g = v;
+        else if (is_text(k, "state") && depth == 0 && classify(v) == K_DICT)
+            state = v;
+        else if (is_text(k, "bit_generator") && !is_text(v, "MT19937"))
+            return 0;
+    }
+    if (state != NULL && key == NULL && posv == NULL) {
+        Py_ssize_t at2 = 0;
+        while (P.PyDict_Next(state, &at2, &k, &v)) {
+            if (is_text(k, "key") || is_text(k, "keys"))
+                key = v;
+            else if (is_text(k, "pos"))
+                posv = v;
+        }
+    }
+    if (key == NULL || posv == NULL || words(key, MT_WORDS, w) != 0 || int_item(posv, &pos) != 0 ||
+        pos < 0 || pos > MT_WORDS)
+        return 0;
+    if ((hg != NULL && int_item(hg, &has_gauss) != 0) || (g != NULL && float_item(g, &gauss) != 0))
+        return 0;
+    numpy_digest(w, pos, has_gauss, gauss, out);
+    return 1;
+}
+
+/* rng_digest writes the content digest of o when o is an RNG state of a
+ * shape above and returns 1; 0 otherwise.  It never leaves a Python error. */
+static int rng_digest(PyObject *o, uint8_t out[16])
+{
+    kind k = classify(o);
+    int r = 0;
+    if (k == K_SEQ)
+        r = rng_seq(o, out);
+    else if (k == K_DICT)
+        r = rng_dict(o, out, 0);
+    if (P.PyErr_Occurred()) P.PyErr_Clear();
+    return r;
+}
+
 /* ---- the walk ---- */
 
 static int walk(tpa_flat *f, PyObject *o, int depth, XXH3_state_t *parent);
@@ -621,11 +848,6 @@ static int walk_dict(tpa_flat *f, PyObject *o, int depth, XXH3_state_t *h)
     return 0;
 }
 
-static PyObject *seq_item(PyObject *o, Py_ssize_t i, int is_list)
-{
-    return is_list ? P.PyList_GetItem(o, i) : P.PyTuple_GetItem(o, i);
-}
-
 static int walk_seq(tpa_flat *f, PyObject *o, int depth, XXH3_state_t *parent)
 {
     int is_list = isinst(o, P.List_Type);
@@ -663,7 +885,10 @@ static int walk_seq(tpa_flat *f, PyObject *o, int depth, XXH3_state_t *parent)
         }
         finish(&h, d);
         wrap_digest(d, e);
-        if (f->manifest && !is_list) digest_leaf(f, e, (uint64_t)n);
+        if (f->manifest && rng_digest(o, e))
+            digest_leaf(f, e, (uint64_t)n); /* an RNG state, in a tuple or a list */
+        else if (f->manifest && !is_list)
+            digest_leaf(f, e, (uint64_t)n);
     }
     feed(parent, 'T', d, 16);
     return 0;
@@ -722,7 +947,7 @@ static int walk(tpa_flat *f, PyObject *o, int depth, XXH3_state_t *parent)
         PyObject *v = P.PyObject_GetAttrString(o, "value");
         uint8_t d[16];
         if (v == NULL) return -1;
-        if (tpa_value_digest(v, d) != 0) {
+        if (!rng_digest(v, d) && tpa_value_digest(v, d) != 0) {
             P.Py_DecRef(v);
             return -1;
         }
@@ -758,6 +983,7 @@ static int walk(tpa_flat *f, PyObject *o, int depth, XXH3_state_t *parent)
         if (walk_dict(f, o, depth, &h) != 0) return -1;
         finish(&h, d);
         feed(parent, 'D', d, 16);
+        if (f->manifest && rng_digest(o, d)) digest_leaf(f, d, 1); /* an RNG state in a dict */
         return 0;
     }
     case K_SEQ:

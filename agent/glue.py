@@ -44,7 +44,9 @@ S = _State
 
 
 class Digest:
-    """Marks a value to be sent as one digest leaf (RNG states)."""
+    """Marks a value to be sent as one digest leaf (RNG states: the digest of
+    their content alone, whatever container a checkpoint keeps them in;
+    agent/flatten.c, rng_digest)."""
 
     __slots__ = ("value",)
 
@@ -607,6 +609,9 @@ def _patch_rng_torch(torch):
 
 
 def _patch_rng_python():
+    """Python's and NumPy's setters send the state set as one digest leaf, of
+    its content (Digest): a tuple built from a dict or list in the checkpoint
+    is traced to it."""
     import random
 
     def mark(op):
@@ -615,7 +620,7 @@ def _patch_rng_python():
             if op == "seed":
                 _emit_restore("rng", "rng.python", op, seed=_seed_of(a, k, "a"))
             else:
-                _emit_restore("rng", "rng.python", op, arg=_arg0(a, k, "state"))
+                _emit_restore("rng", "rng.python", op, arg=Digest(_arg0(a, k, "state")))
 
         return after
 
@@ -630,7 +635,7 @@ def _patch_numpy_random(npr):
             if op == "seed":
                 _emit_restore("rng", "rng.numpy", op, seed=_seed_of(a, k))
             else:
-                _emit_restore("rng", "rng.numpy", op, arg=_arg0(a, k, "state"))
+                _emit_restore("rng", "rng.numpy", op, arg=Digest(_arg0(a, k, "state")))
 
         return after
 
