@@ -52,6 +52,7 @@
 #include "agent/config.h"
 #include "agent/log.h"
 #include "agent/send.h"
+#include "proto/control.h"
 #include "proto/event.h"
 #include "proto/mp.h"
 
@@ -353,7 +354,7 @@ static void go_spool(void)
  * keeps closing can crash, here inside the training process. */
 static bool too_big_for_net(const item *it)
 {
-    return it->len > TP_MAX_NET_MESSAGE && strncmp(tpa_cfg.daemon, "tcp", 3) == 0;
+    return it->len > TP_MAX_NET_MESSAGE && !tp_url_local(tpa_cfg.daemon);
 }
 
 static void deliver(item *it)
@@ -392,8 +393,8 @@ static int ask_seen(int64_t *seq)
     tp_mpr r;
     char *reply = NULL;
     size_t rlen = 0;
-    uint32_t n;
     bool ok = true, have = false;
+    tp_err err;
     int64_t v = -1;
     int rc = -1;
     tp_buf_init(&b);
@@ -410,21 +411,13 @@ static int ask_seen(int64_t *seq)
     }
     if (b.oom || nng_send(req, b.data, b.len, 0) != 0) goto done;
     if (nng_recv(req, &reply, &rlen, NNG_FLAG_ALLOC) != 0) goto done;
-    tp_mpr_init(&r, reply, rlen);
-    if (tp_mpr_map(&r, &n) != TP_OK) goto done;
-    for (uint32_t i = 0; i < n; i++) {
-        const char *k;
-        uint32_t kl;
-        if (tp_mpr_str(&r, &k, &kl) != TP_OK) goto done;
-        if (tp_mp_str_eq(k, kl, "ok")) {
-            if (tp_mpr_bool(&r, &ok) != TP_OK) goto done;
-        } else if (tp_mp_str_eq(k, kl, "seq")) {
-            if (tp_mpr_int(&r, &v) != TP_OK) goto done;
-            have = true;
-        } else if (tp_mpr_skip(&r) != TP_OK) {
-            goto done;
-        }
-    }
+    /* a reply that is not a map, or holds a key of the wrong type: no answer */
+    err = tp_mp_map_find(reply, rlen, "ok", &r);
+    if ((err != TP_OK && err != TP_ENOENT) || (err == TP_OK && tp_mpr_bool(&r, &ok) != TP_OK))
+        goto done;
+    err = tp_mp_map_find(reply, rlen, "seq", &r);
+    if (err == TP_OK && tp_mpr_int(&r, &v) != TP_OK) goto done;
+    have = err == TP_OK;
     if (ok && have) {
         *seq = v;
         rc = 0;

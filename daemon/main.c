@@ -172,21 +172,15 @@ static int read_token(const char *path, char *out, size_t n)
     return 0;
 }
 
-/* is_local: an ipc:// or inproc:// URL, which no other host can reach. */
-static bool is_local(const char *url)
-{
-    return strncmp(url, "ipc://", 6) == 0 || strncmp(url, "inproc://", 9) == 0;
-}
-
 /* needs_token names the first URL reachable from the network, or NULL. */
 static const char *needs_token(const char *const *listen, size_t n, const char *control,
                                char *derived, size_t dn)
 {
     for (size_t i = 0; i < n; i++)
-        if (!is_local(listen[i])) return listen[i];
+        if (!tp_url_local(listen[i])) return listen[i];
     if (control == NULL && n > 0 && tp_url_control(listen[0], derived, dn) == TP_OK)
         control = derived;
-    return control && !is_local(control) ? control : NULL;
+    return control && !tp_url_local(control) ? control : NULL;
 }
 
 static void on_signal(int sig)

@@ -48,7 +48,6 @@ struct tpd_netguard {
     int nlisteners;
     conn *conns; /* max_conns rows */
     unsigned nconns;
-    uint64_t refused;
     bool told_total, told_addr; /* each cap is logged once */
     tpd_log_fn log;
     void *log_arg;
@@ -145,7 +144,6 @@ static void on_pipe(nng_pipe p, nng_pipe_ev ev, void *arg)
         return;
     }
     why = has_addr ? admit(g, id, &a, &tell) : "no remote address";
-    if (why) g->refused++;
     pthread_mutex_unlock(&g->mu);
     if (why == NULL) return;
     nng_pipe_close(p);
@@ -230,12 +228,4 @@ tp_err tpd_netguard_listen(tpd_netguard *g, const char *url, size_t recvmax, cha
 fail:
     snprintf(why, whylen, "cannot listen on %s: %s", url, nng_strerror(rv));
     return TP_ENET;
-}
-
-void tpd_netguard_get_stats(tpd_netguard *g, tpd_netguard_stats *st)
-{
-    pthread_mutex_lock(&g->mu);
-    st->conns = g->nconns;
-    st->refused = g->refused;
-    pthread_mutex_unlock(&g->mu);
 }

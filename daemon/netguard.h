@@ -58,12 +58,4 @@ void tpd_netguard_destroy(tpd_netguard *g);
 tp_err tpd_netguard_listen(tpd_netguard *g, const char *url, size_t recvmax, char *why,
                            size_t whylen);
 
-typedef struct tpd_netguard_stats {
-    unsigned conns;   /* guarded connections open now */
-    uint64_t refused; /* connections closed at once: a cap, or no address */
-} tpd_netguard_stats;
-
-/* tpd_netguard_get_stats copies g's counters.  Any thread. */
-void tpd_netguard_get_stats(tpd_netguard *g, tpd_netguard_stats *st);
-
 #endif

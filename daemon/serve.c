@@ -183,11 +183,6 @@ static bool is_ipc(const char *url)
     return strncmp(url, "ipc://", 6) == 0;
 }
 
-static bool is_local(const char *url)
-{
-    return is_ipc(url) || strncmp(url, "inproc://", 9) == 0;
-}
-
 /* ipc_dir makes the directory of an ipc:// socket private. */
 static tp_err ipc_dir(const char *url, char *why, size_t whylen)
 {
@@ -246,7 +241,7 @@ static tp_err open_sockets(tpd_serve *sv, const tpd_serve_opts *o, char *why, si
     }
     for (size_t i = 0; i < o->nlisten; i++) {
         const char *url = o->listen[i];
-        err = tpd_netguard_listen(sv->pull_guard, url, is_local(url) ? 0 : NET_INGEST_MAX, why,
+        err = tpd_netguard_listen(sv->pull_guard, url, tp_url_local(url) ? 0 : NET_INGEST_MAX, why,
                                   whylen);
         if (err != TP_OK) return err;
     }
@@ -261,7 +256,7 @@ static tp_err open_sockets(tpd_serve *sv, const tpd_serve_opts *o, char *why, si
         return err;
     }
     err = tpd_netguard_listen(sv->rep_guard, sv->control_url,
-                              is_local(sv->control_url) ? 0 : NET_CONTROL_MAX, why, whylen);
+                              tp_url_local(sv->control_url) ? 0 : NET_CONTROL_MAX, why, whylen);
     if (err != TP_OK) return err;
     if ((rv = nng_socket_get_int(sv->pull, NNG_OPT_RECVFD, &sv->pull_fd)) != 0 ||
         (rv = nng_socket_get_int(sv->rep, NNG_OPT_RECVFD, &sv->rep_fd)) != 0)
@@ -290,7 +285,7 @@ static tp_err check_opts(tpd_serve *sv, const tpd_serve_opts *o, char *why, size
     }
     for (size_t i = 0; i <= o->nlisten; i++) {
         const char *url = i < o->nlisten ? o->listen[i] : sv->control_url;
-        if (!is_local(url) && !token) {
+        if (!tp_url_local(url) && !token) {
             snprintf(why, whylen, "%s is reachable from the network: it needs a --token", url);
             return TP_EINVAL;
         }
@@ -330,7 +325,7 @@ tp_err tpd_serve_open(tpd_serve **sp, tpd_store *s, const tpd_serve_opts *o, cha
         goto fail;
     }
     err = tpd_control_create(&sv->control, s, sv->ingest,
-                             is_local(sv->control_url) ? NULL : o->token);
+                             tp_url_local(sv->control_url) ? NULL : o->token);
     if (err != TP_OK) goto fail;
     if ((err = tpd_backlog_create(&sv->backlog, 0)) != TP_OK) goto fail;
     tpd_control_set_backlog(sv->control, sv->backlog);

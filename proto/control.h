@@ -27,6 +27,7 @@
 #ifndef TP_PROTO_CONTROL_H
 #define TP_PROTO_CONTROL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "proto/tp_err.h"
@@ -58,5 +59,9 @@
  * "ipc://P.ctl", "tcp://H:N" gives "tcp://H:N+1".  TP_EINVAL for other forms
  * or when out (n bytes) is too small. */
 tp_err tp_url_control(const char *ingest, char *out, size_t n);
+
+/* tp_url_local tells whether url is ipc:// or inproc://, which no other host
+ * can reach; anything else (tcp://) is a network URL. */
+bool tp_url_local(const char *url);
 
 #endif

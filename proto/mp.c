@@ -482,3 +482,23 @@ bool tp_mp_str_eq(const char *s, uint32_t n, const char *key)
 {
     return strlen(key) == n && memcmp(s, key, n) == 0;
 }
+
+tp_err tp_mp_map_find(const void *buf, size_t len, const char *key, tp_mpr *v)
+{
+    tp_mpr r;
+    uint32_t n;
+    tp_err rc;
+    tp_mpr_init(&r, buf, len);
+    if ((rc = tp_mpr_map(&r, &n)) != TP_OK) return rc;
+    for (uint32_t i = 0; i < n; i++) {
+        const char *k;
+        uint32_t kn;
+        if ((rc = tp_mpr_str(&r, &k, &kn)) != TP_OK) return rc;
+        if (tp_mp_str_eq(k, kn, key)) {
+            *v = r;
+            return TP_OK;
+        }
+        if ((rc = tp_mpr_skip(&r)) != TP_OK) return rc;
+    }
+    return TP_ENOENT;
+}

@@ -98,5 +98,10 @@ tp_err tp_mpr_map(tp_mpr *r, uint32_t *n);
 tp_err tp_mpr_skip(tp_mpr *r);
 /* tp_mpr_str_eq reads a string and compares it with the NUL-terminated key. */
 bool tp_mp_str_eq(const char *s, uint32_t n, const char *key);
+/* tp_mp_map_find positions *v at the value of key (NUL-terminated) in the map
+ * that buf (len bytes) holds, a control request or reply.  TP_ENOENT when
+ * the key is absent (a nil value is found: check it with tp_mpr_peek),
+ * TP_EPROTO or another reader error when buf is not a map of string keys. */
+tp_err tp_mp_map_find(const void *buf, size_t len, const char *key, tp_mpr *v);
 
 #endif

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT
- * url.c -- the daemon's control URL, derived from its ingest URL. */
+ * url.c -- the daemon's URLs: the control URL derived from the ingest URL,
+ * and which of them other hosts can reach. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,4 +26,9 @@ tp_err tp_url_control(const char *ingest, char *out, size_t n)
     }
     if (w < 0 || (size_t)w >= n) return TP_EINVAL;
     return TP_OK;
+}
+
+bool tp_url_local(const char *url)
+{
+    return strncmp(url, "ipc://", 6) == 0 || strncmp(url, "inproc://", 9) == 0;
 }

@@ -363,24 +363,13 @@ void tpt_req_begin(tp_buf *b, const char *cmd, uint32_t nargs)
 tp_err tpt_reply_find(const tp_buf *rep, const char *key, tp_mpr *v)
 {
     tp_mpr r;
-    uint32_t n, i, kn;
-    const char *k;
     tp_mptype t;
-    tp_err rc;
-
-    tp_mpr_init(&r, rep->data, rep->len);
-    if ((rc = tp_mpr_map(&r, &n)) != TP_OK) return rc;
-    for (i = 0; i < n; i++) {
-        if ((rc = tp_mpr_str(&r, &k, &kn)) != TP_OK) return rc;
-        if (tp_mp_str_eq(k, kn, key)) {
-            if ((rc = tp_mpr_peek(&r, &t)) != TP_OK) return rc;
-            if (t == TP_MP_NIL) return TP_ENOENT;
-            *v = r;
-            return TP_OK;
-        }
-        if ((rc = tp_mpr_skip(&r)) != TP_OK) return rc;
-    }
-    return TP_ENOENT;
+    tp_err rc = tp_mp_map_find(rep->data, rep->len, key, &r);
+    if (rc != TP_OK) return rc;
+    if ((rc = tp_mpr_peek(&r, &t)) != TP_OK) return rc;
+    if (t == TP_MP_NIL) return TP_ENOENT;
+    *v = r;
+    return TP_OK;
 }
 
 tp_err tpt_reply_int(const tp_buf *rep, const char *key, int64_t *v)

@@ -12,7 +12,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 py=${TP_PYTHON:?}
 "$py" -c 'import lightning' 2>/dev/null || fail "$py has no lightning: run make setup"
 tp_setup daemon agent
-cp "$root"/fixtures/frameworks/_pl.py "$root"/fixtures/frameworks/lightning_epoch_resume.py . ||
+cp "$root"/fixtures/frameworks/_pl.py "$root"/fixtures/frameworks/_tiny.py "$root"/fixtures/frameworks/lightning_epoch_resume.py . ||
     fail "cannot copy the fixtures"
 
 expect_status 0 "$TP_RUN" record -- "$py" lightning_epoch_resume.py --grad-norms --max-epochs 2

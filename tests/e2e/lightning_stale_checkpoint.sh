@@ -12,7 +12,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 py=${TP_PYTHON:?}
 "$py" -c 'import lightning' 2>/dev/null || fail "$py has no lightning: run make setup"
 tp_setup daemon agent
-cp "$root"/fixtures/frameworks/_pl.py "$root"/fixtures/frameworks/lightning_self_resume.py . ||
+cp "$root"/fixtures/frameworks/_pl.py "$root"/fixtures/frameworks/_tiny.py "$root"/fixtures/frameworks/lightning_self_resume.py . ||
     fail "cannot copy the fixtures"
 
 # The earlier run, without the agent: one epoch of three, then it stopped.

@@ -285,21 +285,9 @@ static tp_buf *req(tdaemon *d, const char *cmd, uint32_t nargs)
 /* field finds key in the reply; false when absent. */
 static bool field(tdaemon *d, const char *key, tp_mpr *v)
 {
-    tp_mpr r;
-    uint32_t n;
-    tp_mpr_init(&r, d->r.data, d->r.len);
-    ck_assert_int_eq(tp_mpr_map(&r, &n), TP_OK);
-    for (uint32_t i = 0; i < n; i++) {
-        const char *k;
-        uint32_t kl;
-        ck_assert_int_eq(tp_mpr_str(&r, &k, &kl), TP_OK);
-        if (tp_mp_str_eq(k, kl, key)) {
-            *v = r;
-            return true;
-        }
-        ck_assert_int_eq(tp_mpr_skip(&r), TP_OK);
-    }
-    return false;
+    tp_err rc = tp_mp_map_find(d->r.data, d->r.len, key, v);
+    ck_assert_msg(rc == TP_OK || rc == TP_ENOENT, "the reply is not a map");
+    return rc == TP_OK;
 }
 
 static int64_t get_int(tdaemon *d, const char *key)

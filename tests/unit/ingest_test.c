@@ -149,21 +149,9 @@ static void call_raw(tdaemon *d, const void *req, size_t n, tp_buf *rep)
 
 static tp_err reply_find(const tp_buf *rep, const char *key, tp_mpr *v)
 {
-    tp_mpr r;
-    uint32_t n;
-    tp_mpr_init(&r, rep->data, rep->len);
-    ck_assert_int_eq(tp_mpr_map(&r, &n), TP_OK);
-    for (uint32_t i = 0; i < n; i++) {
-        const char *k;
-        uint32_t kl;
-        ck_assert_int_eq(tp_mpr_str(&r, &k, &kl), TP_OK);
-        if (tp_mp_str_eq(k, kl, key)) {
-            *v = r;
-            return TP_OK;
-        }
-        ck_assert_int_eq(tp_mpr_skip(&r), TP_OK);
-    }
-    return TP_ENOENT;
+    tp_err rc = tp_mp_map_find(rep->data, rep->len, key, v);
+    ck_assert_msg(rc == TP_OK || rc == TP_ENOENT, "the reply is not a map");
+    return rc;
 }
 
 static bool reply_bool(const tp_buf *rep, const char *key)
