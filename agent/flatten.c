@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <xxhash.h>
@@ -477,7 +478,12 @@ static int tensor_leaf(tpa_flat *f, PyObject *t, XXH3_state_t *parent)
     return 0;
 }
 
-/* ndarray_leaf handles NumPy arrays (RNG states in checkpoints) via tobytes. */
+static void torch_rng_leaf(tpa_flat *f, const void *p, size_t n);
+static bool torch_rng_sized(size_t n);
+
+/* ndarray_leaf handles NumPy arrays (RNG states in checkpoints) via tobytes.
+ * In a manifest, a uint8 vector of a torch RNG state's length also gets the
+ * leaf of that state (torch_rng_leaf). */
 static int ndarray_leaf(tpa_flat *f, PyObject *a, XXH3_state_t *parent)
 {
     PyObject *dto = P.PyObject_GetAttrString(a, "dtype"), *nm = NULL, *bytes = NULL;
@@ -505,6 +511,8 @@ static int ndarray_leaf(tpa_flat *f, PyObject *a, XXH3_state_t *parent)
         tp_enc_leaf_tensor(f->out, path, pl, dtname, shape, (uint32_t)ndim, d, &st, "numpy", false);
         f->nleaves++;
     }
+    if (f->manifest && ndim == 1 && !strcmp(dtname, "uint8") && torch_rng_sized((size_t)n))
+        torch_rng_leaf(f, p, (size_t)n);
     P.Py_DecRef(bytes);
     P.Py_DecRef(nm);
     P.Py_DecRef(dto);
@@ -743,6 +751,91 @@ static int rng_digest(PyObject *o, uint8_t out[16])
     return r;
 }
 
+/* ---- torch RNG states ----
+ *
+ * torch's own RNG state is a uint8 tensor (torch.get_rng_state()), and the
+ * snapshot's rng.torch_cpu leaf and a set_rng_state restore's manifest carry
+ * that tensor's digest.  A checkpoint may hold the state as the tensor (the
+ * same leaf), or as its bytes in another container: a list or tuple of ints
+ * 0..255 (tolist()), a NumPy uint8 vector (numpy()) or bytes.  In a manifest
+ * such a container, when its length is exactly the state's, gets one more
+ * leaf at its path: the tensor leaf of those bytes as a torch.uint8 vector,
+ * so daemon/resume_why.c's manifest_has and daemon/provenance.c match it by
+ * content.  The length check comes first, so other values cost nothing; the
+ * length is asked of torch once. */
+
+/* torch_rng_len is the length in bytes of torch's CPU RNG state, asked of
+ * torch.default_generator once torch is registered; 0 while it cannot tell
+ * (then no container is examined).  Never leaves a Python error. */
+static size_t torch_rng_len(void)
+{
+    static long long len = -1;
+    PyObject *mods, *k, *v, *torch = NULL, *gen, *st;
+    Py_ssize_t at = 0;
+    if (len >= 0) return (size_t)len;
+    if (tpa_types_reg.tensor == NULL || (mods = P.PyImport_GetModuleDict()) == NULL) return 0;
+    while (P.PyDict_Next(mods, &at, &k, &v))
+        if (is_text(k, "torch")) {
+            torch = v;
+            break;
+        }
+    len = 0; /* torch registered: one answer, whatever it is */
+    if (torch == NULL || (gen = P.PyObject_GetAttrString(torch, "default_generator")) == NULL)
+        goto end;
+    st = call0(gen, "get_state");
+    P.Py_DecRef(gen);
+    if (st == NULL) goto end;
+    len = int_of_call(st, "numel");
+    P.Py_DecRef(st);
+    if (len < 0) len = 0;
+end:
+    if (P.PyErr_Occurred()) P.PyErr_Clear();
+    return (size_t)len;
+}
+
+/* torch_rng_sized reports whether n bytes are as many as a torch RNG state. */
+static bool torch_rng_sized(size_t n)
+{
+    return n > 0 && n == torch_rng_len();
+}
+
+/* torch_rng_leaf emits the leaf a torch.uint8 vector of the n bytes at p
+ * would have: the snapshot's rng.torch_cpu leaf when they are that state. */
+static void torch_rng_leaf(tpa_flat *f, const void *p, size_t n)
+{
+    static const char dtname[] = "torch.uint8";
+    int64_t shape[1] = {(int64_t)n};
+    uint8_t d[16];
+    tp_stats st;
+    size_t pl;
+    const char *path;
+    if (!room(f)) return;
+    hash_memory(dtname, shape, 1, p, n, tpa_dtype_parse(dtname), d, &st);
+    path = leaf_path(f, &pl);
+    tp_enc_leaf_tensor(f->out, path, pl, dtname, shape, 1, d, &st, "cpu", false);
+    f->nleaves++;
+}
+
+/* torch_rng_seq emits the torch RNG leaf of a list or tuple of n ints
+ * 0..255, n the state's length; anything else is left alone. */
+static void torch_rng_seq(tpa_flat *f, PyObject *o, int is_list, Py_ssize_t n)
+{
+    uint8_t *b;
+    if (!torch_rng_sized((size_t)n) || (b = malloc((size_t)n)) == NULL) return;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *it = seq_item(o, i, is_list);
+        long long v;
+        if (classify(it) != K_INT || (v = P.PyLong_AsLongLong(it)) < 0 || v > 255) {
+            if (P.PyErr_Occurred()) P.PyErr_Clear();
+            free(b);
+            return;
+        }
+        b[i] = (uint8_t)v;
+    }
+    torch_rng_leaf(f, b, (size_t)n);
+    free(b);
+}
+
 /* ---- the walk ---- */
 
 static int walk(tpa_flat *f, PyObject *o, int depth, XXH3_state_t *parent);
@@ -871,6 +964,7 @@ static int walk_seq(tpa_flat *f, PyObject *o, int depth, XXH3_state_t *parent)
         finish(&h, d);
         wrap_digest(d, e);
         digest_leaf(f, e, (uint64_t)n);
+        if (f->manifest) torch_rng_seq(f, o, is_list, n); /* a torch RNG state as ints */
     } else {
         for (Py_ssize_t i = 0; i < n; i++) {
             PyObject *it = seq_item(o, i, is_list);
@@ -974,6 +1068,7 @@ static int walk(tpa_flat *f, PyObject *o, int depth, XXH3_state_t *parent)
         feed(parent, 'Y', p, (size_t)n);
         tpa_digest_bytes(p, (size_t)n, d);
         digest_leaf(f, d, (uint64_t)n);
+        if (f->manifest && torch_rng_sized((size_t)n)) torch_rng_leaf(f, p, (size_t)n);
         return 0;
     }
     case K_DICT: {

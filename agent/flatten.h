@@ -6,7 +6,9 @@
  * (digest + statistics over their memory, see digest.h), scalars to value
  * leaves.  A list or tuple of more than 16 scalars becomes one digest leaf;
  * in a manifest every tuple also gets a digest leaf of its own, so an RNG
- * state saved inside a checkpoint can be recognised.  Each node's canonical
+ * state saved inside a checkpoint can be recognised, and a list, tuple,
+ * NumPy uint8 vector or bytes of exactly a torch RNG state's length also the
+ * tensor leaf of those bytes as that state.  Each node's canonical
  * digest is computed bottom-up on the way.  Called with the GIL held; it
  * releases the GIL while hashing large tensors. */
 #ifndef TP_AGENT_FLATTEN_H

@@ -9,6 +9,7 @@
 # value the training computes with.
 import atexit
 import functools
+import operator
 import os
 import sys
 import threading
@@ -373,11 +374,64 @@ def _patch_optim(torch):
                 if "step" in c.__dict__:
                     _wrap_opt_step(c)
                     break
+            for c in type(self).__mro__:
+                if "zero_grad" in c.__dict__:
+                    _wrap_zero_grad(c, "optimizer")
+                    break
         except Exception:
             _fail("optimizer.__init__")
 
     Opt.__init__ = _wraps(oinit, __init__)
     _wrap_method(Opt, "load_state_dict", _restore_hook("optimizer", S.optimizers))
+
+
+# ---- zero_grad -------------------------------------------------------------
+
+
+def _set_to_none_default(fn):
+    """The default of fn's set_to_none parameter (torch 1.13: False, 2.x:
+    True), read once when fn is wrapped; None when it has no such default."""
+    try:
+        import inspect
+
+        p = inspect.signature(fn).parameters.get("set_to_none")
+        return p.default if p is not None and isinstance(p.default, bool) else None
+    except Exception:
+        return None
+
+
+def _wrap_zero_grad(cls, which):
+    """Wraps cls.zero_grad to emit a zero_grad mark after each call, so the
+    accumulation check sees the call instead of inferring it from the
+    gradients.  Every zero_grad wrapper shares the re-entry category
+    "zero_grad": a zero_grad reached from inside another (an override
+    calling super(), a wrapper delegating to the optimizer it holds, a
+    module's zero_grad calling an optimizer's) is the same user call and is
+    reported once, by the outermost.  Nothing is read from the gradients:
+    a call costs a dict and an emit."""
+    orig = cls.__dict__.get("zero_grad")
+    if orig is None or _is_wrapped(orig):
+        return
+    default = _set_to_none_default(orig)
+
+    def after(self, r, a, k):
+        v = a[0] if a else k.get("set_to_none", default)
+        body = {"which": which, "set_to_none": v if isinstance(v, bool) else None}
+        if which == "optimizer":
+            body["opt"] = _index(S.optimizers, self)
+        _tp.emit("zero_grad", body)
+
+    _wrap_method(cls, "zero_grad", after, "zero_grad")
+
+
+def _patch_zero_grad(torch):
+    """The base classes' zero_grad (an optimizer subclass's own override is
+    wrapped when the optimizer is created, _patch_optim).  accelerate's
+    AcceleratedOptimizer never runs Optimizer.__init__: its zero_grad (a
+    no-op while gradients accumulate) is seen through the optimizer it
+    delegates to, when that one clears."""
+    _wrap_zero_grad(torch.optim.Optimizer, "optimizer")
+    _wrap_zero_grad(torch.nn.Module, "module")
 
 
 # ---- schedulers ---------------------------------------------------------
@@ -1143,16 +1197,45 @@ def _patch_clip(torch):
 # ---- data loading ---------------------------------------------------------
 
 
+# Sample IDs are integers (int, a numpy or torch integer scalar, a 0-d
+# integer tensor: anything operator.index takes, bools aside) or strings of
+# at most _MAX_ID_BYTES bytes, one kind per batch.  Anything else (a float,
+# a tuple, a nested list) is no stable ID, and _ids_list says which type.
+_MAX_ID_BYTES = 1024
+
+
+def _id_value(x):
+    if isinstance(x, str):
+        if len(x.encode("utf-8", "surrogatepass")) > _MAX_ID_BYTES:
+            raise ValueError("a string sample ID longer than %d bytes" % _MAX_ID_BYTES)
+        return x
+    if isinstance(x, bool) or "bool" in str(getattr(x, "dtype", "")):
+        raise TypeError("a sample ID of type %s (bool)" % type(x).__name__)
+    try:
+        return operator.index(x)
+    except TypeError:
+        raise TypeError("a sample ID of type %s: IDs are integers or strings"
+                        % type(x).__name__) from None
+
+
+def _ids_list(v):
+    """The IDs v holds (a list, tuple, tensor or array of IDs, or one ID) as
+    a list of ints or of strs; TypeError or ValueError naming what is not."""
+    if hasattr(v, "tolist") and not isinstance(v, str):
+        v = v.tolist()
+    ids = [_id_value(x) for x in (v if isinstance(v, (list, tuple)) else [v])]
+    if ids and any(isinstance(x, str) for x in ids) and not all(isinstance(x, str) for x in ids):
+        raise TypeError("a batch mixes integer and string sample IDs")
+    return ids
+
+
 def _ids_of(idx):
+    """The sampler's indices of a batch, or None when they are no IDs (the
+    coverage check then abstains: no stable IDs)."""
     if idx is None:
         return None
     try:
-        return [int(i) for i in idx]
-    except TypeError:
-        try:
-            return [int(idx)]
-        except Exception:
-            return None
+        return _ids_list(idx)
     except Exception:
         return None
 
@@ -1179,10 +1262,7 @@ def _sample_ids(data):
     global _SAMPLE_ID_CODE
     if _SAMPLE_ID_CODE is None:
         _SAMPLE_ID_CODE = compile(_SAMPLE_ID, "--sample-id", "eval")
-    v = eval(_SAMPLE_ID_CODE, {"batch": data, "torch": S.torch})
-    if hasattr(v, "tolist"):
-        v = v.tolist()
-    return [int(x) for x in (v if isinstance(v, (list, tuple)) else [v])]
+    return eval(_SAMPLE_ID_CODE, {"batch": data, "torch": S.torch})
 
 
 def _on_batch(it, data):
@@ -1190,11 +1270,19 @@ def _on_batch(it, data):
     ids, worker = (fifo.popleft() if fifo else (None, None))
     source = "sampler" if ids is not None else "none"
     if _SAMPLE_ID:
+        ids = None
         try:
-            ids = _sample_ids(data)
+            v = _sample_ids(data)
         except Exception:
             _fail("--sample-id %r" % _SAMPLE_ID)
-            ids = None
+        else:
+            try:
+                ids = _ids_list(v)
+            except Exception as e:  # IDs of a kind no check can audit: say which
+                try:
+                    _tp.error("--sample-id %r" % _SAMPLE_ID, str(e))
+                except Exception:
+                    pass
         source = "expr"
     pos = it.__dict__.get("_tp_pos", 0)
     it._tp_pos = pos + 1
@@ -1430,6 +1518,7 @@ def _on_torch(torch):
     for patch in (
         _patch_module,
         _patch_optim,
+        _patch_zero_grad,
         _patch_sched,
         _patch_backward,
         _patch_save_load,

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT
  * accum_ctx.h -- what the accumulation verdict's parts share: the judging
- * context of one run (verdict_accum.c: preconditions, initial states, the
- * report) and the phases of one update that decide "first" (accum_phases.c).
- * Internal to the accumulation verdict. */
+ * context of one run (verdict_accum.c: preconditions, initial states;
+ * accum_report.c: the report) and the phases of one update that decide
+ * "first" (accum_phases.c).  Internal to the accumulation verdict. */
 #ifndef TP_DAEMON_ACCUM_CTX_H
 #define TP_DAEMON_ACCUM_CTX_H
 
@@ -32,8 +32,20 @@ typedef struct tpd_actx {
     tpd_str vm, vf; /* the two values at the first divergence, text */
     tpd_str head;   /* lines under the outcome */
     tpd_why why;    /* the explanation */
+    /* the initial states at the first backward, as compared: tensors and
+     * values per group, those that differ, those not compared */
+    bool judged_init; /* the initial states were compared */
+    int64_t init_cmp[TPD_G__COUNT], init_diff, init_skipped;
+    tpd_str init_rngs;    /* RNGs seeded alike but drawn in pieces, "a, b" */
+    tpd_str init_rngj;    /* the same, JSON strings "a","b" */
+    tpd_str init_differ;  /* the paths that differ, JSON strings "a","b" */
+    bool disable_dropout; /* declared: --disable-dropout */
     bool oom;
 } tpd_actx;
+
+/* tpd_actx_finish writes the report of outcome oc into *out (accum_report.c).
+ * Errors: TP_ENOMEM (then *out is cleared). */
+tp_err tpd_actx_finish(tpd_actx *x, tpd_outcome oc, tpd_result *out);
 
 /* tpd_actx_why adds a line to the explanation (text and JSON). */
 void tpd_actx_why(tpd_actx *x, const char *kind, const char *fmt, ...)

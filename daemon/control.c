@@ -15,6 +15,7 @@
 #include "daemon/query.h"
 #include "daemon/secret.h"
 #include "daemon/text.h"
+#include "daemon/verdict_coverage.h"
 
 #ifndef TPD_VERSION
 #define TPD_VERSION "0.1.0"
@@ -265,15 +266,35 @@ static tp_err cmd_ping(tpd_control *c, const tpd_req *q, tpd_reply *r)
     return TP_OK;
 }
 
+/* opt_int reads an optional integer into *v, setting *has. */
+static tp_err opt_int(const tpd_req *q, tpd_reply *r, const char *k, int64_t *v, bool *has)
+{
+    tp_err err = tpd_req_int(q, k, v);
+    *has = err == TP_OK;
+    if (err == TP_OK || err == TP_ENOENT) return TP_OK;
+    return tpd_reply_fail(r, TP_EINVAL, "argument '%s' is not an integer", k);
+}
+
+/* cmd_run_create makes a run.  Its created_ns is the check's start (the
+ * wall time a report gives, render.h): started_ago_ns (optional) says how
+ * long ago, on the tool's monotonic clock, the tool started it; a duration
+ * rather than a time, so that a daemon on another host, whose clock differs,
+ * still places it right. */
 static tp_err cmd_run_create(tpd_control *c, const tpd_req *q, tpd_reply *r)
 {
     char *name = NULL, *check = NULL, *params = NULL;
-    int64_t run = 0;
+    int64_t run = 0, now = tpd_now_ns(), ago = 0;
+    bool has_ago;
     tp_err err;
     if ((err = opt_str(q, r, "name", &name)) != TP_OK) goto out;
     if ((err = need_str(q, r, "check", &check)) != TP_OK) goto out;
     if ((err = opt_str(q, r, "params", &params)) != TP_OK) goto out;
-    if ((err = tpd_store_run_create(c->store, name, check, params, &run)) != TP_OK) {
+    if ((err = opt_int(q, r, "started_ago_ns", &ago, &has_ago)) != TP_OK) goto out;
+    if (ago < 0 || ago > now) {
+        err = tpd_reply_fail(r, TP_EINVAL, "argument 'started_ago_ns' is out of range");
+        goto out;
+    }
+    if ((err = tpd_store_run_create_at(c->store, name, check, params, now - ago, &run)) != TP_OK) {
         store_fail(c, r, err);
         goto out;
     }
@@ -326,15 +347,6 @@ out:
     tpd_str_free(&argv);
     free(role);
     return err;
-}
-
-/* opt_int reads an optional integer into *v, setting *has. */
-static tp_err opt_int(const tpd_req *q, tpd_reply *r, const char *k, int64_t *v, bool *has)
-{
-    tp_err err = tpd_req_int(q, k, v);
-    *has = err == TP_OK;
-    if (err == TP_OK || err == TP_ENOENT) return TP_OK;
-    return tpd_reply_fail(r, TP_EINVAL, "argument '%s' is not an integer", k);
 }
 
 /* stored_in counts the events of (exec, pid) with a seq in lo..hi that the
@@ -520,6 +532,26 @@ static tp_err cmd_verdict(tpd_control *c, const tpd_req *q, tpd_reply *r)
     return TP_OK;
 }
 
+/* cmd_coverage_evidence answers a coverage run's every observation, one
+ * JSON line per ID (tpd_coverage_evidence), for trainparity-run coverage
+ * --evidence F: files that large stay out of the stored verdict. */
+static tp_err cmd_coverage_evidence(tpd_control *c, const tpd_req *q, tpd_reply *r)
+{
+    int64_t run;
+    tpd_run *obs = NULL;
+    char why[512], *text = NULL;
+    tp_err err;
+    if ((err = need_int(q, r, "run", &run)) != TP_OK) return err;
+    if ((err = tpd_obs_load(tpd_store_db(c->store), run, &obs, why, sizeof why)) != TP_OK)
+        return tpd_reply_fail(r, err, "%s", why);
+    err = tpd_coverage_evidence(obs, &text, why, sizeof why);
+    tpd_obs_free(obs);
+    if (err != TP_OK) return tpd_reply_fail(r, err, "%s", why);
+    tpd_reply_cstr(r, "evidence", text);
+    free(text);
+    return TP_OK;
+}
+
 /* cmd_shutdown stops the daemon now, whoever is attached (an operator's
  * command; trainparity-run detaches instead). */
 static tp_err cmd_shutdown(tpd_control *c, const tpd_req *q, tpd_reply *r)
@@ -577,6 +609,7 @@ static const struct command {
     {"ingest", cmd_ingest},
     {"query", cmd_query},
     {"verdict", cmd_verdict},
+    {"coverage.evidence", cmd_coverage_evidence},
     {"shutdown", cmd_shutdown},
     {"attach", cmd_attach},
     {"detach", cmd_detach},

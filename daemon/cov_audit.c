@@ -7,11 +7,15 @@
  * as same-rank or cross-rank without storing a rank per ID.  `cur` is
  * cleared by walking the rank's own IDs again, so its cost follows the
  * observations, not ranks * universe.  An unknown universe uses an open
- * addressing table of ID -> first rank, sized to the epoch's observations.
+ * addressing table of ID -> the last rank that observed it (ranks are walked
+ * in order, so "already on this rank" is "last seen on this rank", as `cur`
+ * says), sized to the epoch's observations.
  *
- * The hot loop touches one bit per observation; everything needed to
- * explain a violation (the first observation of a repeated ID, the smallest
- * missing IDs) is found again after the fact, once. */
+ * The hot loop touches one bit per observation and never stops early: the
+ * first violation is kept and the counting goes on.  Everything needed to
+ * explain a violation or an example (the first observation of a repeated
+ * ID, the smallest missing IDs) is found again after the fact, in one more
+ * pass over the epoch. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,18 +45,39 @@ struct tpd_cov_auditor {
     /* expected_padding */
     wrap *wraps;
     size_t nwraps, wcap;
+    bool exact;      /* fewer repeats than the padding fail too */
+    bool count_only; /* u.n is a count, not the IDs 0..n-1 */
+    /* the first examples of each kind, over the epochs audited */
+    size_t examples;
+    tpd_cov_example *ex[TPD_COV_K__COUNT];
+    size_t nex[TPD_COV_K__COUNT];
+    int64_t *pending; /* scratch: IDs whose first observation is wanted */
 };
 
 tp_err tpd_cov_auditor_create(tpd_cov_auditor **ap, tpd_cov_policy policy,
                               const tpd_cov_universe *u, int64_t padding)
 {
+    return tpd_cov_auditor_open(ap, policy, u, padding, NULL);
+}
+
+tp_err tpd_cov_auditor_open(tpd_cov_auditor **ap, tpd_cov_policy policy, const tpd_cov_universe *u,
+                            int64_t padding, const tpd_cov_opts *o)
+{
+    static const tpd_cov_opts defaults;
     tpd_cov_auditor *a;
-    if (u->known && (u->n < 0 || u->n > MAX_BITS)) return TP_EINVAL;
+    bool listed;
+    if (o == NULL) o = &defaults;
+    listed = u->known && !o->count_only;
+    if (u->known && u->n < 0) return TP_EINVAL;
+    if (listed && u->n > MAX_BITS) return TP_EINVAL;
     if ((a = calloc(1, sizeof *a)) == NULL) return TP_ENOMEM;
     a->policy = policy;
     a->u = *u;
+    a->count_only = u->known && o->count_only;
+    a->exact = o->padding_exact;
+    a->examples = o->examples > 0 ? (size_t)o->examples : 0;
     a->padding = padding > 0 ? padding : 0;
-    if (u->known) {
+    if (listed) {
         a->words = (size_t)((u->n + 63) / 64) + 1;
         a->seen = calloc(a->words, sizeof *a->seen);
         a->cur = calloc(a->words, sizeof *a->cur);
@@ -83,7 +108,43 @@ void tpd_cov_auditor_destroy(tpd_cov_auditor *a)
     free(a->keys);
     free(a->owner);
     free(a->wraps);
+    for (int k = 0; k < TPD_COV_K__COUNT; k++) free(a->ex[k]);
+    free(a->pending);
     free(a);
+}
+
+const tpd_cov_example *tpd_cov_examples(const tpd_cov_auditor *a, tpd_cov_kind k, size_t *n)
+{
+    *n = a->nex[k];
+    return a->ex[k];
+}
+
+/* example keeps one more example of kind k while there is room; NULL when
+ * there is none (or no memory: examples are a courtesy, never a verdict). */
+static tpd_cov_example *example(tpd_cov_auditor *a, tpd_cov_kind k, uint32_t epoch, int64_t id)
+{
+    tpd_cov_example *x;
+    if (a->nex[k] >= a->examples) return NULL;
+    if (a->ex[k] == NULL && (a->ex[k] = calloc(a->examples, sizeof *a->ex[k])) == NULL) return NULL;
+    x = &a->ex[k][a->nex[k]++];
+    memset(x, 0, sizeof *x);
+    x->epoch = epoch;
+    x->id = id;
+    x->rank = -1;
+    return x;
+}
+
+/* observed keeps an example of kind k for item i of batch b on rank r. */
+static void observed(tpd_cov_auditor *a, tpd_cov_kind k, const tpd_cov_epoch *e, int64_t r,
+                     const tpd_batch *b, uint32_t i)
+{
+    tpd_cov_example *x = example(a, k, e->epoch, b->ids[i]);
+    if (x == NULL) return;
+    x->rank = r;
+    x->pos = b->pos;
+    x->item = i;
+    x->has_worker = b->has_worker;
+    x->worker = b->worker;
 }
 
 /* dense maps id to its index in a known universe; false when outside. */
@@ -275,22 +336,27 @@ static bool repeat(tpd_cov_auditor *a, bool same, int64_t repeats, int64_t r, co
     return false;
 }
 
-/* missing counts the universe's IDs never seen, keeping the smallest. */
-static void missing(const tpd_cov_auditor *a, int64_t distinct, tpd_cov_finding *f)
+/* missing counts the universe's IDs never seen, keeping the smallest in f
+ * and the first examples. */
+static int64_t missing(tpd_cov_auditor *a, uint32_t epoch, int64_t distinct, tpd_cov_finding *f)
 {
-    f->nmissing = a->u.n - distinct;
-    if (f->nmissing <= 0) return;
-    f->path = "coverage.missing";
-    f->rank = -1;
-    for (size_t w = 0; w < a->words && f->nshown < TPD_COV_SHOWN; w++) {
+    int64_t n = a->u.n - distinct;
+    f->nmissing = n;
+    if (n <= 0) return 0;
+    for (size_t w = 0; w < a->words; w++) {
         uint64_t holes = ~a->seen[w];
-        while (holes != 0 && f->nshown < TPD_COV_SHOWN) {
+        if (f->nshown >= TPD_COV_SHOWN && a->nex[TPD_COV_K_MISSING] >= a->examples) break;
+        while (holes != 0) {
             uint64_t ix = (uint64_t)w * 64 + (uint64_t)__builtin_ctzll(holes);
-            if ((int64_t)ix >= a->u.n) return;
-            f->missing[f->nshown++] = id_at(a, ix);
+            int64_t id;
+            if ((int64_t)ix >= a->u.n) return n;
+            id = id_at(a, ix);
+            if (f->nshown < TPD_COV_SHOWN) f->missing[f->nshown++] = id;
+            example(a, TPD_COV_K_MISSING, epoch, id);
             holes &= holes - 1;
         }
     }
+    return n;
 }
 
 /* clear_cur forgets rank r's observations in the cur bitmap. */
@@ -304,15 +370,118 @@ static void clear_cur(tpd_cov_auditor *a, const tpd_cov_epoch *e, int64_t r)
     }
 }
 
+static int cmp_i64(const void *x, const void *y)
+{
+    int64_t p = *(const int64_t *)x, q = *(const int64_t *)y;
+    return p < q ? -1 : p > q;
+}
+
+/* first_seens finds, in one pass over e, where each repeat example kept
+ * since from[k] (and f's repeat) first observed its ID. */
+static void first_seens(tpd_cov_auditor *a, const tpd_cov_epoch *e, const size_t *from,
+                        tpd_cov_finding *f, bool f_repeat)
+{
+    size_t np = 0, cap = 1;
+    int64_t *v;
+    for (int k = TPD_COV_K_SAME_RANK; k <= TPD_COV_K_CROSS_RANK; k++) cap += a->nex[k] - from[k];
+    if ((v = realloc(a->pending, cap * sizeof *v)) == NULL) {
+        if (f_repeat) first_seen(e, f->id, f); /* examples go without */
+        return;
+    }
+    a->pending = v;
+    for (int k = TPD_COV_K_SAME_RANK; k <= TPD_COV_K_CROSS_RANK; k++)
+        for (size_t j = from[k]; j < a->nex[k]; j++) v[np++] = a->ex[k][j].id;
+    if (f_repeat) v[np++] = f->id;
+    if (np == 0) return;
+    qsort(v, np, sizeof *v, cmp_i64);
+    for (int64_t r = 0; r < e->nranks && np > 0; r++)
+        for (size_t bi = e->first[r]; bi < e->first[r + 1] && np > 0; bi++) {
+            const tpd_batch *b = e->batches[bi];
+            for (uint32_t i = 0; i < b->n && np > 0; i++) {
+                int64_t *hit = bsearch(&b->ids[i], v, np, sizeof *v, cmp_i64);
+                size_t lo;
+                if (hit == NULL) continue;
+                for (int k = TPD_COV_K_SAME_RANK; k <= TPD_COV_K_CROSS_RANK; k++)
+                    for (size_t j = from[k]; j < a->nex[k]; j++) {
+                        tpd_cov_example *x = &a->ex[k][j];
+                        if (x->id != b->ids[i] || x->has_prev) continue;
+                        x->has_prev = true;
+                        x->prev_rank = r;
+                        x->prev_pos = b->pos;
+                        x->prev_item = i;
+                    }
+                if (f_repeat && f->id == b->ids[i] && !f->has_prev) {
+                    f->has_prev = true;
+                    f->prev_rank = r;
+                    f->prev_pos = b->pos;
+                    f->prev_item = i;
+                }
+                /* found: drop every copy of the ID from the pending list */
+                lo = (size_t)(hit - v);
+                while (lo > 0 && v[lo - 1] == b->ids[i]) lo--;
+                {
+                    size_t end = lo;
+                    while (end < np && v[end] == b->ids[i]) end++;
+                    memmove(v + lo, v + end, (np - end) * sizeof *v);
+                    np -= end - lo;
+                }
+            }
+        }
+}
+
+/* epoch_end judges what only a complete epoch shows: IDs never observed, a
+ * count_only universe exceeded, padding short of exact. */
+static void epoch_end(tpd_cov_auditor *a, const tpd_cov_epoch *e, tpd_cov_finding *f,
+                      tpd_cov_counts *c)
+{
+    bool judged = a->policy != TPD_COV_NO_CROSS_RANK_OVERLAP; /* needs no universe */
+    tpd_cov_finding scratch, *g = f->path ? &scratch : f;
+    memset(&scratch, 0, sizeof scratch);
+    if (a->count_only) {
+        if (c->distinct > a->u.n) {
+            c->unexpected += c->distinct - a->u.n;
+            c->distinct = a->u.n; /* within the count; the rest are unexpected */
+            if (judged && g == f) {
+                f->path = "coverage.unexpected_id";
+                f->rank = -1;
+                f->nextra = c->unexpected;
+            }
+        } else if (c->distinct < a->u.n) {
+            c->missing = a->u.n - c->distinct;
+            if (judged && g == f) {
+                f->path = "coverage.missing";
+                f->rank = -1;
+                f->nmissing = c->missing;
+            }
+        }
+    } else if (a->u.known) {
+        c->missing = missing(a, e->epoch, c->distinct, g);
+        if (c->missing > 0 && judged && g == f) {
+            f->path = "coverage.missing";
+            f->rank = -1;
+        }
+    }
+    if (f->path == NULL && a->policy == TPD_COV_EXPECTED_PADDING && a->exact &&
+        c->repeats < a->padding) {
+        f->path = "coverage.padding_short";
+        f->rank = -1;
+        f->repeats = c->repeats;
+        f->allowed = a->padding;
+    }
+}
+
 tp_err tpd_cov_audit(tpd_cov_auditor *a, const tpd_cov_epoch *e, tpd_cov_finding *f,
                      tpd_cov_counts *c)
 {
-    int64_t obs = 0, distinct = 0, repeats = 0;
+    size_t from[TPD_COV_K__COUNT];
+    bool listed = a->u.known && !a->count_only; /* the bitmaps hold the universe */
+    tpd_cov_finding scratch;
     tp_err rc;
     memset(f, 0, sizeof *f);
     memset(c, 0, sizeof *c);
     f->epoch = e->epoch;
-    if (a->u.known) {
+    for (int k = 0; k < TPD_COV_K__COUNT; k++) from[k] = a->nex[k];
+    if (listed) {
         memset(a->seen, 0, a->words * sizeof *a->seen);
         memset(a->cur, 0, a->words * sizeof *a->cur);
     } else {
@@ -322,23 +491,27 @@ tp_err tpd_cov_audit(tpd_cov_auditor *a, const tpd_cov_epoch *e, tpd_cov_finding
     }
     if (a->policy == TPD_COV_EXPECTED_PADDING && (rc = find_wraps(a, e)) != TP_OK) return rc;
 
-    for (int64_t r = 0; r < e->nranks && f->path == NULL; r++) {
-        for (size_t bi = e->first[r]; bi < e->first[r + 1] && f->path == NULL; bi++) {
+    for (int64_t r = 0; r < e->nranks; r++) {
+        for (size_t bi = e->first[r]; bi < e->first[r + 1]; bi++) {
             const tpd_batch *b = e->batches[bi];
             for (uint32_t i = 0; i < b->n; i++) {
                 int64_t id = b->ids[i];
+                tpd_cov_finding *g = f->path ? &scratch : f; /* the first one stays */
                 bool same;
-                obs++;
-                if (a->u.known) {
+                c->observations++;
+                if (listed) {
                     uint64_t ix;
                     if (!dense(a, id, &ix)) {
-                        at(f, "coverage.unexpected_id", r, b, i);
-                        break;
+                        c->unexpected++;
+                        c->violations++;
+                        observed(a, TPD_COV_K_UNEXPECTED, e, r, b, i);
+                        at(g, "coverage.unexpected_id", r, b, i);
+                        continue;
                     }
                     if (!bit(a->seen, ix)) {
                         set_bit(a->seen, ix);
                         set_bit(a->cur, ix);
-                        distinct++;
+                        c->distinct++;
                         continue;
                     }
                     same = bit(a->cur, ix);
@@ -348,23 +521,24 @@ tp_err tpd_cov_audit(tpd_cov_auditor *a, const tpd_cov_epoch *e, tpd_cov_finding
                     if (a->owner[s] == 0) {
                         a->keys[s] = id;
                         a->owner[s] = (int32_t)r + 1;
-                        distinct++;
+                        c->distinct++;
                         continue;
                     }
                     same = a->owner[s] == (int32_t)r + 1;
+                    a->owner[s] = (int32_t)r + 1;
                 }
-                repeats++;
-                if (repeat(a, same, repeats, r, b, i, f)) break;
+                c->repeats++;
+                if (same)
+                    c->same_rank++;
+                else
+                    c->cross_rank++;
+                observed(a, same ? TPD_COV_K_SAME_RANK : TPD_COV_K_CROSS_RANK, e, r, b, i);
+                if (repeat(a, same, c->repeats, r, b, i, g)) c->violations++;
             }
         }
-        if (a->u.known && f->path == NULL) clear_cur(a, e, r);
+        if (listed) clear_cur(a, e, r);
     }
-    if (f->path != NULL && strcmp(f->path, "coverage.unexpected_id") != 0)
-        first_seen(e, f->id, f); /* a repeat: where the ID was first seen */
-    if (f->path == NULL && e->complete && a->u.known && a->policy != TPD_COV_NO_CROSS_RANK_OVERLAP)
-        missing(a, distinct, f);
-    c->observations = obs;
-    c->distinct = distinct;
-    c->repeats = repeats;
+    first_seens(a, e, from, f, f->path != NULL && strcmp(f->path, "coverage.unexpected_id") != 0);
+    if (e->complete) epoch_end(a, e, f, c);
     return TP_OK;
 }

@@ -131,6 +131,14 @@ static tp_err opt_int(rd *x, const char *key, int64_t min, int64_t *v, bool *has
     return rc;
 }
 
+/* opt_bool reads true, false or null (false). */
+static tp_err opt_bool(rd *x, const char *key, bool *v)
+{
+    if (lit(x, "true")) return *v = true, TP_OK;
+    if (lit(x, "false") || lit(x, "null")) return *v = false, TP_OK;
+    return BAD(x, "\"%s\" wants true, false or null", key);
+}
+
 static tp_err opt_str(rd *x, const char **out)
 {
     char *s = NULL;
@@ -196,6 +204,13 @@ static tp_err value(rd *x, const char *key, tpd_cov_decl *d, bool *policy)
     if (strcmp(key, "epochs") == 0) return opt_int(x, key, 1, &d->epochs, &has);
     if (strcmp(key, "universe") == 0) return opt_int(x, key, 0, &d->universe, &d->has_universe);
     if (strcmp(key, "padding") == 0) return opt_int(x, key, 0, &d->padding, &d->has_padding);
+    if (strcmp(key, "padding_exact") == 0) return opt_bool(x, key, &d->padding_exact);
+    if (strcmp(key, "examples") == 0) {
+        if ((rc = opt_int(x, key, 0, &d->examples, &has)) != TP_OK) return rc;
+        if (!has) d->examples = TPD_COV_EXAMPLES;
+        if (d->examples > 1000000) return BAD(x, "\"examples\" wants at most 1000000");
+        return TP_OK;
+    }
     if (strcmp(key, "universe_file") == 0) return opt_str(x, &d->universe_file);
     if (strcmp(key, "sample_id") == 0) return opt_str(x, &d->sample_id);
     if (strcmp(key, "universe_ranges") == 0) return ranges(x, d);
@@ -211,6 +226,7 @@ tp_err tpd_cov_decl_parse(tpd_arena *a, const char *json, tpd_cov_decl *d, char 
     int64_t count = 0;
     tp_err rc;
     memset(&out, 0, sizeof out);
+    out.examples = TPD_COV_EXAMPLES;
     if (!lit(&x, "{")) return BAD(&x, "the params are not a JSON object");
     while (!lit(&x, "}")) {
         char *key;

@@ -6,7 +6,8 @@
  *
  *   {"policy": "exactly_once", "loader": 0, "epochs": 2, "universe": 10,
  *    "universe_file": "ids.txt", "universe_ranges": [[0, 4], [7, 11]],
- *    "padding": 2, "sample_id": "batch[\"id\"]"}
+ *    "padding": 2, "padding_exact": true, "examples": 5,
+ *    "sample_id": "batch[\"id\"]"}
  *
  * Every key but policy may be absent or null.  "universe" alone means the
  * IDs 0..universe-1; with "universe_ranges" (inclusive, sorted, disjoint)
@@ -27,6 +28,8 @@ typedef enum tpd_cov_policy {
     TPD_COV_NO_CROSS_RANK_OVERLAP,
     TPD_COV_EXPECTED_PADDING,
 } tpd_cov_policy;
+
+#define TPD_COV_EXAMPLES 5 /* examples of each anomaly a report shows by default */
 
 /* tpd_cov_policy_name is "exactly_once", ... */
 const char *tpd_cov_policy_name(tpd_cov_policy p);
@@ -49,6 +52,8 @@ typedef struct tpd_cov_decl {
     const char *universe_file; /* where the ranges came from (report only), or NULL */
     bool has_padding;          /* declared (else DistributedSampler's, or none) */
     int64_t padding;           /* repeated observations allowed per epoch */
+    bool padding_exact;        /* exactly `padding` repeats, not at most */
+    int64_t examples;          /* examples shown of each anomaly (default TPD_COV_EXAMPLES) */
     const char *sample_id;     /* the --sample-id expression, or NULL */
 } tpd_cov_decl;
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "daemon/obs.h"
+#include "daemon/store.h"
 
 #define ORD(seq) ((uint64_t)(seq) << 24)
 
@@ -414,8 +415,8 @@ tp_err tpd_obs_load(sqlite3 *db, int64_t run, tpd_run **out, char *why, size_t w
     }
     r->arena = a;
     r->id = run;
-    if (sqlite3_prepare_v2(db, "SELECT name, check_kind, params FROM runs WHERE id = ?", -1, &st,
-                           NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(db, "SELECT name, check_kind, params, created_ns FROM runs WHERE id = ?",
+                           -1, &st, NULL) != SQLITE_OK)
         goto dberr;
     sqlite3_bind_int64(st, 1, run);
     src = sqlite3_step(st);
@@ -429,11 +430,13 @@ tp_err tpd_obs_load(sqlite3 *db, int64_t run, tpd_run **out, char *why, size_t w
     r->name = col_text(a, st, 0);
     r->check = col_text(a, st, 1);
     r->params = col_text(a, st, 2);
+    r->created_ns = sqlite3_column_int64(st, 3);
     sqlite3_finalize(st);
-    if (sqlite3_prepare_v2(db,
-                           "SELECT id, role, argv, finished_ns, exit_status, exit_signal "
-                           "FROM executions WHERE run_id = ? ORDER BY id",
-                           -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(
+            db,
+            "SELECT id, role, argv, created_ns, finished_ns, exit_status, exit_signal "
+            "FROM executions WHERE run_id = ? ORDER BY id",
+            -1, &st, NULL) != SQLITE_OK)
         goto dberr;
     sqlite3_bind_int64(st, 1, run);
     while ((src = sqlite3_step(st)) == SQLITE_ROW) {
@@ -448,11 +451,14 @@ tp_err tpd_obs_load(sqlite3 *db, int64_t run, tpd_run **out, char *why, size_t w
         e->id = sqlite3_column_int64(st, 0);
         e->role = col_text(a, st, 1);
         e->argv_json = col_text(a, st, 2);
-        e->finished = sqlite3_column_type(st, 3) != SQLITE_NULL;
-        e->has_status = sqlite3_column_type(st, 4) != SQLITE_NULL;
-        e->status = sqlite3_column_int64(st, 4);
-        e->has_signal = sqlite3_column_type(st, 5) != SQLITE_NULL;
-        e->signal = sqlite3_column_int64(st, 5);
+        e->created_ns = sqlite3_column_int64(st, 3);
+        e->finished = sqlite3_column_type(st, 4) != SQLITE_NULL;
+        e->finished_ns = sqlite3_column_int64(st, 4);
+        e->has_status = sqlite3_column_type(st, 5) != SQLITE_NULL;
+        e->status = sqlite3_column_int64(st, 5);
+        e->has_signal = sqlite3_column_type(st, 6) != SQLITE_NULL;
+        e->signal = sqlite3_column_int64(st, 6);
+        e->run = r;
     }
     sqlite3_finalize(st);
     if (rc == TP_OK && src != SQLITE_DONE) goto dberr;
@@ -462,6 +468,8 @@ tp_err tpd_obs_load(sqlite3 *db, int64_t run, tpd_run **out, char *why, size_t w
         tpd_arena_destroy(a);
         return rc;
     }
+    /* the end of the check's wall time (render.h): its events are read */
+    r->judged_ns = tpd_now_ns();
     *out = r;
     return TP_OK;
 dberr:

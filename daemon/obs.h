@@ -115,27 +115,30 @@ typedef struct tpd_batch {
     int64_t dataset_len, total_size;
     const char *sampler, *id_source; /* NULL when not said */
     uint32_t n;                      /* ids */
-    const int64_t *ids;
+    const int64_t *ids;              /* integer IDs, or string IDs' keys (obs_batch.h) */
+    const char *const *strs;         /* the string IDs themselves; NULL for integers */
 } tpd_batch;
 
 /* One training call as the agent reported it, in emission order, for the
  * checks that reason about the order of calls (accumulation windows):
  * backward, optimizer step (pre and post), scheduler step, GradScaler call,
- * clipping and DataLoader batch.  Filed by obs_marks.c. */
+ * clipping, zero_grad and DataLoader batch.  Filed by obs_marks.c. */
 typedef struct tpd_mark {
     uint64_t seq;
     int64_t step;   /* the optimizer-step index the event belongs to */
-    tp_kind kind;   /* TP_K_BACKWARD, _STEP, _SCHED, _AMP, _CLIP or _BATCH */
+    tp_kind kind;   /* TP_K_BACKWARD, _STEP, _SCHED, _AMP, _CLIP, _ZERO_GRAD or _BATCH */
     const char *op; /* step: "pre", "post"; amp: "scale", "unscale", "step",
-                     * "update"; clip: "norm", "value"; otherwise NULL */
+                     * "update"; clip: "norm", "value"; zero_grad: "optimizer",
+                     * "module"; otherwise NULL */
     int64_t n;      /* backward: count; step: optimizer; sched: scheduler;
-                     * batch: size (-1 when not said) */
+                     * zero_grad: optimizer (-1: a module's); batch: size (-1
+                     * when not said) */
     bool has_f;
     double f; /* backward: loss; step pre: lr of group 0; amp: scale;
                * clip: total norm */
     bool has_max;
     double max;        /* clip: max_norm or clip_value */
-    bool flag;         /* step: skipped; amp: found_inf */
+    bool flag;         /* step: skipped; amp: found_inf; zero_grad: set_to_none */
     int64_t mean_over; /* backward: the elements its mean-reduced loss
                         * averaged over (-1 when not said) */
 } tpd_mark;
@@ -153,7 +156,7 @@ typedef struct tpd_proc {
     tpd_items timeline;
     tpd_snap *snaps;
     size_t nsnaps, snaps_cap;
-    tpd_mark *marks; /* backward, step, sched, amp, clip, batch: seq order */
+    tpd_mark *marks; /* backward, step, sched, amp, clip, zero_grad, batch: seq order */
     size_t nmarks, marks_cap;
     tpd_ckpt *ckpts;
     size_t nckpts, ckpts_cap;
@@ -169,15 +172,22 @@ typedef struct tpd_exec {
     const char *argv_json;
     bool finished, has_status, has_signal;
     int64_t status, signal;
+    int64_t created_ns, finished_ns; /* CLOCK_REALTIME: exec.create, and the
+                                      * exec.finish that closed it (0 while
+                                      * !finished) */
     tpd_proc *procs;
     size_t nprocs;
+    const struct tpd_run *run; /* the run it belongs to; NULL when built by hand */
 } tpd_exec;
 
 typedef struct tpd_run {
     int64_t id;
     const char *check, *name, *params;
-    const char *blobs; /* the blob store directory, NULL when not known
-                        * (tpd_values_locate sets it) */
+    int64_t created_ns; /* the check's start (runs.created_ns) */
+    int64_t judged_ns;  /* when tpd_obs_load had read the run (the verdict's
+                         * time); 0 when built by hand */
+    const char *blobs;  /* the blob store directory, NULL when not known
+                         * (tpd_values_locate sets it) */
     tpd_exec *execs;
     size_t nexecs;
     tpd_arena *arena;
@@ -214,7 +224,7 @@ tp_err tpd_proc_add_event(tpd_arena *a, tpd_proc *p, const tp_event *e);
 /* tpd_proc_add_batch files a batch event, ids and all, into p->batches.
  * Errors: TP_ENOMEM, TP_EPROTO (a body the schema would reject). */
 tp_err tpd_proc_add_batch(tpd_arena *a, tpd_proc *p, const tp_event *e);
-/* tpd_proc_add_mark files a backward, step, sched, amp, clip or batch event
+/* tpd_proc_add_mark files a backward, step, sched, amp, clip, zero_grad or batch event
  * into p->marks (other kinds are ignored).  Errors: TP_ENOMEM. */
 tp_err tpd_proc_add_mark(tpd_arena *a, tpd_proc *p, const tp_event *e);
 /* tpd_proc_finish sorts p's timeline; call once after the last event. */

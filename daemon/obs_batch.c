@@ -6,10 +6,51 @@
  * array once per later key, and a batch can hold thousands of ids.  The ids
  * go into the run's arena exactly sized; the sampler and id-source names are
  * shared with the previous batch when equal, so a million batches cost a
- * million records, not a million strings. */
+ * million records, not a million strings.
+ *
+ * String IDs (obs_batch.h) take one arena block per batch: the n keys, then
+ * the n string pointers (tpd_batch.strs). */
+#include <stdint.h>
 #include <string.h>
 
+#include <xxhash.h>
+
 #include "daemon/obs.h"
+#include "daemon/obs_batch.h"
+
+int64_t tpd_batch_id_key(const char *s, size_t n)
+{
+    return (int64_t)XXH3_64bits(s, n);
+}
+
+const char *const *tpd_batch_strs(const tpd_batch *b)
+{
+    return b != NULL && b->has_ids ? b->strs : NULL;
+}
+
+/* str_block allocates the keys and string pointers of n string IDs. */
+static int64_t *str_block(tpd_arena *a, uint32_t n)
+{
+    return tpd_arena_alloc(a, (sizeof(int64_t) + sizeof(const char *)) * (n ? n : 1));
+}
+
+tp_err tpd_batch_set_strs(tpd_arena *a, tpd_batch *b, const char *const *s, const uint32_t *len,
+                          uint32_t n)
+{
+    int64_t *keys = str_block(a, n);
+    const char **strs = (const char **)(keys + n);
+    if (keys == NULL) return TP_ENOMEM;
+    for (uint32_t i = 0; i < n; i++) {
+        size_t k = len ? len[i] : strlen(s[i]);
+        if ((strs[i] = tpd_arena_strndup(a, s[i], k)) == NULL) return TP_ENOMEM;
+        keys[i] = tpd_batch_id_key(s[i], k);
+    }
+    b->ids = keys;
+    b->strs = strs;
+    b->n = n;
+    b->has_ids = true;
+    return TP_OK;
+}
 
 /* same_or_dup returns prev when it equals s (n bytes), else a copy. */
 static const char *same_or_dup(tpd_arena *a, const char *prev, const char *s, uint32_t n)
@@ -18,12 +59,34 @@ static const char *same_or_dup(tpd_arena *a, const char *prev, const char *s, ui
     return tpd_arena_strndup(a, s, n);
 }
 
-/* read_ids reads an array of integers into the arena. */
+/* read_strs reads n string IDs (the schema holds them to one kind). */
+static tp_err read_strs(tpd_arena *a, tp_mpr *r, tpd_batch *b, uint32_t n)
+{
+    int64_t *keys = str_block(a, n);
+    const char **v = (const char **)(keys + n);
+    if (keys == NULL) return TP_ENOMEM;
+    for (uint32_t i = 0; i < n; i++) {
+        const char *s;
+        uint32_t k;
+        if (tp_mpr_str(r, &s, &k) != TP_OK) return TP_EPROTO;
+        if ((v[i] = tpd_arena_strndup(a, s, k)) == NULL) return TP_ENOMEM;
+        keys[i] = tpd_batch_id_key(s, k);
+    }
+    b->ids = keys;
+    b->strs = v;
+    b->n = n;
+    b->has_ids = true;
+    return TP_OK;
+}
+
+/* read_ids reads an array of integers, or of strings, into the arena. */
 static tp_err read_ids(tpd_arena *a, tp_mpr *r, tpd_batch *b)
 {
     uint32_t n;
     int64_t *ids;
+    tp_mptype t;
     if (tp_mpr_array(r, &n) != TP_OK) return TP_EPROTO;
+    if (n > 0 && tp_mpr_peek(r, &t) == TP_OK && t == TP_MP_STR) return read_strs(a, r, b, n);
     ids = tpd_arena_alloc(a, sizeof *ids * (n ? n : 1));
     if (ids == NULL) return TP_ENOMEM;
     for (uint32_t i = 0; i < n; i++)

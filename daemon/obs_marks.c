@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT
  * obs_marks.c -- files a process's training calls (backward, optimizer
- * step, scheduler step, GradScaler call, clipping, DataLoader batch) in
- * emission order, for the checks that reason about the order of calls:
+ * step, scheduler step, GradScaler call, clipping, zero_grad, DataLoader
+ * batch) in emission order, for the checks that reason about the order of calls:
  * gradient accumulation counts backward calls between optimizer steps and
- * the clipping, unscaling and scheduler steps within each update. */
+ * the clipping, unscaling, scheduler steps and zero_grad calls within each
+ * update. */
 #include <string.h>
 
 #include "daemon/obs.h"
@@ -69,6 +70,11 @@ tp_err tpd_proc_add_mark(tpd_arena *a, tpd_proc *p, const tp_event *e)
         m.op = op_of(a, e, "op", &oom);
         m.has_f = tp_body_f64(e, "norm", &m.f) == TP_OK;
         m.has_max = tp_body_f64(e, "max", &m.max) == TP_OK;
+        break;
+    case TP_K_ZERO_GRAD:
+        m.op = op_of(a, e, "which", &oom);
+        if (tp_body_int(e, "opt", &m.n) != TP_OK) m.n = -1; /* a module's */
+        m.flag = tp_body_bool(e, "set_to_none", &b) == TP_OK && b;
         break;
     case TP_K_BATCH:
         if (tp_body_bool(e, "end", &b) == TP_OK && b) return TP_OK; /* an epoch's end */

@@ -153,6 +153,62 @@ void tpd_render_comparison_json(tpd_str *b, const tpd_cmp_opts *o)
         tpd_str_puts(b, "{\"mode\":\"exact\"}");
 }
 
+/* secs appends ns as seconds, or null when it is not a duration. */
+static void secs(tpd_str *b, int64_t ns)
+{
+    if (ns < 0)
+        tpd_str_puts(b, "null");
+    else
+        tpd_str_printf(b, "%.6f", (double)ns / 1e9);
+}
+
+static int64_t exec_wall_ns(const tpd_exec *e)
+{
+    return e->finished ? e->finished_ns - e->created_ns : -1;
+}
+
+void tpd_render_exec_cost_json(tpd_str *j, const tpd_exec *e)
+{
+    int64_t total = 0;
+    tpd_str_puts(j, ",\"wall_s\":");
+    secs(j, exec_wall_ns(e));
+    tpd_str_puts(j, ",\"processes\":[");
+    for (size_t i = 0; i < e->nprocs; i++) {
+        const tpd_proc *p = &e->procs[i];
+        tpd_str_printf(j, "%s{\"pid\":%lld,\"rank\":", i ? "," : "", (long long)p->pid);
+        if (p->rank >= 0)
+            tpd_str_printf(j, "%lld", (long long)p->rank);
+        else
+            tpd_str_puts(j, "null");
+        tpd_str_printf(j, ",\"events\":%lld}", (long long)p->nevents);
+        total += p->nevents;
+    }
+    tpd_str_printf(j, "],\"events\":%lld", (long long)total);
+}
+
+void tpd_render_wall_json(tpd_str *j, const tpd_run *r)
+{
+    int64_t check, execs = 0;
+    if (r == NULL || r->judged_ns == 0) {
+        tpd_str_puts(j, "null");
+        return;
+    }
+    /* every execution, also one the report leaves out, ran inside the check */
+    for (size_t i = 0; i < r->nexecs; i++)
+        if (r->execs[i].finished) execs += exec_wall_ns(&r->execs[i]);
+    check = r->judged_ns - r->created_ns;
+    tpd_str_puts(j, "{\"check_s\":");
+    secs(j, check);
+    tpd_str_puts(j, ",\"executions_s\":");
+    secs(j, execs);
+    tpd_str_puts(j, ",\"ratio\":");
+    if (check >= 0 && execs > 0)
+        tpd_str_printf(j, "%.4f", (double)check / (double)execs);
+    else
+        tpd_str_puts(j, "null");
+    tpd_str_puts(j, "}");
+}
+
 void tpd_render_execs_json(tpd_str *j, const tpd_exec *const *ex, const tpd_proc *const *px,
                            size_t n)
 {
@@ -167,6 +223,7 @@ void tpd_render_execs_json(tpd_str *j, const tpd_exec *const *ex, const tpd_proc
         if (ex[i]->has_status) tpd_str_printf(j, ",\"exit_status\":%lld", (long long)ex[i]->status);
         if (ex[i]->has_signal) tpd_str_printf(j, ",\"exit_signal\":%lld", (long long)ex[i]->signal);
         if (px[i]) tpd_str_printf(j, ",\"steps\":%lld", (long long)px[i]->steps);
+        tpd_render_exec_cost_json(j, ex[i]);
         tpd_str_puts(j, "}");
         first = false;
     }

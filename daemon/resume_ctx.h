@@ -14,6 +14,9 @@
 #include "daemon/stream.h"
 #include "daemon/text.h"
 
+/* The component path of a divergence in the number of steps trained. */
+#define TPD_STEPS_PATH "steps"
+
 typedef struct tpd_rctx {
     const tpd_run *run;
     const tpd_cmp_opts *o;
@@ -24,8 +27,15 @@ typedef struct tpd_rctx {
     const tpd_ckpt *saved;  /* the save of I's that it matches */
     int64_t c;              /* the step of that save, in A's numbering */
     int64_t r0;             /* R's step at the load */
-    tpd_str head;           /* lines under the outcome */
-    tpd_why why;            /* the explanation */
+    /* the optimizer steps A and R trained from the aligned point (A from c,
+     * R from r0); when they differ, and nothing diverged within the steps
+     * both trained, the number of steps is the first divergence (steps
+     * holds its two values, TPD_STEPS_PATH) */
+    int64_t na, nr;
+    tpd_item steps[2];
+    int64_t steps_from[2]; /* the aligned steps the counts start from */
+    tpd_str head;          /* lines under the outcome */
+    tpd_why why;           /* the explanation */
     /* the training data streams' first divergences, A-B and A-R */
     tpd_stream_div sab, sra;
 } tpd_rctx;

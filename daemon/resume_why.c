@@ -408,12 +408,40 @@ static bool holds_state(const tpd_ckpt *s)
     return false;
 }
 
+/* explain_steps names a difference in the number of optimizer steps A and R
+ * trained from the aligned point, whatever the first divergence: a loop
+ * that runs a different number of steps is a divergence of its own, and
+ * says where to look (the step counter the loop runs by).  True when it is
+ * the first divergence, which then needs no other explanation. */
+static bool explain_steps(ctx *x, const tpd_div *d)
+{
+    int64_t both = x->na < x->nr ? x->na : x->nr, by = x->na - x->nr;
+    if (x->na == x->nr) return false;
+    if (by > 0)
+        tpd_why_add(&x->why, "step_count",
+                    "R trained %lld optimizer step%s from the checkpoint where A trained %lld: R "
+                    "stopped %lld step%s early, so A's step %lld has no counterpart in R (its "
+                    "step count or step numbering differs from A's: a step counter restored off "
+                    "by one, or a loop bound that counts differently after the resume?)",
+                    (long long)x->nr, x->nr == 1 ? "" : "s", (long long)x->na, (long long)by,
+                    by == 1 ? "" : "s", (long long)(x->c + both));
+    else
+        tpd_why_add(&x->why, "step_count",
+                    "R trained %lld optimizer step%s from the checkpoint where A trained %lld: R "
+                    "went on %lld step%s after A's last (its step count or step numbering "
+                    "differs from A's: a step counter not restored, or restored short?)",
+                    (long long)x->nr, x->nr == 1 ? "" : "s", (long long)x->na, (long long)-by,
+                    by == -1 ? "" : "s");
+    return d->a == &x->steps[0];
+}
+
 void tpd_resume_explain(tpd_rctx *x, const tpd_cmp_result *cmp)
 {
     restored rs;
     const tpd_div *d = &cmp->first;
     bool told = false;
     collect_restores(x, &rs);
+    told |= explain_steps(x, d);
     told |= explain_rng(x, &rs, d);
     told |= explain_after_load(x, &rs);
     told |= explain_manifest(x);

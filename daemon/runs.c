@@ -36,6 +36,12 @@ static tp_err run_insert(tpd_store *s, sqlite3_stmt *st, int64_t *id)
 tp_err tpd_store_run_create(tpd_store *s, const char *name, const char *check, const char *params,
                             int64_t *run)
 {
+    return tpd_store_run_create_at(s, name, check, params, tpd_now_ns(), run);
+}
+
+tp_err tpd_store_run_create_at(tpd_store *s, const char *name, const char *check,
+                               const char *params, int64_t created_ns, int64_t *run)
+{
     static const char sql[] =
         "INSERT INTO runs(name, check_kind, params, created_ns) VALUES(?1, ?2, ?3, ?4)";
     sqlite3_stmt *st = NULL;
@@ -48,7 +54,7 @@ tp_err tpd_store_run_create(tpd_store *s, const char *name, const char *check, c
     bind_text(st, 1, name);
     bind_text(st, 2, check);
     bind_text(st, 3, params);
-    sqlite3_bind_int64(st, 4, tpd_now_ns());
+    sqlite3_bind_int64(st, 4, created_ns);
     err = run_insert(s, st, &id);
     sqlite3_finalize(st);
     if (err == TP_OK) *run = id;

@@ -9,7 +9,8 @@ CREATE TABLE runs (
     name TEXT,
     check_kind TEXT NOT NULL,
     params TEXT,
-    created_ns INTEGER NOT NULL            -- CLOCK_REALTIME
+    created_ns INTEGER NOT NULL            -- CLOCK_REALTIME: when the check began
+                                           -- (run.create's started_ago_ns)
 );
 
 -- An execution is one command of a run (baseline-a, interrupted, ...).

@@ -90,6 +90,10 @@ tp_err tpd_store_counter_get(tpd_store *s, const char *name, int64_t *v);
  * Errors: TP_EINVAL (check NULL), TP_EDB. */
 tp_err tpd_store_run_create(tpd_store *s, const char *name, const char *check, const char *params,
                             int64_t *run);
+/* tpd_store_run_create_at is tpd_store_run_create with the run's
+ * created_ns given: the check's start, which may precede the call. */
+tp_err tpd_store_run_create_at(tpd_store *s, const char *name, const char *check,
+                               const char *params, int64_t created_ns, int64_t *run);
 /* tpd_store_run_exists: TP_OK when run exists, TP_ENOENT when not, TP_EDB. */
 tp_err tpd_store_run_exists(tpd_store *s, int64_t run);
 

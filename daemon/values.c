@@ -192,3 +192,25 @@ void tpd_values_fit(const double *a, const double *b, size_t n, double *k, doubl
     for (size_t i = 0; i < n; i++) rr += (a[i] - *k * b[i]) * (a[i] - *k * b[i]);
     *resid = aa > 0 ? sqrt(rr / aa) : (rr > 0 ? 1 : 0);
 }
+
+void tpd_values_errors(const double *a, const double *b, size_t n, double *max_abs, double *max_rel)
+{
+    double ma = 0, mr = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d;
+        if (isnan(a[i]) || isnan(b[i])) {
+            if (isnan(a[i]) && isnan(b[i])) continue;
+            ma = mr = INFINITY;
+            continue;
+        }
+        if (a[i] == b[i]) continue; /* also equal infinities */
+        d = fabs(b[i] - a[i]);      /* infinite when either is */
+        if (d > ma) ma = d;
+        if (!isfinite(d))
+            mr = INFINITY;
+        else if (a[i] != 0 && d / fabs(a[i]) > mr)
+            mr = d / fabs(a[i]);
+    }
+    *max_abs = ma;
+    *max_rel = mr;
+}

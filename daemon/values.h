@@ -42,4 +42,13 @@ bool tpd_values_within(const double *a, const double *b, size_t n, double rtol, 
  * With b all zero, *k is 0 and *resid 1.  Pure. */
 void tpd_values_fit(const double *a, const double *b, size_t n, double *k, double *resid);
 
+/* tpd_values_errors measures b against the reference a, element by element:
+ * *max_abs is the largest |b_i - a_i|, *max_rel the largest
+ * |b_i - a_i| / |a_i| over the elements where a_i is not zero (0 when there
+ * is none: a relative error of a zero is not defined).  An element that is
+ * NaN on one side only, or infinite and unequal, makes both infinite; NaN on
+ * both sides is equal.  Pure. */
+void tpd_values_errors(const double *a, const double *b, size_t n, double *max_abs,
+                       double *max_rel);
+
 #endif

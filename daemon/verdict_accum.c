@@ -1,9 +1,7 @@
 /* SPDX-License-Identifier: MIT
  * verdict_accum.c -- gradient-accumulation parity: preconditions (ERROR),
  * the initial states (ABSTAIN), then update by update the phases of
- * accum_phases.c, and the report. */
-#include <math.h>
-#include <stdarg.h>
+ * accum_phases.c; the report is accum_report.c's. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,9 +9,7 @@
 
 #include "daemon/accum_ctx.h"
 #include "daemon/accum_win.h"
-#include "daemon/render.h"
 #include "daemon/text.h"
-#include "daemon/values.h"
 #include "daemon/verdict_accum.h"
 
 typedef tpd_actx ctx;
@@ -127,7 +123,10 @@ static bool same_seeding(const ctx *x, const char *path)
     }
 }
 
-static init_diff initial_differs(ctx *x, tpd_str *rngs)
+/* initial_differs compares the reference's model, optimizer, scheduler,
+ * scaler and RNG state at the first backward with micro's, exactly, and
+ * records what it compared (x->init_*) for the report. */
+static init_diff initial_differs(ctx *x)
 {
     tpd_cmp_opts exact = {false, 0, 0};
     size_t lo, hi, k = 0;
@@ -140,19 +139,27 @@ static init_diff initial_differs(ctx *x, tpd_str *rngs)
         /* the forward before the first backward updated BatchNorm's running
          * statistics from batches of different sizes: not an initial state */
         if (f->group == TPD_G_MODEL &&
-            (strstr(f->path, ".running_") || strstr(f->path, ".num_batches_tracked")))
+            (strstr(f->path, ".running_") || strstr(f->path, ".num_batches_tracked"))) {
+            x->init_skipped++;
             continue;
+        }
+        x->init_cmp[f->group]++;
         m = tpd_actx_find_at(x->pm, 0, f->path);
         if (m != NULL && tpd_val_eq(&m->v, &f->v, &exact) == TPD_SAME) continue;
         if (f->group == TPD_G_RNG && m != NULL && same_seeding(x, f->path)) {
-            tpd_str_printf(rngs, "%s%s", rngs->len ? ", " : "", f->path);
+            tpd_str_printf(&x->init_rngs, "%s%s", x->init_rngs.len ? ", " : "", f->path);
+            tpd_str_puts(&x->init_rngj, x->init_rngj.len ? "," : "");
+            tpd_str_jsonz(&x->init_rngj, f->path);
             continue;
         }
         if (f->group == TPD_G_RNG) rng = true;
         if (k < 6) tpd_str_printf(&list, "%s%s%s", k ? ", " : "", f->path, m ? "" : " (absent)");
+        tpd_str_puts(&x->init_differ, k ? "," : "");
+        tpd_str_jsonz(&x->init_differ, f->path);
         k++;
     }
-    if (k == 0) return rngs->len ? INIT_RNG : INIT_SAME;
+    x->init_diff = (int64_t)k;
+    if (k == 0) return x->init_rngs.len ? INIT_RNG : INIT_SAME;
     tpd_str_printf(&x->head, "  the initial states differ at the first backward: %s%s\n", list.s,
                    k > 6 ? ", ..." : "");
     if (rng)
@@ -167,128 +174,12 @@ static init_diff initial_differs(ctx *x, tpd_str *rngs)
     return INIT_STATE;
 }
 
-/* ---- the report ---- */
-
-static void win_json(tpd_str *j, const tpd_awin *w)
-{
-    tpd_str_printf(j, "{\"backward\":%d,\"loss_sum\":", w->nbwd);
-    if (w->loss_known && w->nbwd)
-        tpd_str_printf(j, "%.17g", w->loss);
-    else
-        tpd_str_puts(j, "null");
-    tpd_str_puts(j, ",\"lr\":");
-    if (w->has_lr)
-        tpd_str_printf(j, "%.17g", w->lr);
-    else
-        tpd_str_puts(j, "null");
-    tpd_str_printf(j, ",\"scheduler_steps\":%d,\"clips\":%d,\"unscales\":%d,\"samples\":%lld}",
-                   w->nsched, w->nclip, w->nunscale, (long long)(w->nbatches ? w->samples : -1));
-}
-
-static void updates_text(ctx *x, tpd_str *t, int64_t upto)
-{
-    tpd_str_puts(t, "\nupdates          backward   loss (sum)         lr           sched  clip  "
-                    "unscale\n");
-    for (int64_t u = 0; u < upto; u++) {
-        for (int r = 0; r < 2; r++) {
-            const tpd_awins *ws = r ? &x->wm : &x->wf;
-            const tpd_awin *w;
-            char lr[32] = "-", loss[32] = "-";
-            if ((size_t)u >= ws->n) continue;
-            w = &ws->v[u];
-            if (w->has_lr) snprintf(lr, sizeof lr, "%.6g", w->lr);
-            if (w->loss_known && w->nbwd) snprintf(loss, sizeof loss, "%.9g", w->loss);
-            tpd_str_printf(t, "  %-3lld %-10s  %-9d  %-17s  %-11s  %-5d  %-4d  %d\n", (long long)u,
-                           r ? "micro" : "full", w->nbwd, loss, lr, w->nsched, w->nclip,
-                           w->nunscale);
-        }
-    }
-}
-
-static void execs_json(ctx *x, tpd_str *j)
-{
-    const tpd_exec *ex[2] = {x->F, x->M};
-    const tpd_proc *px[2] = {x->pf, x->pm};
-    tpd_render_execs_json(j, ex, px, 2);
-}
-
-static tp_err finish(ctx *x, tpd_outcome oc, tpd_result *out)
-{
-    tpd_str t = {0}, j = {0};
-    int64_t upto = x->found ? x->update + 1 : x->U;
-    memset(out, 0, sizeof *out);
-    out->outcome = oc;
-    tpd_str_printf(&t, "accum: %s\n", tpd_outcome_name(oc));
-    tpd_str_puts(&t, x->head.s ? x->head.s : "");
-    tpd_str_printf(&t, "  micro-batches  N=%lld per update, %lld update%s compared\n",
-                   (long long)x->N, (long long)x->U, x->U == 1 ? "" : "s");
-    tpd_str_puts(&t, "  comparison     ");
-    tpd_render_comparison(&t, &x->o);
-    tpd_str_puts(&t, "\n");
-    if (x->found) {
-        tpd_str_printf(&t, "\nfirst divergence  update %lld  %s\n    %-18s %s\n    %-18s %s\n",
-                       (long long)x->update, x->path, "micro-batches", tpd_str_cstr(&x->vm),
-                       "full batch", tpd_str_cstr(&x->vf));
-        out->has_step = true;
-        out->step = x->update;
-        snprintf(out->path, sizeof out->path, "%s", x->path);
-    }
-    if (x->why.n) {
-        tpd_str_printf(&t, "\n%s\n", oc == TPD_FAIL ? "why (from the evidence)" : "why");
-        tpd_str_puts(&t, x->why.text.s);
-    }
-    if (x->pf && x->pm && oc != TPD_ERROR) updates_text(x, &t, upto);
-
-    tpd_str_printf(&j,
-                   "{\"schema_version\":1,\"trainparity_version\":\"0.1.0\",\"check\":\"accum\","
-                   "\"run\":%lld,\"outcome\":\"%s\",\"comparison\":",
-                   (long long)x->run->id, tpd_outcome_name(oc));
-    tpd_render_comparison_json(&j, &x->o);
-    tpd_str_printf(&j, ",\"micro\":%lld,\"updates\":%lld,\"first_divergence\":", (long long)x->N,
-                   (long long)x->U);
-    if (x->found) {
-        tpd_str_printf(&j, "{\"update\":%lld,\"step\":%lld,\"path\":", (long long)x->update,
-                       (long long)x->update);
-        tpd_str_jsonz(&j, x->path);
-        tpd_str_puts(&j, ",\"micro\":");
-        tpd_str_jsonz(&j, tpd_str_cstr(&x->vm));
-        tpd_str_puts(&j, ",\"full\":");
-        tpd_str_jsonz(&j, tpd_str_cstr(&x->vf));
-        tpd_str_puts(&j, "}");
-    } else {
-        tpd_str_puts(&j, "null");
-    }
-    tpd_str_puts(&j, ",\"explanation\":[");
-    tpd_str_puts(&j, x->why.json.s ? x->why.json.s : "");
-    tpd_str_puts(&j, "],\"evidence\":{\"executions\":");
-    execs_json(x, &j);
-    tpd_str_puts(&j, ",\"updates\":[");
-    for (int64_t u = 0; x->pf && x->pm && u < upto; u++) {
-        tpd_str_printf(&j, "%s{\"update\":%lld,\"full\":", u ? "," : "", (long long)u);
-        if ((size_t)u < x->wf.n)
-            win_json(&j, &x->wf.v[u]);
-        else
-            tpd_str_puts(&j, "null");
-        tpd_str_puts(&j, ",\"micro\":");
-        if ((size_t)u < x->wm.n)
-            win_json(&j, &x->wm.v[u]);
-        else
-            tpd_str_puts(&j, "null");
-        tpd_str_puts(&j, "}");
-    }
-    tpd_str_puts(&j, "]}}\n");
-    out->text = tpd_str_steal(&t);
-    out->json = tpd_str_steal(&j);
-    if (out->text == NULL || out->json == NULL || x->oom) {
-        tpd_result_clear(out);
-        return TP_ENOMEM;
-    }
-    return TP_OK;
-}
-
 static void ctx_free(ctx *x)
 {
     tpd_str_free(&x->head);
+    tpd_str_free(&x->init_rngs);
+    tpd_str_free(&x->init_differ);
+    tpd_str_free(&x->init_rngj);
     tpd_why_free(&x->why);
     tpd_str_free(&x->vm);
     tpd_str_free(&x->vf);
@@ -297,7 +188,6 @@ static void ctx_free(ctx *x)
 
 static tpd_outcome judge(ctx *x)
 {
-    tpd_str rngs = {0};
     char buf[1024];
     const char *problem;
     if ((problem = exec_problem(x->F, x->pf, "reference (full-batch)", buf, sizeof buf)) ||
@@ -317,14 +207,14 @@ static tpd_outcome judge(ctx *x)
                        x->wf.n, x->wf.n == 1 ? "" : "s", (long long)x->U);
         return TPD_ERROR;
     }
-    switch (initial_differs(x, &rngs)) {
+    x->judged_init = true;
+    switch (initial_differs(x)) {
     case INIT_STATE:
-        tpd_str_free(&rngs);
         return TPD_ABSTAIN;
     case INIT_RNG:
         tpd_str_printf(&x->head,
                        "  %s differed at the first backward: judged by the updates (see why)\n",
-                       rngs.s);
+                       x->init_rngs.s);
         break;
     case INIT_SAME:
         break;
@@ -333,13 +223,12 @@ static tpd_outcome judge(ctx *x)
         if (tpd_actx_phase_steps(x, u) || tpd_actx_phase_loss(x, u) || tpd_actx_phase_grad(x, u) ||
             tpd_actx_phase_state(x, u) || tpd_actx_phase_model(x, u) ||
             tpd_actx_phase_sched(x, u)) {
-            if (rngs.len == 0) return TPD_FAIL;
+            if (x->init_rngs.len == 0) return TPD_FAIL;
             if (x->explained) {
                 tpd_actx_why(x, "initial",
                              "%s differed at the first backward (the micro-batch run draws in "
                              "smaller pieces); the cause above does not depend on random draws",
-                             rngs.s);
-                tpd_str_free(&rngs);
+                             x->init_rngs.s);
                 return TPD_FAIL;
             }
             /* what the phase made of the difference assumed equal draws */
@@ -353,24 +242,22 @@ static tpd_outcome judge(ctx *x)
                              "--disable-dropout was given) may differ between them, so the "
                              "difference cannot be put down to accumulation; draw batches from "
                              "a seeded generator of their own",
-                             rngs.s);
+                             x->init_rngs.s);
             else
                 tpd_actx_why(x, "initial",
                              "%s differed at the first backward, and the runs differ: random "
                              "draws (dropout, random batches) may differ between them, so the "
                              "difference cannot be put down to accumulation; --disable-dropout, "
                              "or draw batches from a seeded generator of their own",
-                             rngs.s);
-            tpd_str_free(&rngs);
+                             x->init_rngs.s);
             return TPD_ABSTAIN;
         }
     }
-    if (rngs.len)
+    if (x->init_rngs.len)
         tpd_actx_why(x, "initial",
                      "%s differed at the first backward (the micro-batch run draws in smaller "
                      "pieces), yet every update matched: what the RNG fed was the same",
-                     rngs.s);
-    tpd_str_free(&rngs);
+                     x->init_rngs.s);
     if (x->unsure) return TPD_ABSTAIN;
     return TPD_PASS;
 }
@@ -396,7 +283,8 @@ tp_err tpd_verdict_accum(const tpd_run *r, const tpd_cmp_opts *o, tpd_result *ou
     x.pf = tpd_obs_trainer(x.F);
     x.pm = tpd_obs_trainer(x.M);
     if ((x.a = tpd_arena_create()) == NULL) return TP_ENOMEM;
-    rc = finish(&x, judge(&x), out);
+    x.disable_dropout = param_true(r->params, "disable_dropout");
+    rc = tpd_actx_finish(&x, judge(&x), out);
     ctx_free(&x);
     return rc;
 }

@@ -16,7 +16,10 @@
  * FAIL: for each of the first U updates, in this order, the first phase that
  * differs: optimizer.steps, loss_accounting.denominator, grad.<param>,
  * optimizer.state.*, model.<param> after the update, scheduler.* -- with the
- * likely cause the evidence supports.  PASS otherwise. */
+ * likely cause the evidence supports, or a line saying the evidence names
+ * none.  PASS otherwise.  The report's evidence holds the declared
+ * equivalence (N, U, the two commands, the normalisation assumed) and how
+ * the initial states were compared. */
 #ifndef TP_DAEMON_VERDICT_ACCUM_H
 #define TP_DAEMON_VERDICT_ACCUM_H
 

@@ -2,270 +2,28 @@
  * verdict_coverage.c -- sample coverage: preconditions (ERROR), the ranks
  * and the window, the universe and the padding the declaration implies
  * (ABSTAIN when a needed one is unknown), then one audit per epoch
- * (cov_audit.c) and the report. */
-#include <stdarg.h>
+ * (cov_audit.c); the report is written by cov_report.c, the evidence file
+ * by cov_evidence.c (cov_ctx.h).
+ *
+ * String sample IDs (obs_batch.h) are interned here, exactly: every
+ * distinct string of the run gets a number in the order first observed
+ * (rank-major), and the audit runs on copies of the batches that carry
+ * those numbers; the report names the strings again.  A declared universe
+ * of N (or len(dataset)) is then a count of IDs, not the IDs 0..N-1. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/cov_audit.h"
-#include "daemon/cov_decl.h"
+#include "daemon/cov_ctx.h"
+#include "daemon/obs_batch.h"
 #include "daemon/text.h"
 #include "daemon/verdict_coverage.h"
 
-/* One rank as the audited loader saw it. */
-typedef struct rank_info {
-    const tpd_proc *p;
-    int64_t rank;
-    size_t nbatches; /* batches with IDs, all epochs */
-    int64_t observations;
-    const char *sampler, *id_source;
-    bool workers; /* some batch said which worker made it */
-} rank_info;
-
-typedef struct ctx {
-    const tpd_run *run;
-    const tpd_exec *ex;
-    tpd_arena *a;
-    tpd_cov_decl d;
-    bool decl_ok;
-    rank_info *ranks; /* by rank */
-    int64_t world;
-    uint32_t seen_epochs; /* 1 + the highest epoch any rank reported */
-    int64_t window;       /* epochs audited: 0..window-1 */
-    tpd_cov_universe u;
-    const char *u_from; /* "declared", "universe file ...", "len(dataset)" */
-    int64_t padding;
-    char pad_from[160];
-    tpd_cov_counts total;
-    int64_t audited; /* epochs audited */
-    tpd_str head;    /* lines under the outcome */
-    bool surveyed;   /* universe and padding are known to the report */
-} ctx;
+typedef tpd_cctx ctx;
 
 static bool needs_universe(tpd_cov_policy p)
 {
     return p != TPD_COV_NO_CROSS_RANK_OVERLAP;
-}
-
-/* ---- the report ---- */
-
-static void decl_json(ctx *x, tpd_str *j)
-{
-    if (!x->decl_ok) {
-        tpd_str_puts(j, "null");
-        return;
-    }
-    tpd_str_puts(j, "{\"policy\":");
-    tpd_str_jsonz(j, tpd_cov_policy_name(x->d.policy));
-    tpd_str_printf(j, ",\"loader\":%lld,\"epochs\":", (long long)x->d.loader);
-    if (x->d.epochs > 0)
-        tpd_str_printf(j, "%lld", (long long)x->d.epochs);
-    else
-        tpd_str_puts(j, "null");
-    tpd_str_puts(j, ",\"universe\":");
-    if (x->u.known)
-        tpd_str_printf(j, "{\"count\":%lld,\"from\":", (long long)x->u.n);
-    else
-        tpd_str_puts(j, "{\"count\":null,\"from\":");
-    tpd_str_jsonz(j, x->u_from);
-    tpd_str_puts(j, "},\"padding\":");
-    if (x->d.policy == TPD_COV_EXPECTED_PADDING) {
-        tpd_str_printf(j, "{\"repeats\":%lld,\"from\":", (long long)x->padding);
-        tpd_str_jsonz(j, x->pad_from);
-        tpd_str_puts(j, "}");
-    } else {
-        tpd_str_puts(j, "null");
-    }
-    tpd_str_puts(j, ",\"sample_id\":");
-    tpd_str_jsonz(j, x->d.sample_id);
-    tpd_str_puts(j, "}");
-}
-
-static void ranks_json(ctx *x, tpd_str *j)
-{
-    tpd_str_puts(j, "[");
-    for (int64_t r = 0; x->ranks && r < x->world; r++) {
-        const rank_info *k = &x->ranks[r];
-        tpd_str_printf(j, "%s{\"rank\":%lld,\"pid\":%lld,\"batches\":%zu,\"observations\":%lld",
-                       r ? "," : "", (long long)r, (long long)(k->p ? k->p->pid : -1), k->nbatches,
-                       (long long)k->observations);
-        tpd_str_puts(j, ",\"sampler\":");
-        tpd_str_jsonz(j, k->sampler);
-        tpd_str_puts(j, ",\"id_source\":");
-        tpd_str_jsonz(j, k->id_source);
-        tpd_str_printf(j, ",\"worker_known\":%s}", k->workers ? "true" : "false");
-    }
-    tpd_str_puts(j, "]");
-}
-
-static void finding_text(ctx *x, tpd_str *t, const tpd_cov_finding *f)
-{
-    tpd_str_printf(t, "\nfirst violation  epoch %u", f->epoch);
-    if (strcmp(f->path, "coverage.missing") == 0) {
-        tpd_str_printf(t,
-                       "  %s\n    %lld of %lld IDs never observed in the complete epoch: ", f->path,
-                       (long long)f->nmissing, (long long)x->u.n);
-        for (int i = 0; i < f->nshown; i++)
-            tpd_str_printf(t, "%s%lld", i ? ", " : "", (long long)f->missing[i]);
-        tpd_str_puts(t, f->nmissing > f->nshown ? ", ...\n" : "\n");
-        return;
-    }
-    tpd_str_printf(t, ", rank %lld, position %u, item %u  %s\n    ID %lld (worker ",
-                   (long long)f->rank, f->pos, f->item, f->path, (long long)f->id);
-    if (f->has_worker)
-        tpd_str_printf(t, "%lld)", (long long)f->worker);
-    else
-        tpd_str_puts(t, "unknown)");
-    if (strcmp(f->path, "coverage.unexpected_id") == 0) {
-        tpd_str_printf(t, " is not in the universe (%lld IDs, %s)\n", (long long)x->u.n, x->u_from);
-        return;
-    }
-    if (f->has_prev)
-        tpd_str_printf(t, " was already observed on rank %lld at position %u, item %u\n",
-                       (long long)f->prev_rank, f->prev_pos, f->prev_item);
-    else
-        tpd_str_puts(t, " was already observed\n");
-    if (strcmp(f->path, "coverage.padding_exceeded") != 0) return;
-    if (!f->per_id && f->repeats > f->allowed)
-        tpd_str_printf(t, "    repeat %lld of the epoch; the padding allows %lld (%s)\n",
-                       (long long)f->repeats, (long long)f->allowed, x->pad_from);
-    else if (!f->wrap)
-        tpd_str_puts(t,
-                     "    it is not a wrap-around ID: padding repeats only the first IDs dealt\n");
-    else
-        tpd_str_printf(t,
-                       "    this wrap-around ID was repeated %lld time(s); a padding of %lld "
-                       "allows %lld\n",
-                       (long long)f->repeats, (long long)x->padding, (long long)f->allowed);
-}
-
-static void finding_json(tpd_str *j, const tpd_cov_finding *f)
-{
-    bool miss = strcmp(f->path, "coverage.missing") == 0;
-    tpd_str_puts(j, "{\"path\":");
-    tpd_str_jsonz(j, f->path);
-    tpd_str_printf(j, ",\"epoch\":%u", f->epoch);
-    if (miss) {
-        tpd_str_printf(j,
-                       ",\"rank\":null,\"position\":null,\"missing\":{\"count\":%lld,\"first\":[",
-                       (long long)f->nmissing);
-        for (int i = 0; i < f->nshown; i++)
-            tpd_str_printf(j, "%s%lld", i ? "," : "", (long long)f->missing[i]);
-        tpd_str_puts(j, "]}}");
-        return;
-    }
-    tpd_str_printf(j, ",\"rank\":%lld,\"position\":%u,\"item\":%u,\"id\":%lld,\"worker\":",
-                   (long long)f->rank, f->pos, f->item, (long long)f->id);
-    if (f->has_worker)
-        tpd_str_printf(j, "%lld", (long long)f->worker);
-    else
-        tpd_str_puts(j, "null");
-    tpd_str_puts(j, ",\"first_seen\":");
-    if (f->has_prev)
-        tpd_str_printf(j, "{\"rank\":%lld,\"position\":%u,\"item\":%u}", (long long)f->prev_rank,
-                       f->prev_pos, f->prev_item);
-    else
-        tpd_str_puts(j, "null");
-    if (strcmp(f->path, "coverage.padding_exceeded") == 0)
-        tpd_str_printf(j, ",\"wrap_around\":%s,\"repeats\":%lld,\"allowed\":%lld,\"per_id\":%s",
-                       f->wrap ? "true" : "false", (long long)f->repeats, (long long)f->allowed,
-                       f->per_id ? "true" : "false");
-    tpd_str_puts(j, "}");
-}
-
-static tp_err finish(ctx *x, tpd_outcome oc, const tpd_cov_finding *f, tpd_result *out)
-{
-    tpd_str t = {0}, j = {0};
-    memset(out, 0, sizeof *out);
-    out->outcome = oc;
-    tpd_str_printf(&t, "coverage: %s\n", tpd_outcome_name(oc));
-    tpd_str_puts(&t, x->head.s ? x->head.s : "");
-    if (x->decl_ok)
-        tpd_str_printf(&t, "  policy      %s, loader %lld\n", tpd_cov_policy_name(x->d.policy),
-                       (long long)x->d.loader);
-    if (x->surveyed) {
-        if (x->u.known)
-            tpd_str_printf(&t, "  universe    %lld IDs (%s)\n", (long long)x->u.n, x->u_from);
-        else
-            tpd_str_printf(&t, "  universe    unknown (%s)\n", x->u_from);
-        if (x->d.policy == TPD_COV_EXPECTED_PADDING)
-            tpd_str_printf(&t, "  padding     %lld repeated observation(s) per epoch (%s)\n",
-                           (long long)x->padding, x->pad_from);
-    }
-    if (x->world > 0)
-        tpd_str_printf(&t,
-                       "  window      %lld epoch(s) audited of %u seen, world size %lld, "
-                       "%lld observation(s)\n",
-                       (long long)x->audited, x->seen_epochs, (long long)x->world,
-                       (long long)x->total.observations);
-    for (int64_t r = 0; x->ranks && r < x->world; r++)
-        tpd_str_printf(&t, "  rank %-6lld pid %lld, %zu batches, sampler %s, ids from %s%s\n",
-                       (long long)r, (long long)(x->ranks[r].p ? x->ranks[r].p->pid : -1),
-                       x->ranks[r].nbatches, x->ranks[r].sampler ? x->ranks[r].sampler : "?",
-                       x->ranks[r].id_source ? x->ranks[r].id_source : "?",
-                       x->ranks[r].workers ? ", workers known" : "");
-    if (f != NULL && f->path != NULL) {
-        finding_text(x, &t, f);
-        snprintf(out->path, sizeof out->path, "%s", f->path);
-    }
-
-    tpd_str_printf(&j,
-                   "{\"schema_version\":1,\"trainparity_version\":\"0.1.0\",\"check\":\"coverage\","
-                   "\"run\":%lld,\"outcome\":\"%s\",\"comparison\":{\"mode\":\"exact\"},"
-                   "\"declaration\":",
-                   (long long)x->run->id, tpd_outcome_name(oc));
-    decl_json(x, &j);
-    tpd_str_puts(&j, ",\"first_divergence\":");
-    if (f != NULL && f->path != NULL)
-        finding_json(&j, f);
-    else
-        tpd_str_puts(&j, "null");
-    tpd_str_puts(&j, ",\"reason\":");
-    tpd_str_jsonz(&j, x->head.s);
-    tpd_str_printf(&j,
-                   ",\"window\":{\"epochs_audited\":%lld,\"epochs_seen\":%u,\"world_size\":%lld},"
-                   "\"evidence\":{\"execution\":",
-                   (long long)x->audited, x->seen_epochs, (long long)x->world);
-    if (x->ex != NULL) {
-        tpd_str_printf(&j, "{\"id\":%lld,\"argv\":%s", (long long)x->ex->id,
-                       x->ex->argv_json ? x->ex->argv_json : "null");
-        if (x->ex->has_status)
-            tpd_str_printf(&j, ",\"exit_status\":%lld", (long long)x->ex->status);
-        if (x->ex->has_signal)
-            tpd_str_printf(&j, ",\"exit_signal\":%lld", (long long)x->ex->signal);
-        tpd_str_printf(&j, ",\"processes\":%zu}", x->ex->nprocs);
-    } else {
-        tpd_str_puts(&j, "null");
-    }
-    tpd_str_printf(&j, ",\"observations\":%lld,\"distinct\":%lld,\"repeats\":%lld,\"ranks\":",
-                   (long long)x->total.observations, (long long)x->total.distinct,
-                   (long long)x->total.repeats);
-    ranks_json(x, &j);
-    tpd_str_puts(&j, "}}\n");
-    out->text = tpd_str_steal(&t);
-    out->json = tpd_str_steal(&j);
-    tpd_str_free(&x->head);
-    if (out->text == NULL || out->json == NULL) {
-        tpd_result_clear(out);
-        return TP_ENOMEM;
-    }
-    return TP_OK;
-}
-
-static tp_err say(ctx *x, tpd_outcome oc, tpd_result *out, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-/* say ends the verdict with oc and one line saying why. */
-static tp_err say(ctx *x, tpd_outcome oc, tpd_result *out, const char *fmt, ...)
-{
-    char line[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    tpd_str_printf(&x->head, "  %s\n", line);
-    return finish(x, oc, NULL, out);
 }
 
 /* ---- preconditions ---- */
@@ -312,7 +70,7 @@ static const char *exec_problem(const tpd_exec *e, char *buf, size_t n)
     return NULL;
 }
 
-static bool of_loader(const ctx *x, const tpd_batch *b)
+bool tpd_cctx_of_loader(const ctx *x, const tpd_batch *b)
 {
     return (int64_t)b->loader == x->d.loader;
 }
@@ -325,7 +83,7 @@ static const char *find_ranks(ctx *x, char *buf, size_t n)
     for (size_t i = 0; i < x->ex->nprocs; i++) {
         const tpd_proc *p = &x->ex->procs[i];
         for (size_t k = 0; k < p->nbatches; k++)
-            if (of_loader(x, &p->batches[k])) {
+            if (tpd_cctx_of_loader(x, &p->batches[k])) {
                 int64_t w = p->batches[k].world;
                 if (world != 0 && w != world) {
                     snprintf(buf, n, "the ranks disagree on the world size (%lld and %lld)",
@@ -351,7 +109,7 @@ static const char *find_ranks(ctx *x, char *buf, size_t n)
         int64_t r = -1;
         bool mine = false;
         for (size_t k = 0; k < p->nbatches && !mine; k++)
-            if (of_loader(x, &p->batches[k])) mine = true, r = p->batches[k].rank;
+            if (tpd_cctx_of_loader(x, &p->batches[k])) mine = true, r = p->batches[k].rank;
         if (!mine) continue;
         if (r < 0) r = p->rank;
         if (r < 0 && nprocs == 1 && (int64_t)i == solo) r = 0;
@@ -366,6 +124,8 @@ static const char *find_ranks(ctx *x, char *buf, size_t n)
             return buf;
         }
         x->ranks[r].p = p;
+        x->ranks[r].batches = p->batches;
+        x->ranks[r].nb = p->nbatches;
         x->ranks[r].rank = r;
     }
     for (int64_t r = 0; r < world; r++)
@@ -377,16 +137,85 @@ static const char *find_ranks(ctx *x, char *buf, size_t n)
     return NULL;
 }
 
+/* ---- string IDs ---- */
+
+/* id_kinds finds a batch with string IDs and one with integer IDs (rank of
+ * each, -1 when none). */
+static void id_kinds(ctx *x, int64_t *str_rank, int64_t *int_rank)
+{
+    *str_rank = *int_rank = -1;
+    for (int64_t r = 0; r < x->world; r++)
+        for (size_t i = 0; i < x->ranks[r].nb; i++) {
+            const tpd_batch *b = &x->ranks[r].batches[i];
+            if (!tpd_cctx_of_loader(x, b) || b->end || !b->has_ids || b->n == 0) continue;
+            if (tpd_batch_strs(b) != NULL) {
+                if (*str_rank < 0) *str_rank = r;
+            } else if (*int_rank < 0) {
+                *int_rank = r;
+            }
+        }
+}
+
+/* intern_one returns the number of string s (key k), giving it the next one
+ * when new; slot holds number + 1 (0: empty), cap a power of two. */
+static int64_t intern_one(ctx *x, int64_t *slot, size_t cap, int64_t k, const char *s)
+{
+    size_t i = (size_t)(((uint64_t)k * UINT64_C(0x9E3779B97F4A7C15)) >> 17) & (cap - 1);
+    while (slot[i] != 0 && strcmp(x->strs[slot[i] - 1], s) != 0) i = (i + 1) & (cap - 1);
+    if (slot[i] == 0) {
+        x->strs[x->nstrs] = s;
+        slot[i] = ++x->nstrs;
+    }
+    return slot[i] - 1;
+}
+
+/* intern copies every rank's batches of the loader with their string IDs
+ * replaced by numbers (equal strings, equal numbers: the keys only lead to
+ * the slot, the strings decide).  Errors: TP_ENOMEM. */
+static tp_err intern(ctx *x)
+{
+    size_t total = 0, cap = 64;
+    int64_t *slot;
+    for (int64_t r = 0; r < x->world; r++)
+        for (size_t i = 0; i < x->ranks[r].nb; i++)
+            if (tpd_batch_strs(&x->ranks[r].batches[i])) total += x->ranks[r].batches[i].n;
+    while (cap < total * 2) cap *= 2;
+    x->strs = tpd_arena_alloc(x->a, sizeof *x->strs * (total ? total : 1));
+    if (x->strs == NULL || (slot = calloc(cap, sizeof *slot)) == NULL) return TP_ENOMEM;
+    for (int64_t r = 0; r < x->world; r++) {
+        tpd_cov_rank *k = &x->ranks[r];
+        tpd_batch *v = tpd_arena_alloc(x->a, sizeof *v * (k->nb ? k->nb : 1));
+        if (v == NULL) goto nomem;
+        for (size_t i = 0; i < k->nb; i++) {
+            const char *const *s = tpd_batch_strs(&k->batches[i]);
+            int64_t *ids;
+            v[i] = k->batches[i];
+            if (s == NULL || !tpd_cctx_of_loader(x, &v[i])) continue;
+            if ((ids = tpd_arena_alloc(x->a, sizeof *ids * (v[i].n ? v[i].n : 1))) == NULL)
+                goto nomem;
+            for (uint32_t j = 0; j < v[i].n; j++)
+                ids[j] = intern_one(x, slot, cap, k->batches[i].ids[j], s[j]);
+            v[i].ids = ids;
+        }
+        k->batches = v;
+    }
+    free(slot);
+    return TP_OK;
+nomem:
+    free(slot);
+    return TP_ENOMEM;
+}
+
 /* survey fills the per-rank summaries and the epochs seen; returns the
  * first rank whose batches carry no IDs, or -1. */
 static int64_t survey(ctx *x)
 {
     int64_t noids = -1;
     for (int64_t r = 0; r < x->world; r++) {
-        rank_info *k = &x->ranks[r];
-        for (size_t i = 0; i < k->p->nbatches; i++) {
-            const tpd_batch *b = &k->p->batches[i];
-            if (!of_loader(x, b)) continue;
+        tpd_cov_rank *k = &x->ranks[r];
+        for (size_t i = 0; i < k->nb; i++) {
+            const tpd_batch *b = &k->batches[i];
+            if (!tpd_cctx_of_loader(x, b)) continue;
             if (b->epoch + 1 > x->seen_epochs) x->seen_epochs = b->epoch + 1;
             if (b->sampler) k->sampler = b->sampler;
             if (b->end) continue;
@@ -407,9 +236,9 @@ static int64_t survey(ctx *x)
 static const tpd_batch *first_batch(ctx *x, bool (*has)(const tpd_batch *))
 {
     for (int64_t r = 0; r < x->world; r++)
-        for (size_t i = 0; i < x->ranks[r].p->nbatches; i++) {
-            const tpd_batch *b = &x->ranks[r].p->batches[i];
-            if (of_loader(x, b) && has(b)) return b;
+        for (size_t i = 0; i < x->ranks[r].nb; i++) {
+            const tpd_batch *b = &x->ranks[r].batches[i];
+            if (tpd_cctx_of_loader(x, b) && has(b)) return b;
         }
     return NULL;
 }
@@ -470,9 +299,9 @@ static tp_err gather(ctx *x, uint32_t ep, const tpd_batch **v, size_t *first, tp
     for (int64_t r = 0; r < x->world; r++) {
         bool ended = false;
         first[r] = n;
-        for (size_t i = 0; i < x->ranks[r].p->nbatches; i++) {
-            const tpd_batch *b = &x->ranks[r].p->batches[i];
-            if (!of_loader(x, b) || b->epoch != ep) continue;
+        for (size_t i = 0; i < x->ranks[r].nb; i++) {
+            const tpd_batch *b = &x->ranks[r].batches[i];
+            if (!tpd_cctx_of_loader(x, b) || b->epoch != ep) continue;
             if (b->end)
                 ended = true;
             else if (b->has_ids)
@@ -493,58 +322,72 @@ static int64_t first_incomplete_rank(ctx *x, uint32_t ep)
 {
     for (int64_t r = 0; r < x->world; r++) {
         bool ended = false;
-        for (size_t i = 0; i < x->ranks[r].p->nbatches && !ended; i++) {
-            const tpd_batch *b = &x->ranks[r].p->batches[i];
-            ended = of_loader(x, b) && b->epoch == ep && b->end;
+        for (size_t i = 0; i < x->ranks[r].nb && !ended; i++) {
+            const tpd_batch *b = &x->ranks[r].batches[i];
+            ended = tpd_cctx_of_loader(x, b) && b->epoch == ep && b->end;
         }
         if (!ended) return r;
     }
     return -1;
 }
 
+/* add sums an epoch's counts into the window's. */
+static void add(tpd_cov_counts *t, const tpd_cov_counts *c)
+{
+    t->observations += c->observations;
+    t->distinct += c->distinct;
+    t->repeats += c->repeats;
+    t->same_rank += c->same_rank;
+    t->cross_rank += c->cross_rank;
+    t->unexpected += c->unexpected;
+    t->missing += c->missing;
+    t->violations += c->violations;
+}
+
+/* audit audits every epoch of the window (all of them, so the counts are
+ * whole); the first violation, in epoch order, is the outcome. */
 static tp_err audit(ctx *x, tpd_result *out)
 {
-    tpd_cov_auditor *au = NULL;
+    tpd_cov_opts o = {x->d.padding_exact, (int)x->d.examples, x->strs != NULL};
     const tpd_batch **v;
     size_t *first, nb = 0;
     int64_t incomplete = -1;
-    tpd_cov_finding f;
+    tpd_cov_finding f, found;
     tp_err rc;
-    for (int64_t r = 0; r < x->world; r++) nb += x->ranks[r].p->nbatches;
+    for (int64_t r = 0; r < x->world; r++) nb += x->ranks[r].nb;
     v = tpd_arena_alloc(x->a, sizeof *v * (nb ? nb : 1));
     first = tpd_arena_alloc(x->a, sizeof *first * (size_t)(x->world + 1));
-    if (v == NULL || first == NULL) return TP_ENOMEM;
-    rc = tpd_cov_auditor_create(&au, x->d.policy, &x->u,
-                                x->d.policy == TPD_COV_EXPECTED_PADDING ? x->padding : 0);
+    x->pad_seen = tpd_arena_alloc(x->a, sizeof *x->pad_seen * (size_t)(x->window ? x->window : 1));
+    if (v == NULL || first == NULL || x->pad_seen == NULL) return TP_ENOMEM;
+    rc = tpd_cov_auditor_open(&x->au, x->d.policy, &x->u,
+                              x->d.policy == TPD_COV_EXPECTED_PADDING ? x->padding : 0, &o);
     if (rc == TP_EINVAL)
-        return say(x, TPD_ABSTAIN, out, "a universe of %lld IDs is too large to audit",
-                   (long long)x->u.n);
+        return tpd_cctx_say(x, TPD_ABSTAIN, out, "a universe of %lld IDs is too large to audit",
+                            (long long)x->u.n);
     if (rc != TP_OK) return rc;
+    memset(&found, 0, sizeof found);
     for (int64_t ep = 0; ep < x->window; ep++) {
         tpd_cov_epoch e;
         tpd_cov_counts c;
         gather(x, (uint32_t)ep, v, first, &e);
-        if ((rc = tpd_cov_audit(au, &e, &f, &c)) != TP_OK) goto done;
-        x->audited++;
-        x->total.observations += c.observations;
-        x->total.distinct += c.distinct;
-        x->total.repeats += c.repeats;
-        if (f.path != NULL) {
-            tpd_str_printf(&x->head, "  %s does not hold\n", tpd_cov_policy_name(x->d.policy));
-            rc = finish(x, TPD_FAIL, &f, out);
-            goto done;
-        }
+        if ((rc = tpd_cov_audit(x->au, &e, &f, &c)) != TP_OK) return rc;
+        x->pad_seen[x->audited++] = c.repeats;
+        add(&x->total, &c);
+        if (f.path != NULL && found.path == NULL) found = f;
         if (!e.complete && incomplete < 0) incomplete = ep;
+    }
+    if (found.path != NULL) {
+        tpd_str_printf(&x->head, "  %s does not hold\n", tpd_cov_policy_name(x->d.policy));
+        return tpd_cctx_finish(x, TPD_FAIL, &found, out);
     }
     if (incomplete >= 0) {
         int64_t r = first_incomplete_rank(x, (uint32_t)incomplete);
-        rc = say(x, TPD_ABSTAIN, out,
-                 "epoch %lld was not seen complete: rank %lld's DataLoader iterator %s, so the "
-                 "window cannot be judged",
-                 (long long)incomplete, (long long)r,
-                 (uint32_t)incomplete < x->seen_epochs ? "did not run to its end"
-                                                       : "never started it");
-        goto done;
+        return tpd_cctx_say(
+            x, TPD_ABSTAIN, out,
+            "epoch %lld was not seen complete: rank %lld's DataLoader iterator %s, so the "
+            "window cannot be judged",
+            (long long)incomplete, (long long)r,
+            (uint32_t)incomplete < x->seen_epochs ? "did not run to its end" : "never started it");
     }
     if (x->window == 1)
         tpd_str_printf(&x->head,
@@ -556,69 +399,108 @@ static tp_err audit(ctx *x, tpd_result *out)
                        "%lld\n",
                        tpd_cov_policy_name(x->d.policy), (long long)(x->window - 1),
                        (long long)x->world);
-    rc = finish(x, TPD_PASS, NULL, out);
-done:
-    tpd_cov_auditor_destroy(au);
-    return rc;
+    return tpd_cctx_finish(x, TPD_PASS, NULL, out);
+}
+
+/* string_universe settles what a universe means for string IDs: a count.
+ * Returns a reason to abstain, or NULL. */
+static const char *string_universe(ctx *x)
+{
+    char *s;
+    if (x->strs == NULL || !x->u.known) return NULL;
+    if (x->u.ranges != NULL)
+        return "the universe file lists integer IDs, but the sample IDs are strings: give their "
+               "number with --universe N";
+    if ((s = tpd_arena_alloc(x->a, strlen(x->u_from) + 40)) != NULL) {
+        sprintf(s, "%s, a count of string IDs", x->u_from);
+        x->u_from = s;
+    }
+    return NULL;
+}
+
+bool tpd_cctx_prepare(ctx *x, const tpd_run *r, tpd_result *out, tp_err *rc)
+{
+    char why[512], buf[1024];
+    const char *problem;
+    int64_t noids, str_rank, int_rank;
+    x->run = r;
+    x->u_from = "not declared";
+    if (tpd_cov_decl_parse(x->a, r->params, &x->d, why, sizeof why) != TP_OK) {
+        *rc = tpd_cctx_say(x, TPD_ERROR, out, "the run's declaration cannot be read: %s", why);
+        return false;
+    }
+    x->decl_ok = true;
+    x->ex = tpd_obs_exec(r, "coverage");
+    if (x->ex == NULL && r->nexecs == 1) x->ex = &r->execs[0];
+    if (x->ex == NULL) {
+        *rc = tpd_cctx_say(x, TPD_ERROR, out, "the run has no execution to audit");
+        return false;
+    }
+    if ((problem = exec_problem(x->ex, buf, sizeof buf)) != NULL) {
+        *rc = tpd_cctx_say(x, TPD_ERROR, out, "%s: the observations are incomplete", problem);
+        return false;
+    }
+    if ((problem = find_ranks(x, buf, sizeof buf)) != NULL) {
+        *rc = tpd_cctx_say(x, TPD_ERROR, out, "%s", problem);
+        return false;
+    }
+    if (x->ranks == NULL) {
+        *rc = TP_ENOMEM;
+        return false;
+    }
+    id_kinds(x, &str_rank, &int_rank);
+    if (str_rank >= 0 && int_rank >= 0) {
+        *rc = tpd_cctx_say(
+            x, TPD_ERROR, out,
+            "the sample IDs are strings on rank %lld and integers on rank %lld: one run "
+            "audits one kind",
+            (long long)str_rank, (long long)int_rank);
+        return false;
+    }
+    if (str_rank >= 0 && (*rc = intern(x)) != TP_OK) return false;
+    noids = survey(x);
+    universe(x);
+    x->surveyed = true;
+    x->window = x->d.epochs > 0 ? x->d.epochs : x->seen_epochs;
+    if ((problem = string_universe(x)) != NULL) {
+        *rc = tpd_cctx_say(x, TPD_ABSTAIN, out, "%s", problem);
+        return false;
+    }
+    if (needs_universe(x->d.policy) && !x->u.known) {
+        *rc = tpd_cctx_say(x, TPD_ABSTAIN, out,
+                           "%s needs the universe of sample IDs: declare it (--universe N or "
+                           "--universe-file F); the dataset has no len()",
+                           tpd_cov_policy_name(x->d.policy));
+        return false;
+    }
+    if (noids >= 0) {
+        *rc =
+            tpd_cctx_say(x, TPD_ABSTAIN, out,
+                         "rank %lld's batches carry no stable sample IDs (the sampler gave none): "
+                         "say where they are with --sample-id EXPR",
+                         (long long)noids);
+        return false;
+    }
+    return true;
+}
+
+void tpd_cctx_free(ctx *x)
+{
+    tpd_cov_auditor_destroy(x->au);
+    tpd_arena_destroy(x->a);
+    tpd_str_free(&x->head);
+    tpd_why_free(&x->why);
 }
 
 tp_err tpd_verdict_coverage(const tpd_run *r, const tpd_cmp_opts *o, tpd_result *out)
 {
-    char why[512], buf[1024];
-    const char *problem;
-    int64_t noids;
     ctx x;
-    tp_err rc;
+    tp_err rc = TP_OK;
     (void)o;
     memset(&x, 0, sizeof x);
     memset(out, 0, sizeof *out);
-    x.run = r;
-    x.u_from = "not declared";
     if ((x.a = tpd_arena_create()) == NULL) return TP_ENOMEM;
-    if (tpd_cov_decl_parse(x.a, r->params, &x.d, why, sizeof why) != TP_OK) {
-        rc = say(&x, TPD_ERROR, out, "the run's declaration cannot be read: %s", why);
-        goto done;
-    }
-    x.decl_ok = true;
-    x.ex = tpd_obs_exec(r, "coverage");
-    if (x.ex == NULL && r->nexecs == 1) x.ex = &r->execs[0];
-    if (x.ex == NULL) {
-        rc = say(&x, TPD_ERROR, out, "the run has no execution to audit");
-        goto done;
-    }
-    if ((problem = exec_problem(x.ex, buf, sizeof buf)) != NULL) {
-        rc = say(&x, TPD_ERROR, out, "%s: the observations are incomplete", problem);
-        goto done;
-    }
-    if ((problem = find_ranks(&x, buf, sizeof buf)) != NULL) {
-        rc = say(&x, TPD_ERROR, out, "%s", problem);
-        goto done;
-    }
-    if (x.ranks == NULL) {
-        rc = TP_ENOMEM;
-        goto done;
-    }
-    noids = survey(&x);
-    universe(&x);
-    x.surveyed = true;
-    x.window = x.d.epochs > 0 ? x.d.epochs : x.seen_epochs;
-    if (needs_universe(x.d.policy) && !x.u.known) {
-        rc = say(&x, TPD_ABSTAIN, out,
-                 "%s needs the universe of sample IDs: declare it (--universe N or "
-                 "--universe-file F); the dataset has no len()",
-                 tpd_cov_policy_name(x.d.policy));
-        goto done;
-    }
-    if (noids >= 0) {
-        rc = say(&x, TPD_ABSTAIN, out,
-                 "rank %lld's batches carry no stable sample IDs (the sampler gave none): "
-                 "say where they are with --sample-id EXPR",
-                 (long long)noids);
-        goto done;
-    }
-    rc = audit(&x, out);
-done:
-    tpd_arena_destroy(x.a);
-    tpd_str_free(&x.head);
+    if (tpd_cctx_prepare(&x, r, out, &rc)) rc = audit(&x, out);
+    tpd_cctx_free(&x);
     return rc;
 }

@@ -28,4 +28,13 @@
  * cleared). */
 tp_err tpd_verdict_coverage(const tpd_run *r, const tpd_cmp_opts *o, tpd_result *out);
 
+/* tpd_coverage_evidence writes every observation of r's audited window into
+ * *out (malloc'ed), JSON lines: one line per ID, {"id": ID, "occurrences":
+ * [{"epoch", "rank", "position", "item", "worker"}, ...]} in (epoch, rank,
+ * position, item) order; integer IDs ascending, with every ID of a listed
+ * universe (none observed: an empty list), string IDs in the order first
+ * observed.  Errors (why gets a reason): TP_EINVAL when the run cannot be
+ * audited (its verdict is ERROR or ABSTAIN before the audit), TP_ENOMEM. */
+tp_err tpd_coverage_evidence(const tpd_run *r, char **out, char *why, size_t whylen);
+
 #endif

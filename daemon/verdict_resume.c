@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "daemon/divergence.h"
 #include "daemon/render.h"
 #include "daemon/resume_ctx.h"
 #include "daemon/verdict_resume.h"
@@ -37,11 +38,15 @@ const char *tpd_resume_base(const char *path)
 
 /* ---- the report ---- */
 
+/* execs_json writes the executions and, after them, the check's wall time
+ * (the "executions" and "wall_time" members of the evidence). */
 static void execs_json(ctx *x, tpd_str *j)
 {
     const tpd_exec *ex[4] = {x->A, x->B, x->I, x->R};
     const tpd_proc *px[4] = {x->pa, x->pb, x->pi, x->pr};
     tpd_render_execs_json(j, ex, px, 4);
+    tpd_str_puts(j, ",\"wall_time\":");
+    tpd_render_wall_json(j, x->run);
 }
 
 static void window_json(ctx *x, tpd_str *j)
@@ -69,13 +74,69 @@ static void window_json(ctx *x, tpd_str *j)
     tpd_str_puts(j, "]");
 }
 
+/* steps_text describes one side of a divergence in the number of steps:
+ * k is 0 for A, 1 for the other run. */
+static void steps_text(ctx *x, tpd_str *t, int k)
+{
+    int64_t n = x->steps[k].v.i, s0 = x->steps_from[k];
+    tpd_str_printf(t, "%lld optimizer step%s from the aligned point", (long long)n,
+                   n == 1 ? "" : "s");
+    if (n == 1)
+        tpd_str_printf(t, " (its step %lld)", (long long)s0);
+    else if (n > 1)
+        tpd_str_printf(t, " (its steps %lld to %lld)", (long long)s0, (long long)(s0 + n - 1));
+}
+
+/* first_lines writes the first divergence d into the text report: its step,
+ * component and both values, the errors of captured values, and the other
+ * components that differ at that step (all). */
+static void first_lines(ctx *x, tpd_str *t, const tpd_div *d, const char *vs,
+                        const tpd_divergences *all)
+{
+    const char *la = role_name(x->A->role), *lb = role_name(vs);
+    bool counted = d->a == &x->steps[0];
+    tpd_str_printf(t, "\nfirst divergence%s  step %lld",
+                   vs[0] == 'B' ? " between the baselines" : "", (long long)d->step_a);
+    if (vs[0] == 'R') tpd_str_printf(t, " (R's step %lld)", (long long)d->step_b);
+    tpd_str_printf(t, "  %s\n    %-18s ", d->path, la);
+    if (counted)
+        steps_text(x, t, 0);
+    else
+        tpd_render_val(t, d->a ? &d->a->v : NULL);
+    tpd_str_printf(t, "\n    %-18s ", lb);
+    if (counted)
+        steps_text(x, t, 1);
+    else
+        tpd_render_val(t, d->b ? &d->b->v : NULL);
+    tpd_str_puts(t, "\n");
+    if (all->n && all->v[0].has_errors) {
+        tpd_str_puts(t, "    captured values    ");
+        tpd_divergence_errors_text(t, &all->v[0]);
+        tpd_str_puts(t, "\n");
+    }
+    tpd_divergences_others_text(t, all, 6);
+}
+
+/* divergences lists every component that differs at d's step (divergence.h);
+ * a divergence in the number of steps alone, since past the last step of
+ * the shorter run the two sides are not comparable. */
+static tp_err divergences(ctx *x, const tpd_div *d, const char *vs, tpd_divergences *all)
+{
+    const tpd_proc *po = vs[0] == 'B' ? x->pb : x->pr;
+    bool counted = d->a == &x->steps[0];
+    return tpd_divergences_at(all, x->run, d, counted ? NULL : &x->pa->timeline, d->step_a,
+                              counted ? NULL : &po->timeline, d->step_b, x->o);
+}
+
 static tp_err finish(ctx *x, tpd_outcome oc, const tpd_cmp_result *cmp, const char *vs,
                      tpd_result *out)
 {
     tpd_str t = {0}, j = {0};
+    tpd_divergences all = {0};
     const tpd_div *d = cmp && cmp->first.found          ? &cmp->first
                        : cmp && cmp->first_unsure.found ? &cmp->first_unsure
                                                         : NULL;
+    tp_err rc = d ? divergences(x, d, vs, &all) : TP_OK;
     memset(out, 0, sizeof *out);
     out->outcome = oc;
     tpd_str_printf(&t, "resume: %s\n", tpd_outcome_name(oc));
@@ -84,15 +145,7 @@ static tp_err finish(ctx *x, tpd_outcome oc, const tpd_cmp_result *cmp, const ch
     tpd_render_comparison(&t, x->o);
     tpd_str_puts(&t, "\n");
     if (d != NULL) {
-        const char *la = role_name(x->A->role), *lb = role_name(vs);
-        tpd_str_printf(&t, "\nfirst divergence%s  step %lld",
-                       vs[0] == 'B' ? " between the baselines" : "", (long long)d->step_a);
-        if (vs[0] == 'R') tpd_str_printf(&t, " (R's step %lld)", (long long)d->step_b);
-        tpd_str_printf(&t, "  %s\n    %-18s ", d->path, la);
-        tpd_render_val(&t, d->a ? &d->a->v : NULL);
-        tpd_str_printf(&t, "\n    %-18s ", lb);
-        tpd_render_val(&t, d->b ? &d->b->v : NULL);
-        tpd_str_puts(&t, "\n");
+        first_lines(x, &t, d, vs, &all);
         out->has_step = true;
         out->step = d->step_a;
         snprintf(out->path, sizeof out->path, "%s", d->path);
@@ -122,6 +175,8 @@ static tp_err finish(ctx *x, tpd_outcome oc, const tpd_cmp_result *cmp, const ch
     } else {
         tpd_str_puts(&j, "null");
     }
+    tpd_str_puts(&j, ",\"divergences\":");
+    tpd_divergences_json(&j, &all, "A", vs);
     tpd_str_puts(&j, ",\"explanation\":[");
     tpd_str_puts(&j, x->why.json.s ? x->why.json.s : "");
     tpd_str_puts(&j, "],\"evidence\":{\"executions\":");
@@ -147,7 +202,8 @@ static tp_err finish(ctx *x, tpd_outcome oc, const tpd_cmp_result *cmp, const ch
     tpd_why_free(&x->why);
     tpd_stream_div_free(&x->sab);
     tpd_stream_div_free(&x->sra);
-    if (out->text == NULL || out->json == NULL) {
+    tpd_divergences_free(&all);
+    if (rc != TP_OK || out->text == NULL || out->json == NULL) {
         tpd_result_clear(out);
         return TP_ENOMEM;
     }
@@ -288,6 +344,41 @@ static void with_data(tpd_cmp_result *cmp, const tpd_stream_div *sd)
         cmp->first_rng.found && cmp->first_rng.step_a < sd->d.step_a ? cmp->first_rng : sd->d;
 }
 
+/* with_steps makes the number of optimizer steps the first divergence when
+ * the two runs trained a different number from their aligned steps a0 and
+ * b0 (na and nb), unless something other than an RNG diverged within the
+ * steps both trained.  Past the last step of the shorter run, the lockstep
+ * comparison pits a training step of one against the state after the last
+ * step of the other, so what differs there says only that one run stopped;
+ * and an RNG that differed while nothing else did mattered to no step both
+ * trained (the RNG rule). */
+static void with_steps(ctx *x, tpd_cmp_result *cmp, int64_t a0, int64_t na, int64_t b0, int64_t nb)
+{
+    int64_t both = na < nb ? na : nb;
+    tpd_div d;
+    if (na == nb || (cmp->first_other.found && cmp->first_other.step_a - a0 < both)) return;
+    for (int k = 0; k < 2; k++) {
+        tpd_item *it = &x->steps[k];
+        memset(it, 0, sizeof *it);
+        it->step = (k ? b0 : a0) + both;
+        it->group = TPD_G_OTHER;
+        it->path = TPD_STEPS_PATH;
+        it->v.kind = 'v';
+        it->v.vtype = TP_V_INT;
+        it->v.i = k ? nb : na;
+        x->steps_from[k] = k ? b0 : a0;
+    }
+    memset(&d, 0, sizeof d);
+    d.found = true;
+    d.step_a = a0 + both;
+    d.step_b = b0 + both;
+    d.group = TPD_G_OTHER;
+    d.path = TPD_STEPS_PATH;
+    d.a = &x->steps[0];
+    d.b = &x->steps[1];
+    cmp->first = cmp->first_other = d;
+}
+
 static tp_err nomem(ctx *x, tpd_result *out)
 {
     tpd_str_free(&x->head);
@@ -382,6 +473,7 @@ tp_err tpd_verdict_resume(const tpd_run *r, const tpd_cmp_opts *o, tpd_result *o
     tpd_compare(&x.pa->timeline, 0, &x.pb->timeline, 0, o, &ab);
     if (tpd_stream_compare(x.pa, 0, x.pb, 0, &x.sab) != TP_OK) return nomem(&x, out);
     with_data(&ab, &x.sab);
+    with_steps(&x, &ab, 0, x.pa->steps, 0, x.pb->steps);
     if (ab.first.found || ab.first_unsure.found) {
         if (ab.first.found)
             tpd_why_add(
@@ -399,6 +491,9 @@ tp_err tpd_verdict_resume(const tpd_run *r, const tpd_cmp_opts *o, tpd_result *o
     tpd_compare(&x.pa->timeline, x.c, &x.pr->timeline, x.r0, o, &ra);
     if (tpd_stream_compare(x.pa, x.c, x.pr, x.r0, &x.sra) != TP_OK) return nomem(&x, out);
     with_data(&ra, &x.sra);
+    x.na = x.pa->steps - x.c;
+    x.nr = x.pr->steps - x.r0;
+    with_steps(&x, &ra, x.c, x.na, x.r0, x.nr);
     if (ra.first.found) {
         tpd_resume_explain(&x, &ra);
         return finish(&x, TPD_FAIL, &ra, "R", out);

@@ -5,7 +5,10 @@
  * A request is a MessagePack map {"cmd": str, ...arguments}; a reply is a map
  * {"ok": bool, ["error": str,] ...results}.  Commands:
  *   ping                                   -> version, db, pid, attached
- *   run.create  name check params          -> run
+ *   run.create  name check params [started_ago_ns]
+ *                                          -> run (started_ago_ns: how long ago the
+ *                                             check began, a duration so that the
+ *                                             daemon's clock places it)
  *   exec.create run role argv              -> exec, key (the execution's secret)
  *   exec.finish exec status signal wait_ms -> pending, complete, processes, events,
  *                                             gaps, dropped, unstored (events received
@@ -16,6 +19,8 @@
  *                                             user; local control sockets only)
  *   query       what ("runs"|"run"|"steps") id -> text
  *   verdict     run                        -> outcome, text, json
+ *   coverage.evidence run                  -> evidence (every ID's occurrences,
+ *                                             JSON lines)
  *   shutdown                               -> (nothing); stops now
  *   attach      pid [owner]                -> attached (holders now)
  *   detach      pid                        -> attached (left), exiting

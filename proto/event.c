@@ -12,7 +12,7 @@ static const char *const kind_names[TP_K__COUNT] = {
     [TP_K_BACKWARD] = "backward", [TP_K_STEP] = "step",   [TP_K_SCHED] = "sched",
     [TP_K_SAVE] = "save",         [TP_K_LOAD] = "load",   [TP_K_RESTORE] = "restore",
     [TP_K_BATCH] = "batch",       [TP_K_AMP] = "amp",     [TP_K_CLIP] = "clip",
-    [TP_K_BLOB] = "blob",         [TP_K_ERROR] = "error",
+    [TP_K_BLOB] = "blob",         [TP_K_ERROR] = "error", [TP_K_ZERO_GRAD] = "zero_grad",
 };
 
 const char *tp_kind_name(tp_kind k)

@@ -29,20 +29,21 @@
 
 typedef enum tp_kind {
     TP_K_NONE = 0,
-    TP_K_HELLO,    /* boot: versions, argv, cwd, role, rank/world */
-    TP_K_BYE,      /* exit: reason, events sent, dropped */
-    TP_K_SNAPSHOT, /* training state: model, optimizer, scheduler, scaler, rng */
-    TP_K_BACKWARD, /* each backward(): loss value, count since last step */
-    TP_K_STEP,     /* optimizer.step() pre and post */
-    TP_K_SCHED,    /* each scheduler step: flattened state */
-    TP_K_SAVE,     /* torch.save / safetensors save */
-    TP_K_LOAD,     /* torch.load / safetensors load */
-    TP_K_RESTORE,  /* load_state_dict, RNG setters and seeding */
-    TP_K_BATCH,    /* each DataLoader batch: sample ids */
-    TP_K_AMP,      /* GradScaler scale/unscale_/step/update */
-    TP_K_CLIP,     /* clip_grad_norm_ / clip_grad_value_ */
-    TP_K_BLOB,     /* tensor bytes for the blob store (capture=values) */
-    TP_K_ERROR,    /* an agent hook caught an error */
+    TP_K_HELLO,     /* boot: versions, argv, cwd, role, rank/world */
+    TP_K_BYE,       /* exit: reason, events sent, dropped */
+    TP_K_SNAPSHOT,  /* training state: model, optimizer, scheduler, scaler, rng */
+    TP_K_BACKWARD,  /* each backward(): loss value, count since last step */
+    TP_K_STEP,      /* optimizer.step() pre and post */
+    TP_K_SCHED,     /* each scheduler step: flattened state */
+    TP_K_SAVE,      /* torch.save / safetensors save */
+    TP_K_LOAD,      /* torch.load / safetensors load */
+    TP_K_RESTORE,   /* load_state_dict, RNG setters and seeding */
+    TP_K_BATCH,     /* each DataLoader batch: sample ids */
+    TP_K_AMP,       /* GradScaler scale/unscale_/step/update */
+    TP_K_CLIP,      /* clip_grad_norm_ / clip_grad_value_ */
+    TP_K_BLOB,      /* tensor bytes for the blob store (capture=values) */
+    TP_K_ERROR,     /* an agent hook caught an error */
+    TP_K_ZERO_GRAD, /* Optimizer.zero_grad / Module.zero_grad, once per user call */
     TP_K__COUNT
 } tp_kind;
 

@@ -11,22 +11,24 @@
 enum {
     F_NIL = 1 << 0,
     F_BOOL = 1 << 1,
-    F_INT = 1 << 2,     /* integer fitting int64 */
-    F_UINT = 1 << 3,    /* non-negative integer */
-    F_F64 = 1 << 4,     /* float, or an integer */
-    F_STR = 1 << 5,     /* UTF-8 text, at most TP_MAX_STR bytes */
-    F_BIN = 1 << 6,     /* bytes */
-    F_DIGEST = 1 << 7,  /* 16 bytes */
-    F_LEAVES = 1 << 8,  /* array of leaves */
-    F_STRS = 1 << 9,    /* array of str */
-    F_INTS = 1 << 10,   /* array of int */
-    F_F64S = 1 << 11,   /* array of float or int */
-    F_RECORDS = 1 << 12 /* array of [name str, size uint, digest] */
+    F_INT = 1 << 2,      /* integer fitting int64 */
+    F_UINT = 1 << 3,     /* non-negative integer */
+    F_F64 = 1 << 4,      /* float, or an integer */
+    F_STR = 1 << 5,      /* UTF-8 text, at most TP_MAX_STR bytes */
+    F_BIN = 1 << 6,      /* bytes */
+    F_DIGEST = 1 << 7,   /* 16 bytes */
+    F_LEAVES = 1 << 8,   /* array of leaves */
+    F_STRS = 1 << 9,     /* array of str */
+    F_INTS = 1 << 10,    /* array of int */
+    F_F64S = 1 << 11,    /* array of float or int */
+    F_RECORDS = 1 << 12, /* array of [name str, size uint, digest] */
+    F_IDS = 1 << 13      /* array of int, or array of str (sample IDs: one kind) */
 };
 
 #define REQ         1
 #define TP_MAX_STR  (1u << 20)
 #define TP_MAX_PATH 4096u
+#define TP_MAX_ID   1024u /* bytes of a string sample ID (the agent refuses longer) */
 
 typedef struct field {
     const char *key;
@@ -88,7 +90,7 @@ static const field restore_f[] = {{"what", F_STR, REQ},       {"obj", F_STR, REQ
 static const field batch_f[] = {{"loader", F_UINT, REQ},
                                 {"epoch", F_UINT, REQ},
                                 {"pos", F_UINT, REQ},
-                                {"ids", F_INTS | F_NIL, REQ},
+                                {"ids", F_IDS | F_NIL, REQ},
                                 {"worker", F_INT | F_NIL, REQ},
                                 {"size", F_UINT | F_NIL, 0},
                                 {"dataset_len", F_INT | F_NIL, 0},
@@ -116,13 +118,15 @@ static const field blob_f[] = {{"digest", F_DIGEST, REQ},
                                {"shape", F_INTS, 0},
                                {NULL, 0, 0}};
 static const field error_f[] = {{"where", F_STR, REQ}, {"msg", F_STR, REQ}, {NULL, 0, 0}};
+static const field zero_grad_f[] = {
+    {"which", F_STR, REQ}, {"opt", F_UINT, 0}, {"set_to_none", F_BOOL | F_NIL, 0}, {NULL, 0, 0}};
 
 static const field *const bodies[TP_K__COUNT] = {
     [TP_K_HELLO] = hello_f,       [TP_K_BYE] = bye_f,       [TP_K_SNAPSHOT] = snapshot_f,
     [TP_K_BACKWARD] = backward_f, [TP_K_STEP] = step_f,     [TP_K_SCHED] = sched_f,
     [TP_K_SAVE] = saveload_f,     [TP_K_LOAD] = saveload_f, [TP_K_RESTORE] = restore_f,
     [TP_K_BATCH] = batch_f,       [TP_K_AMP] = amp_f,       [TP_K_CLIP] = clip_f,
-    [TP_K_BLOB] = blob_f,         [TP_K_ERROR] = error_f,
+    [TP_K_BLOB] = blob_f,         [TP_K_ERROR] = error_f,   [TP_K_ZERO_GRAD] = zero_grad_f,
 };
 
 #define BAD(...)                                                                                   \
@@ -136,6 +140,27 @@ static tp_err check_str(tp_mpr *r, uint32_t max)
     const char *s;
     uint32_t n;
     if (tp_mpr_str(r, &s, &n) != TP_OK || n > max) return TP_EPROTO;
+    return TP_OK;
+}
+
+/* check_ids validates sample IDs: all integers or all strings, so that one
+ * batch never mixes kinds (an ID 7 and an ID "7" are different samples, and
+ * the readers file a batch's IDs as one kind). */
+static tp_err check_ids(tp_mpr *r)
+{
+    tp_mptype first = TP_MP_NIL, t;
+    uint32_t n;
+    int64_t iv;
+    if (tp_mpr_array(r, &n) != TP_OK) return TP_EPROTO;
+    for (uint32_t i = 0; i < n; i++) {
+        if (tp_mpr_peek(r, &t) != TP_OK || (i > 0 && t != first)) return TP_EPROTO;
+        first = t;
+        if (t == TP_MP_INT) {
+            if (tp_mpr_int(r, &iv) != TP_OK) return TP_EPROTO;
+        } else if (t != TP_MP_STR || check_str(r, TP_MAX_ID) != TP_OK) {
+            return TP_EPROTO;
+        }
+    }
     return TP_OK;
 }
 
@@ -232,6 +257,7 @@ static tp_err check_value(tp_mpr *r, unsigned types, char *why, size_t whylen)
         if (types & F_LEAVES) return check_leaves(r, why, whylen);
         if (types & F_STRS) return check_array_of(r, F_STR);
         if (types & F_INTS) return check_array_of(r, F_INT);
+        if (types & F_IDS) return check_ids(r);
         if (types & F_F64S) return check_array_of(r, F_F64);
         if (types & F_RECORDS) return check_records(r);
         break;

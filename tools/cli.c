@@ -5,9 +5,25 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tools/cli.h"
+
+static struct timespec started; /* tv_sec 0: never marked */
+
+void tpt_clock_start(void)
+{
+    clock_gettime(CLOCK_MONOTONIC, &started);
+}
+
+int64_t tpt_started_ago_ns(void)
+{
+    struct timespec now;
+    if (started.tv_sec == 0 && started.tv_nsec == 0) return -1;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (int64_t)(now.tv_sec - started.tv_sec) * 1000000000 + (now.tv_nsec - started.tv_nsec);
+}
 
 void tpt_error(const char *fmt, ...)
 {

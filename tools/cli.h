@@ -5,6 +5,7 @@
 #define TP_TOOLS_CLI_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define TPT_PROG "trainparity-run"
 
@@ -16,6 +17,13 @@
 #define TPT_EXIT_USAGE    64
 #define TPT_EXIT_NOEXEC   126 /* the command exists but cannot be executed */
 #define TPT_EXIT_NOTFOUND 127 /* the command was not found */
+
+/* tpt_clock_start marks the start of the check; main calls it first.
+ * tpt_started_ago_ns is the time since then on the monotonic clock, or -1
+ * when it was never marked.  The daemon dates the run from it (run.create),
+ * so a report's wall time covers the whole of trainparity-run's work. */
+void tpt_clock_start(void);
+int64_t tpt_started_ago_ns(void);
 
 /* tpt_error prints "trainparity-run: <message>" on stderr. */
 void tpt_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

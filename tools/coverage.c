@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "tools/cli.h"
+#include "tools/client.h"
 #include "tools/cmds.h"
 #include "tools/ctl.h"
 #include "tools/errbuf.h"
@@ -23,13 +24,16 @@
 #include "tools/opts.h"
 #include "tools/session.h"
 
-static const char *policy_s, *universe_s, *universe_file, *padding_s, *epochs_s, *loader_s;
+static const char *policy_s, *universe_s, *universe_file, *padding_s, *epochs_s, *loader_s,
+    *exact_s, *examples_s, *evidence_f;
 
 static const tpt_optx extra[] = {
     {"policy", "P",
      "exactly_once | at_least_once | no_cross_rank_overlap | expected_padding (required)",
      &policy_s},
-    {"universe", "N", "the sample IDs are 0..N-1 (default: len(dataset), when it has one)",
+    {"universe", "N",
+     "the sample IDs are 0..N-1; string IDs: there are N of them (default: len(dataset), "
+     "when it has one)",
      &universe_s},
     {"universe-file", "F", "the sample IDs, integers separated by blanks, commas or lines",
      &universe_file},
@@ -37,6 +41,15 @@ static const tpt_optx extra[] = {
      "expected_padding: repeated observations allowed per epoch (default: what the "
      "DistributedSampler adds, total_size - len(dataset))",
      &padding_s},
+    {"padding-exact", NULL,
+     "expected_padding: exactly the padding, not at most (fewer repeats fail: "
+     "coverage.padding_short)",
+     &exact_s},
+    {"examples", "N", "examples shown of each kind of anomaly (default 5)", &examples_s},
+    {"evidence", "F",
+     "write every ID's occurrences (epoch, rank, position, item, worker) to F, one JSON line "
+     "per ID",
+     &evidence_f},
     {"epochs", "E", "audit epochs 0..E-1, each of which must be seen complete (default: all seen)",
      &epochs_s},
     {"loader", "L", "the DataLoader audited, in creation order (default 0)", &loader_s},
@@ -51,7 +64,9 @@ static const tpt_cmdspec spec = {
     "each rank's DataLoader returned, per epoch and position, against the\n"
     "policy.  PASS (0); FAIL (1) at the first violation in (epoch, rank,\n"
     "position) order: coverage.missing, .same_rank_duplicate,\n"
-    ".cross_rank_duplicate, .unexpected_id, .padding_exceeded; ABSTAIN (2) for\n"
+    ".cross_rank_duplicate, .unexpected_id, .padding_exceeded, .padding_short;\n"
+    "the report counts every anomaly and shows examples.  Sample IDs are\n"
+    "integers or strings.  ABSTAIN (2) for\n"
     "an unknown universe where the policy needs one, or an epoch not seen\n"
     "complete; ERROR (3) when a rank crashed or its events are incomplete.",
     TPT_O_NAME | TPT_O_JSON | TPT_O_SAMPLE_ID | TPT_O_CMD,
@@ -164,7 +179,7 @@ static void put_str(FILE *f, const char *s)
 /* params writes the declaration (cov_decl.h) into a malloc'ed string. */
 static char *params(const char *policy, const char *sample_id, long long universe,
                     const int64_t *ids, size_t nids, long long padding, long long epochs,
-                    long long loader)
+                    long long loader, long long examples)
 {
     char *s = NULL;
     size_t len = 0;
@@ -174,6 +189,8 @@ static char *params(const char *policy, const char *sample_id, long long univers
     if (epochs > 0) fprintf(f, ", \"epochs\": %lld", epochs);
     if (universe >= 0) fprintf(f, ", \"universe\": %lld", universe);
     if (padding >= 0) fprintf(f, ", \"padding\": %lld", padding);
+    if (exact_s) fputs(", \"padding_exact\": true", f);
+    if (examples >= 0) fprintf(f, ", \"examples\": %lld", examples);
     if (sample_id) {
         fputs(", \"sample_id\": ", f);
         put_str(f, sample_id);
@@ -200,11 +217,12 @@ static char *params(const char *policy, const char *sample_id, long long univers
 
 /* parse checks the options; returns an exit status, or -1 to go on. */
 static int parse(int argc, char **argv, tpt_opts *o, long long *universe, long long *padding,
-                 long long *epochs, long long *loader)
+                 long long *epochs, long long *loader, long long *examples)
 {
     int st;
     policy_s = universe_s = universe_file = padding_s = epochs_s = loader_s = NULL;
-    *universe = *padding = -1;
+    exact_s = examples_s = evidence_f = NULL;
+    *universe = *padding = *examples = -1;
     *epochs = *loader = 0;
     if ((st = tpt_opts_cli(&spec, argc, argv, o)) >= 0) return st;
     if (policy_s == NULL) {
@@ -221,22 +239,71 @@ static int parse(int argc, char **argv, tpt_opts *o, long long *universe, long l
         tpt_error("coverage: give --universe or --universe-file, not both");
         return TPT_EXIT_USAGE;
     }
-    if (padding_s && strcmp(policy_s, "expected_padding") != 0) {
-        tpt_error("coverage: --padding goes with --policy expected_padding");
+    if ((padding_s || exact_s) && strcmp(policy_s, "expected_padding") != 0) {
+        tpt_error("coverage: --%s goes with --policy expected_padding",
+                  padding_s ? "padding" : "padding-exact");
         return TPT_EXIT_USAGE;
     }
     if ((universe_s && count("universe", universe_s, 0, universe) != 0) ||
         (padding_s && count("padding", padding_s, 0, padding) != 0) ||
         (epochs_s && count("epochs", epochs_s, 1, epochs) != 0) ||
-        (loader_s && count("loader", loader_s, 0, loader) != 0))
+        (loader_s && count("loader", loader_s, 0, loader) != 0) ||
+        (examples_s && count("examples", examples_s, 0, examples) != 0))
         return TPT_EXIT_USAGE;
     return -1;
+}
+
+/* write_file writes n bytes of s to path; -1 (errno set) on failure. */
+static int write_file(const char *path, const char *s, size_t n)
+{
+    FILE *f = fopen(path, "w");
+    int rc;
+    if (f == NULL) return -1;
+    rc = fwrite(s, 1, n, f) == n ? 0 : -1;
+    if (fclose(f) != 0) rc = -1;
+    return rc;
+}
+
+/* evidence asks the daemon for every ID's occurrences and writes them to
+ * path.  A run that could not be audited has none: that is said, and the
+ * verdict's status stands.  -1 when the file cannot be written. */
+static int evidence(tpt_client *c, int64_t run, const char *path)
+{
+    char err[TPT_ERR_LEN];
+    tp_buf req, rep;
+    const char *s;
+    uint32_t n;
+    int rc = 0;
+    tp_buf_init(&req);
+    tp_buf_init(&rep);
+    tpt_req_begin(&req, "coverage.evidence", 1);
+    tp_mp_cstr(&req, "run");
+    tp_mp_int(&req, run);
+    if (tpt_client_call(c, &req, &rep, err) != TP_OK) {
+        tpt_progress("coverage", "no evidence file: %s", err);
+        goto out;
+    }
+    if (tpt_reply_str(&rep, "evidence", &s, &n) != TP_OK) {
+        tpt_error("coverage: the daemon's evidence reply holds no evidence");
+        rc = -1;
+        goto out;
+    }
+    if (write_file(path, s, n) != 0) {
+        tpt_error("coverage: cannot write %s: %s", path, strerror(errno));
+        rc = -1;
+        goto out;
+    }
+    tpt_progress("coverage", "evidence: %s", path);
+out:
+    tp_buf_free(&req);
+    tp_buf_free(&rep);
+    return rc;
 }
 
 int tpt_cmd_coverage(int argc, char **argv)
 {
     char err[TPT_ERR_LEN], shown[512], *env[2] = {NULL, NULL}, *par = NULL;
-    long long universe, padding, epochs, loader;
+    long long universe, padding, epochs, loader, examples;
     tpt_session *s = NULL;
     tpt_exec_result res;
     tpt_exec_spec es;
@@ -245,9 +312,10 @@ int tpt_cmd_coverage(int argc, char **argv)
     tpt_opts o;
     int st;
 
-    if ((st = parse(argc, argv, &o, &universe, &padding, &epochs, &loader)) >= 0) return st;
+    if ((st = parse(argc, argv, &o, &universe, &padding, &epochs, &loader, &examples)) >= 0)
+        return st;
     if (universe_file && read_ids(universe_file, &ids, &nids) != 0) return TPT_EXIT_USAGE;
-    par = params(policy_s, o.sample_id, universe, ids, nids, padding, epochs, loader);
+    par = params(policy_s, o.sample_id, universe, ids, nids, padding, epochs, loader, examples);
     free(ids);
     if (par == NULL ||
         (o.sample_id && asprintf(&env[0], "TRAINPARITY_SAMPLE_ID=%s", o.sample_id) < 0)) {
@@ -283,6 +351,7 @@ int tpt_cmd_coverage(int argc, char **argv)
     else
         tpt_progress("coverage", "exited with status %d", res.exit.status);
     st = tpt_judge(tpt_session_client(s), run, NULL, o.json);
+    if (evidence_f && evidence(tpt_session_client(s), run, evidence_f) != 0) st = TPT_EXIT_ERROR;
 done:
     if (tpt_session_close(s, err) != TP_OK) tpt_error("%s", err);
     free(par);

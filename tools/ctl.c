@@ -58,18 +58,23 @@ fail:
 tp_err tpt_run_create(tpt_client *c, const char *name, const char *check, const char *params,
                       int64_t *run, char *err)
 {
+    int64_t ago = tpt_started_ago_ns();
     tp_buf req, rep;
     tp_err rc;
 
     tp_buf_init(&req);
     tp_buf_init(&rep);
-    tpt_req_begin(&req, "run.create", 3);
+    tpt_req_begin(&req, "run.create", ago >= 0 ? 4 : 3);
     tp_mp_cstr(&req, "name");
     tp_mp_cstr(&req, name);
     tp_mp_cstr(&req, "check");
     tp_mp_cstr(&req, check);
     tp_mp_cstr(&req, "params");
     tp_mp_cstr(&req, params != NULL ? params : "{}");
+    if (ago >= 0) { /* the run is dated from our start (cli.h) */
+        tp_mp_cstr(&req, "started_ago_ns");
+        tp_mp_int(&req, ago);
+    }
     if ((rc = call(c, &req, &rep, err)) != TP_OK) goto fail;
     if (tpt_reply_int(&rep, "run", run) != TP_OK) rc = missing(err, "run.create", "run");
 fail:

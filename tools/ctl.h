@@ -27,7 +27,8 @@ typedef struct tpt_ping_info {
 tp_err tpt_ping(tpt_client *c, tpt_ping_info *out, char *err);
 
 /* tpt_run_create creates a run for check ("record", "resume", ...); name may
- * be NULL; params is the check's declared parameters as text (JSON). */
+ * be NULL; params is the check's declared parameters as text (JSON).  The
+ * run is dated from tpt_clock_start when it was called (cli.h). */
 tp_err tpt_run_create(tpt_client *c, const char *name, const char *check, const char *params,
                       int64_t *run, char *err);
 

@@ -59,6 +59,7 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
     size_t i;
+    tpt_clock_start();
     if (argc < 2) {
         usage(stderr);
         return TPT_EXIT_USAGE;

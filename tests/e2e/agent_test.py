@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
 # agent_test.py NAME PYTHON -- the agent in real training processes, recorded
 # by trainparity-run with a real daemon: event counts against the scripts'
-# own counts, bit-identical training, DataLoader workers (fork and spawn), an
-# unreachable daemon, a script that raises and one that is killed.  PYTHON
+# own counts (steps, backward, zero_grad per kind), bit-identical training,
+# DataLoader workers (fork and spawn), an unreachable daemon, a script that
+# raises and one that is killed.  PYTHON
 # names the interpreter (torch 2.13 in the venv, or Debian's torch 1.13).
 import json
 import os
@@ -223,6 +224,50 @@ def test_closures(py):
     bwd = [e["step"] for e in cw.events(cp["pid"], "backward")]
     assert len(bwd) > want["steps"], "LBFGS called its closure once a step: nothing tested"
 
+
+
+def test_zero_grad(py):
+    """Every zero_grad call reported once, as the script counts them per kind
+    (plain, set_to_none given, an override calling super() or not,
+    Module.zero_grad, an accelerate-style wrapper delegating, silent while it
+    accumulates), with which, opt and set_to_none right and in order with
+    backward and step; training unchanged."""
+    w = Workdir()
+    r = w.run("record", "--", py, fixture("zero_grad.py"))
+    assert r.returncode == 0, r.stderr
+    want = last_json(r.stdout)
+    out = [l for l in r.stdout.splitlines() if l.startswith(("loss ", "weights "))]
+    plain = [l for l in plain_output(py, "zero_grad.py").splitlines() if not l.startswith("{")]
+    assert out == plain, "the agent changed the training"
+    p = trainer(w)
+    complete(p)
+    got = []
+    for e in w.events(p["pid"]):
+        b = e["body"]
+        if e["kind"] == "zero_grad":
+            assert b["which"] in ("optimizer", "module"), b
+            assert ("opt" in b) == (b["which"] == "optimizer"), b
+            got.append(["zero_grad", b["which"], b.get("opt"), b["set_to_none"]])
+        elif e["kind"] == "backward":
+            got.append(["backward"])
+        elif e["kind"] == "step" and b["phase"] == "pre":
+            got.append(["step", b["opt"]])
+    trace = want["trace"]
+    kinds = [t[4] for t in trace if t[0] == "zero_grad"]
+    for kind, n in want["counts"].items():
+        assert n > 0, kind
+        if kind.endswith("_accumulating"):
+            continue
+        assert kinds.count(kind) == n, (kind, kinds.count(kind), n)
+    expect = [t[:4] for t in trace]
+    zg = [g for g in got if g[0] == "zero_grad"]
+    assert len(zg) == len(kinds), "%d zero_grad events, the script reported %d calls" % (
+        len(zg), len(kinds))
+    for g, t in zip(zg, (t for t in trace if t[0] == "zero_grad")):
+        assert g == t[:4], "%s: recorded %s, want %s" % (t[4], g, t[:4])
+    for i, (g, t) in enumerate(zip(got, expect)):
+        assert g == t, "event %d: recorded %s, want %s (%s)" % (i, g, t, got[max(0, i - 3):i + 3])
+    assert len(got) == len(expect), (len(got), len(expect))
 
 def test_attention_dropout(py):
     """--disable-dropout (TRAINPARITY_DISABLE_DROPOUT=1) reaches fused

@@ -69,10 +69,26 @@ want_status=$(case $outcome in PASS) echo 0 ;; FAIL) echo 1 ;; ABSTAIN) echo 2 ;
 got=$?
 [ "$got" = "$want_status" ] || fail "exit status $got, want $want_status ($outcome); report: $(grep -v '^\(step\|epoch\|iter\) ' out | head -40); stderr: $(tail -20 err)"
 [ -s report.json ] || fail "no JSON report"
-"$py" - "$outcome" "$want_path" <<'PY' || fail "report: $(cat report.json)"
+"$py" - "$outcome" "$want_path" "$check" "$fixture" "$root/fixtures/why.tsv" <<'PY' || fail "report: $(cat report.json)"
 import json, sys
-want_outcome, want_path = sys.argv[1], sys.argv[2]
+want_outcome, want_path, check, fixture, why_table = sys.argv[1:6]
 r = json.load(open("report.json"))
+# The explanation: every FAIL has one, and it says what fixtures/why.tsv
+# says it must and nothing it must not.
+why = [e["text"] for e in r.get("explanation") or []]
+if want_outcome == "FAIL":
+    assert why, "a FAIL without an explanation"
+for line in open(why_table):
+    cols = line.rstrip("\n").split("\t")
+    if line.startswith("#") or len(cols) < 4 or cols[0] != check or cols[1] != fixture:
+        continue
+    said = any(cols[3] in w for w in why)
+    if cols[2] == "has":
+        assert said, "the explanation does not say %r: %r" % (cols[3], why)
+    elif cols[2] == "lacks":
+        assert not said, "the explanation says %r: %r" % (cols[3], why)
+    else:
+        raise SystemExit("fixtures/why.tsv: unknown rule %r" % cols[2])
 assert r["schema_version"] == 1, r
 assert r["outcome"] == want_outcome, (r["outcome"], want_outcome)
 fd = r.get("first_divergence")

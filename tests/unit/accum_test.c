@@ -4,12 +4,15 @@
  * signature, and the verdict's outcomes and phases. */
 #include <check.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "daemon/accum_win.h"
 #include "daemon/values.h"
 #include "daemon/verdict_accum.h"
+#include "testdir.h"
 
 /* ---- values ---- */
 
@@ -76,6 +79,7 @@ typedef struct world {
     tpd_exec ex[2];
     tpd_proc pr[2];
     uint64_t seq[2];
+    char blobs[512]; /* a blob store for captured values, when made */
 } world;
 
 enum { FULL, MICRO };
@@ -200,6 +204,7 @@ static tpd_result judge(world *w)
 
 static void drop(world *w)
 {
+    if (w->blobs[0]) td_remove(w->blobs);
     tpd_arena_destroy(w->run->arena);
     free(w);
 }
@@ -364,6 +369,340 @@ START_TEST(test_accum_rng_drawn_in_pieces_still_fails_an_exact_factor)
 }
 END_TEST
 
+START_TEST(test_accum_window_counts_and_missing_micro)
+{
+    tpd_awin m, f;
+    int64_t have, want;
+    const char *unit;
+    memset(&m, 0, sizeof m);
+    memset(&f, 0, sizeof f);
+    m.nbwd = m.nmean = 1, m.mean_total = 4;
+    f.nbwd = f.nmean = 1, f.mean_total = 8;
+    ck_assert(tpd_awin_counts(&m, &f, &have, &want, &unit));
+    ck_assert_str_eq(unit, "elements");
+    ck_assert(have == 4 && want == 8);
+    m.nbatches = f.nbatches = 1, m.samples = 4, f.samples = 8; /* samples come first */
+    ck_assert(tpd_awin_counts(&m, &f, &have, &want, &unit));
+    ck_assert_str_eq(unit, "samples");
+    m.nbatches = 0, m.nmean = 0; /* a backward without a count, no DataLoader */
+    ck_assert(!tpd_awin_counts(&m, &f, &have, &want, &unit));
+    ck_assert_int_eq(tpd_missing_micro(1, 4, 8), 1); /* 1 of 2 */
+    ck_assert_int_eq(tpd_missing_micro(2, 8, 16), 2);
+    ck_assert_int_eq(tpd_missing_micro(2, 8, 8), 0);  /* complete */
+    ck_assert_int_eq(tpd_missing_micro(1, 4, 10), 0); /* not whole micro-batches */
+    ck_assert_int_eq(tpd_missing_micro(2, 7, 16), 0); /* unequal micro-batches */
+    ck_assert(tpd_near_factor(65536.02, 65536) && !tpd_near_factor(60000, 65536));
+}
+END_TEST
+
+/* mean_over says the element count of every backward's mean-reduced loss */
+static void counts(world *w, int who, int64_t n)
+{
+    for (size_t i = 0; i < w->pr[who].nmarks; i++)
+        if (w->pr[who].marks[i].kind == TP_K_BACKWARD) w->pr[who].marks[i].mean_over = n;
+}
+
+/* The micro-batch run's last update holds 1 micro-batch of 4 elements where
+ * the reference's last covers 8: a micro-batch is missing, named with the
+ * counts before any loss factor. */
+START_TEST(test_accum_missing_micro_batch_named_before_any_factor)
+{
+    world *w = blank("{\"micro\": 4, \"updates\": 2}");
+    update(w, FULL, 0, 1, 0.8, 50);
+    update(w, MICRO, 0, 4, 0.2, 50);
+    update(w, FULL, 1, 1, 0.5, 51);
+    update(w, MICRO, 1, 1, 0.13, 52);
+    counts(w, FULL, 16);
+    counts(w, MICRO, 4);
+    final_state(w, FULL, 2);
+    final_state(w, MICRO, 2);
+    for (size_t i = 0; i < w->pr[FULL].nmarks; i++)
+        if (w->pr[FULL].marks[i].kind == TP_K_BACKWARD && w->pr[FULL].marks[i].step == 1)
+            w->pr[FULL].marks[i].mean_over = 8;
+    tpd_result res = judge(w);
+    ck_assert_msg(res.outcome == TPD_FAIL, "%s", res.text);
+    ck_assert_str_eq(res.path, "optimizer.steps");
+    ck_assert_int_eq(res.step, 1);
+    ck_assert_ptr_nonnull(strstr(res.text, "a micro-batch is missing"));
+    ck_assert_ptr_nonnull(strstr(res.text, "holds 1 micro-batch (4 elements)"));
+    ck_assert_ptr_null(strstr(res.text, "not normalised"));
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
+/* Both runs' last update is incomplete alike (8 elements each): the data
+ * ran out in both, and the phases after the call counts judge it. */
+START_TEST(test_accum_incomplete_window_alike_is_not_missing)
+{
+    world *w = clean(0.2, 4);
+    counts(w, FULL, 16);
+    counts(w, MICRO, 4);
+    tpd_result res = judge(w);
+    ck_assert_msg(res.outcome == TPD_PASS, "%s", res.text);
+    ck_assert_ptr_nonnull(strstr(res.text, "initial state  verified equal"));
+    ck_assert_ptr_nonnull(strstr(res.json, "\"verified_equal\":true"));
+    ck_assert_ptr_nonnull(strstr(res.json, "\"declared\":{\"micro\":4,\"updates\":2"));
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
+/* captured stores the float32 values of *v in w's blob store, under its
+ * digest, as the daemon does. */
+static void captured(world *w, tpd_val *v, const float *f, size_t n)
+{
+    char dir[600], path[700];
+    FILE *fp;
+    if (!w->blobs[0]) {
+        td_make(w->blobs, sizeof w->blobs);
+        w->run->blobs = w->blobs;
+    }
+    snprintf(dir, sizeof dir, "%s/%02x", w->blobs, v->digest[0]);
+    mkdir(dir, 0700);
+    snprintf(path, sizeof path, "%s/", dir);
+    for (int i = 1; i < TP_DIGEST_LEN; i++)
+        snprintf(path + strlen(path), sizeof path - strlen(path), "%02x", v->digest[i]);
+    ck_assert_ptr_nonnull(fp = fopen(path, "wb"));
+    ck_assert_uint_eq(fwrite(f, sizeof *f, n, fp), n);
+    fclose(fp);
+    v->blob = true;
+}
+
+/* grads sets update u's gradient: the reference's values fg, micro's c x
+ * them (captured, so the factor can be fitted). */
+static void grads(world *w, int64_t u, double c)
+{
+    float fg[4] = {0.5f, -0.25f, 0.125f, 1.0f}, mg[4];
+    tpd_val vf = tensor(50, 1.375), vm = tensor(60, 1.375 * c);
+    for (int i = 0; i < 4; i++) mg[i] = (float)(fg[i] * c);
+    if (c == 0) vm.stats.sum = vm.stats.l2 = vm.stats.maxabs = 0;
+    captured(w, &vf, fg, 4);
+    captured(w, &vm, mg, 4);
+    set_at(w, FULL, u, "grad.fc.weight", vf);
+    set_at(w, MICRO, u, "grad.fc.weight", vm);
+}
+
+/* amp adds GradScaler.scale calls at scale S before update u's first
+ * backward of who. */
+static void amp_scale(world *w, int who, int64_t u, double S)
+{
+    tpd_proc *p = &w->pr[who];
+    for (size_t i = 0; i < p->nmarks; i++) {
+        if (p->marks[i].kind != TP_K_BACKWARD || p->marks[i].step != u) continue;
+        mark(w, who, u, TP_K_AMP, "scale", S);
+        /* move it before the backward: marks are in emission order */
+        tpd_mark t = p->marks[p->nmarks - 1];
+        memmove(&p->marks[i + 1], &p->marks[i], (p->nmarks - 1 - i) * sizeof t);
+        p->marks[i] = t;
+        return;
+    }
+}
+
+/* The gradients at the step are exactly S x the reference's, S the
+ * GradScaler's scale of the update: the optimizer stepped on scaled
+ * gradients, named with S. */
+START_TEST(test_accum_gradients_times_scaler_scale)
+{
+    world *w = clean(0.2, 4);
+    amp_scale(w, FULL, 0, 65536);
+    amp_scale(w, MICRO, 0, 65536);
+    grads(w, 0, 65536);
+    tpd_result res = judge(w);
+    ck_assert_msg(res.outcome == TPD_FAIL, "%s", res.text);
+    ck_assert_str_eq(res.path, "grad.fc.weight");
+    ck_assert_ptr_nonnull(strstr(res.text, "65536 is the GradScaler's scale S"));
+    ck_assert_ptr_null(strstr(res.text, "the gradients differ"));
+    tpd_result_clear(&res);
+    drop(w);
+    /* the same factor without a GradScaler names no cause, and says so */
+    w = clean(0.2, 4);
+    grads(w, 0, 65536);
+    res = judge(w);
+    ck_assert_msg(res.outcome == TPD_FAIL, "%s", res.text);
+    ck_assert_ptr_nonnull(strstr(res.text, "the evidence names no cause"));
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
+/* zero_grad before the step: the micro-batch run's gradients are absent
+ * (set_to_none) or zero at the step although backward calls ran. */
+START_TEST(test_accum_gradients_absent_or_zero_at_the_step)
+{
+    world *w = clean(0.2, 4);
+    tpd_proc *p = &w->pr[MICRO];
+    size_t k = 0;
+    for (size_t i = 0; i < p->timeline.n; i++) /* drop micro's gradients */
+        if (strcmp(p->timeline.v[i].path, "grad.fc.weight") != 0)
+            p->timeline.v[k++] = p->timeline.v[i];
+    p->timeline.n = k;
+    tpd_result res = judge(w);
+    ck_assert_msg(res.outcome == TPD_FAIL, "%s", res.text);
+    ck_assert_str_eq(res.path, "grad.fc.weight");
+    ck_assert_ptr_nonnull(strstr(res.text, "gradients were absent at the optimizer step"));
+    ck_assert_ptr_nonnull(strstr(res.text, "zero_grad ran before the optimizer step"));
+    tpd_result_clear(&res);
+    drop(w);
+    w = clean(0.2, 4);
+    grads(w, 0, 0);
+    res = judge(w);
+    ck_assert_msg(res.outcome == TPD_FAIL, "%s", res.text);
+    ck_assert_ptr_nonnull(strstr(res.text, "gradients were all zero"));
+    ck_assert_ptr_nonnull(strstr(res.text, "zero_grad ran before the optimizer step"));
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
+/* zero_grad_at inserts an optimizer.zero_grad mark into who's marks of
+ * update u: before its step's pre phase (before_step), else before its
+ * first backward. */
+static void zero_grad_at(world *w, int who, int64_t u, bool before_step)
+{
+    tpd_proc *p = &w->pr[who];
+    for (size_t i = 0; i < p->nmarks; i++) {
+        const tpd_mark *at = &p->marks[i];
+        bool here = before_step ? at->kind == TP_K_STEP && strcmp(at->op, "pre") == 0
+                                : at->kind == TP_K_BACKWARD;
+        if (!here || at->step != u) continue;
+        mark(w, who, u, TP_K_ZERO_GRAD, "optimizer", 0);
+        tpd_mark t = p->marks[p->nmarks - 1];
+        t.has_f = false;
+        memmove(&p->marks[i + 1], &p->marks[i], (p->nmarks - 1 - i) * sizeof t);
+        p->marks[i] = t;
+        return;
+    }
+    ck_abort_msg("no update %lld", (long long)u);
+}
+
+/* drop_grads removes who's gradients from its timeline. */
+static void drop_grads(world *w, int who)
+{
+    tpd_proc *p = &w->pr[who];
+    size_t k = 0;
+    for (size_t i = 0; i < p->timeline.n; i++)
+        if (strcmp(p->timeline.v[i].path, "grad.fc.weight") != 0)
+            p->timeline.v[k++] = p->timeline.v[i];
+    p->timeline.n = k;
+}
+
+/* The windows place zero_grad calls: before the first backward, or between
+ * the last backward and the step; another optimizer's are not counted in
+ * the windows, only in the run's total. */
+START_TEST(test_accum_windows_place_zero_grad)
+{
+    world *w = clean(0.2, 4);
+    tpd_awins ws;
+    zero_grad_at(w, MICRO, 0, true);
+    zero_grad_at(w, MICRO, 1, false);
+    zero_grad_at(w, MICRO, 1, true);
+    mark(w, MICRO, 2, TP_K_ZERO_GRAD, "optimizer", 0);
+    w->pr[MICRO].marks[w->pr[MICRO].nmarks - 1].n = 1; /* another optimizer's */
+    ck_assert_int_eq(tpd_awins_build(w->run->arena, &w->pr[MICRO], &ws), TP_OK);
+    ck_assert_int_eq(ws.nzero, 4);
+    ck_assert_int_eq(ws.v[0].nzero, 1);
+    ck_assert_int_eq(ws.v[0].nzero_lead, 0);
+    ck_assert_str_eq(ws.v[0].zero_at_step, "optimizer");
+    ck_assert_int_eq(ws.v[1].nzero, 2);
+    ck_assert_int_eq(ws.v[1].nzero_lead, 1);
+    ck_assert_ptr_nonnull(ws.v[1].zero_at_step);
+    ck_assert_int_eq(ws.tail.nzero, 0);
+    drop(w);
+    w = clean(0.2, 4);
+    zero_grad_at(w, MICRO, 0, false);
+    ck_assert_int_eq(tpd_awins_build(w->run->arena, &w->pr[MICRO], &ws), TP_OK);
+    ck_assert_int_eq(ws.v[0].nzero_lead, 1);
+    ck_assert_ptr_null(ws.v[0].zero_at_step); /* a backward came after it */
+    drop(w);
+}
+END_TEST
+
+/* A zero_grad mark between the last backward and the step: the
+ * explanation says it was called there, as fact, for absent and for zero
+ * gradients; a run that reports zero_grad calls, none there, gets no
+ * zero_grad blamed. */
+START_TEST(test_accum_zero_grad_before_step_observed)
+{
+    world *w = clean(0.2, 4);
+    drop_grads(w, MICRO);
+    zero_grad_at(w, MICRO, 0, true);
+    tpd_result res = judge(w);
+    ck_assert_msg(res.outcome == TPD_FAIL, "%s", res.text);
+    ck_assert_str_eq(res.path, "grad.fc.weight");
+    ck_assert_ptr_nonnull(strstr(res.text, "gradients were absent at the optimizer step"));
+    ck_assert_ptr_nonnull(strstr(res.text, "zero_grad (optimizer.zero_grad) was called after the "
+                                           "last backward of update 0 and before its optimizer "
+                                           "step, so the step had no gradients to apply"));
+    ck_assert_ptr_null(strstr(res.text, "inferred"));
+    tpd_result_clear(&res);
+    drop(w);
+    w = clean(0.2, 4);
+    grads(w, 0, 0);
+    zero_grad_at(w, MICRO, 0, true);
+    res = judge(w);
+    ck_assert_msg(res.outcome == TPD_FAIL, "%s", res.text);
+    ck_assert_ptr_nonnull(strstr(res.text, "gradients were all zero"));
+    ck_assert_ptr_nonnull(strstr(res.text, "was called after the last backward of update 0"));
+    ck_assert_ptr_nonnull(strstr(res.text, "set_to_none=False leaves zeros"));
+    ck_assert_ptr_null(strstr(res.text, "inferred"));
+    tpd_result_clear(&res);
+    drop(w);
+    w = clean(0.2, 4);
+    drop_grads(w, MICRO);
+    zero_grad_at(w, MICRO, 0, false); /* before the first backward: not the cause */
+    res = judge(w);
+    ck_assert_msg(res.outcome == TPD_FAIL, "%s", res.text);
+    ck_assert_ptr_nonnull(strstr(res.text, "no zero_grad call came between its last backward"));
+    ck_assert_ptr_null(strstr(res.text, "zero_grad ran before the optimizer step"));
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
+/* A carry-over where the run reports zero_grad calls, none between update
+ * 0's step and update 1's first backward: the line rests on the calls. */
+START_TEST(test_accum_carry_over_observed)
+{
+    float g0[4] = {0.5f, -0.25f, 0.125f, 1.0f}, g1[4] = {0.25f, 0.5f, -0.5f, 0.75f}, sum[4];
+    world *w = clean(0.2, 4);
+    tpd_val f0 = tensor(50, 1.375), f1 = tensor(51, 1.0), m1 = tensor(61, 2.375);
+    for (int i = 0; i < 4; i++) sum[i] = g0[i] + g1[i];
+    captured(w, &f0, g0, 4);
+    captured(w, &f1, g1, 4);
+    captured(w, &m1, sum, 4);
+    set_at(w, FULL, 0, "grad.fc.weight", f0);
+    set_at(w, MICRO, 0, "grad.fc.weight", f0);
+    set_at(w, FULL, 1, "grad.fc.weight", f1);
+    set_at(w, MICRO, 1, "grad.fc.weight", m1);
+    zero_grad_at(w, MICRO, 0, false);
+    tpd_result res = judge(w);
+    ck_assert_msg(res.outcome == TPD_FAIL, "%s", res.text);
+    ck_assert_ptr_nonnull(strstr(res.text, "carry-over"));
+    ck_assert_ptr_nonnull(strstr(res.text, "no zero_grad call came between update 0's optimizer "
+                                           "step and update 1's first backward"));
+    ck_assert_ptr_nonnull(strstr(res.text, "so zero_grad does not run after the optimizer step"));
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
+/* An initial state that differs: the JSON evidence says it was not
+ * verified equal and names it. */
+START_TEST(test_accum_initial_state_evidence)
+{
+    world *w = clean(0.2, 4);
+    set_at(w, MICRO, 0, "model.fc.weight", tensor(77, 2.0));
+    tpd_result res = judge(w);
+    ck_assert_msg(res.outcome == TPD_ABSTAIN, "%s", res.text);
+    ck_assert_ptr_nonnull(strstr(res.json, "\"verified_equal\":false"));
+    ck_assert_ptr_nonnull(strstr(res.json, "\"differ\":[\"model.fc.weight\"]"));
+    ck_assert_ptr_nonnull(strstr(res.json, "\"compared\":{\"model\":1,\"optimizer\":1,"));
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
 START_TEST(test_accum_short_reference_or_failed_run_is_error)
 {
     world *w = clean(0.2, 4);
@@ -401,6 +740,15 @@ static Suite *suite(void)
     tcase_add_test(tc, test_accum_rng_drawn_in_pieces_abstains_when_updates_differ);
     tcase_add_test(tc, test_accum_rng_drawn_in_pieces_still_fails_an_exact_factor);
     tcase_add_test(tc, test_accum_short_reference_or_failed_run_is_error);
+    tcase_add_test(tc, test_accum_window_counts_and_missing_micro);
+    tcase_add_test(tc, test_accum_missing_micro_batch_named_before_any_factor);
+    tcase_add_test(tc, test_accum_incomplete_window_alike_is_not_missing);
+    tcase_add_test(tc, test_accum_gradients_times_scaler_scale);
+    tcase_add_test(tc, test_accum_gradients_absent_or_zero_at_the_step);
+    tcase_add_test(tc, test_accum_windows_place_zero_grad);
+    tcase_add_test(tc, test_accum_zero_grad_before_step_observed);
+    tcase_add_test(tc, test_accum_carry_over_observed);
+    tcase_add_test(tc, test_accum_initial_state_evidence);
     suite_add_tcase(s, tc);
     return s;
 }

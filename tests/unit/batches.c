@@ -301,6 +301,16 @@ void tb_error(tb *t, uint64_t seq, int64_t step)
     key(b, "msg"), tp_mp_cstr(b, "ValueError: boom");
 }
 
+void tb_zero_grad(tb *t, uint64_t seq, int64_t step)
+{
+    tp_buf *b = &t->buf;
+    ev(t, seq, step, TP_K_ZERO_GRAD);
+    tp_mp_map(b, 3);
+    key(b, "which"), tp_mp_cstr(b, "optimizer");
+    key(b, "opt"), tp_mp_uint(b, 0);
+    key(b, "set_to_none"), tp_mp_bool(b, true);
+}
+
 uint64_t tb_all(tb *t, uint64_t seq)
 {
     uint8_t d[16];
@@ -313,6 +323,7 @@ uint64_t tb_all(tb *t, uint64_t seq)
     tb_amp(t, seq++, 0);
     tb_step(t, seq++, 0, true, 2, 1.25, 0.1);
     tb_step(t, seq++, 0, false, 0, 0.01, 0.1);
+    tb_zero_grad(t, seq++, 1);
     tb_sched(t, seq++, 1);
     tb_saveload(t, seq++, 1, TP_K_SAVE);
     tb_saveload(t, seq++, 1, TP_K_LOAD);

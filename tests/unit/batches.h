@@ -45,6 +45,8 @@ void tb_clip(tb *t, uint64_t seq, int64_t step);
 /* tb_blob writes a blob event of n bytes (value fill) under digest d. */
 void tb_blob(tb *t, uint64_t seq, int64_t step, const uint8_t d[16], size_t n, uint8_t fill);
 void tb_error(tb *t, uint64_t seq, int64_t step);
+/* tb_zero_grad writes optimizer 0's zero_grad(set_to_none=True). */
+void tb_zero_grad(tb *t, uint64_t seq, int64_t step);
 
 /* tb_all writes one event of every kind, seqs from seq on; returns the next
  * seq. */

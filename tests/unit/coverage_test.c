@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: MIT
  * coverage_test.c -- the coverage auditor and verdict from hand-built
  * batches: every policy, every violation path, the order that decides
- * "first", universes of ranges and unknown ones, and the verdict's
+ * "first", universes of ranges and unknown ones, whole counts and examples
+ * past the first violation, exact padding, string IDs, and the verdict's
  * ERROR / ABSTAIN / PASS rules. */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "daemon/cov_audit.h"
+#include "daemon/obs_batch.h"
 #include "daemon/verdict_coverage.h"
 
 /* ---- one epoch built by hand ---- */
@@ -300,6 +303,120 @@ START_TEST(test_coverage_auditor_reused_across_epochs)
 }
 END_TEST
 
+/* audit_all audits e with options o into *f and *c, keeping a's examples. */
+static tpd_cov_auditor *audit_all(tpd_cov_policy p, tpd_cov_universe u, int64_t padding,
+                                  const tpd_cov_opts *o, const tpd_cov_epoch *e, tpd_cov_finding *f,
+                                  tpd_cov_counts *c)
+{
+    tpd_cov_auditor *a = NULL;
+    ck_assert_int_eq(tpd_cov_auditor_open(&a, p, &u, padding, o), TP_OK);
+    ck_assert_int_eq(tpd_cov_audit(a, e, f, c), TP_OK);
+    return a;
+}
+
+START_TEST(test_coverage_counts_go_on_after_the_first_violation)
+{
+    tpd_cov_opts o = {false, 2, false};
+    tpd_cov_finding f;
+    tpd_cov_counts c;
+    size_t n;
+    ep x;
+    /* rank 0: 0 1 1 9; rank 1: 0 2 0 8 -- 3, 4, 5 never seen; 8 and 9 outside */
+    int64_t a[] = {0, 1, 1, 9}, b[] = {0, 2, 0, 8};
+    ep_init(&x, 2);
+    add(&x, 0, a, 4);
+    add(&x, 1, b, 4);
+    tpd_cov_auditor *au = audit_all(TPD_COV_EXACTLY_ONCE, upto(6), 0, &o, done(&x, true), &f, &c);
+    PATH_IS(f, "coverage.same_rank_duplicate"); /* the first stays the outcome */
+    ck_assert_int_eq(f.id, 1);
+    ck_assert_int_eq(c.observations, 8);
+    ck_assert_int_eq(c.distinct, 3);
+    ck_assert_int_eq(c.unexpected, 2);
+    ck_assert_int_eq(c.repeats, 3);
+    ck_assert_int_eq(c.same_rank, 2); /* 1 on rank 0; 0 again on rank 1 */
+    ck_assert_int_eq(c.cross_rank, 1);
+    ck_assert_int_eq(c.missing, 3);
+    ck_assert_int_eq(c.violations, 5);
+    const tpd_cov_example *e = tpd_cov_examples(au, TPD_COV_K_MISSING, &n);
+    ck_assert_uint_eq(n, 2); /* the first 2 of 3 */
+    ck_assert_int_eq(e[0].id, 3);
+    ck_assert_int_eq(e[1].id, 4);
+    e = tpd_cov_examples(au, TPD_COV_K_CROSS_RANK, &n);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_int_eq(e[0].id, 0);
+    ck_assert_int_eq(e[0].rank, 1);
+    ck_assert(e[0].has_prev);
+    ck_assert_int_eq(e[0].prev_rank, 0);
+    e = tpd_cov_examples(au, TPD_COV_K_SAME_RANK, &n);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_int_eq(e[1].id, 0);
+    ck_assert_int_eq(e[1].rank, 1);
+    ck_assert_int_eq(e[1].prev_rank, 0); /* first observed in the epoch on rank 0 */
+    e = tpd_cov_examples(au, TPD_COV_K_UNEXPECTED, &n);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_int_eq(e[0].id, 9);
+    ck_assert_int_eq(e[1].id, 8);
+    tpd_cov_auditor_destroy(au);
+}
+END_TEST
+
+START_TEST(test_coverage_padding_exact)
+{
+    tpd_cov_opts exact = {true, 0, false};
+    tpd_cov_finding f;
+    tpd_cov_counts c;
+    ep x;
+    deal(&x, 9, 2, 2); /* total 10: the sampler pads 1 */
+    tpd_cov_auditor *a =
+        audit_all(TPD_COV_EXPECTED_PADDING, upto(9), 2, NULL, done(&x, true), &f, &c);
+    ck_assert_ptr_null(f.path); /* at most 2 */
+    ck_assert_int_eq(c.repeats, 1);
+    tpd_cov_auditor_destroy(a);
+    a = audit_all(TPD_COV_EXPECTED_PADDING, upto(9), 2, &exact, done(&x, true), &f, &c);
+    PATH_IS(f, "coverage.padding_short");
+    ck_assert_int_eq(f.repeats, 1);
+    ck_assert_int_eq(f.allowed, 2);
+    tpd_cov_auditor_destroy(a);
+    a = audit_all(TPD_COV_EXPECTED_PADDING, upto(9), 1, &exact, done(&x, true), &f, &c);
+    ck_assert_ptr_null(f.path); /* exactly 1 */
+    tpd_cov_auditor_destroy(a);
+    a = audit_all(TPD_COV_EXPECTED_PADDING, upto(9), 2, &exact, done(&x, false), &f, &c);
+    ck_assert_ptr_null(f.path); /* an epoch not seen complete may pad more yet */
+    tpd_cov_auditor_destroy(a);
+}
+END_TEST
+
+START_TEST(test_coverage_count_only_universe)
+{
+    tpd_cov_opts o = {false, 5, true};
+    tpd_cov_universe u = {true, 4, NULL, 0};
+    tpd_cov_finding f;
+    tpd_cov_counts c;
+    size_t n;
+    ep x;
+    /* interned string IDs need not be 0..n-1: a count says how many */
+    int64_t a[] = {70, 71, 72};
+    ep_init(&x, 1);
+    add(&x, 0, a, 3);
+    tpd_cov_auditor *au = audit_all(TPD_COV_EXACTLY_ONCE, u, 0, &o, done(&x, true), &f, &c);
+    PATH_IS(f, "coverage.missing");
+    ck_assert_int_eq(f.nmissing, 1);
+    ck_assert_int_eq(f.nshown, 0); /* unnamed */
+    ck_assert_int_eq(c.unexpected, 0);
+    tpd_cov_examples(au, TPD_COV_K_MISSING, &n);
+    ck_assert_uint_eq(n, 0);
+    tpd_cov_auditor_destroy(au);
+    int64_t b[] = {73, 74};
+    add(&x, 0, b, 2);
+    au = audit_all(TPD_COV_EXACTLY_ONCE, u, 0, &o, done(&x, true), &f, &c);
+    PATH_IS(f, "coverage.unexpected_id");
+    ck_assert_int_eq(f.rank, -1);
+    ck_assert_int_eq(f.nextra, 1);
+    ck_assert_int_eq(c.unexpected, 1);
+    tpd_cov_auditor_destroy(au);
+}
+END_TEST
+
 /* ---- the verdict, from a run built by hand ---- */
 
 typedef struct world {
@@ -477,6 +594,108 @@ START_TEST(test_coverage_verdict_errors)
 }
 END_TEST
 
+/* strs makes process p's batches carry the string "s<id>" for each ID. */
+static void strs(world *w, tpd_arena *a, int p)
+{
+    for (size_t i = 0; i < w->pr[p].nbatches; i++) {
+        tpd_batch *b = &w->b[p][i];
+        char buf[4][16];
+        const char *v[4];
+        if (b->end) continue;
+        for (uint32_t j = 0; j < b->n; j++) {
+            snprintf(buf[j], sizeof buf[j], "s%lld", (long long)b->ids[j]);
+            v[j] = buf[j];
+        }
+        b->id_source = "expr";
+        ck_assert_int_eq(tpd_batch_set_strs(a, b, v, NULL, b->n), TP_OK);
+    }
+}
+
+START_TEST(test_coverage_verdict_string_ids)
+{
+    tpd_arena *a = tpd_arena_create();
+    world w;
+    tpd_result r;
+    int64_t dup[] = {2};
+    /* the same strings from two processes get the same key, and a count */
+    two_ranks(&w, "{\"policy\": \"exactly_once\", \"universe\": 4}");
+    strs(&w, a, 0);
+    strs(&w, a, 1);
+    ck_assert_ptr_nonnull(tpd_batch_strs(&w.b[0][0]));
+    ck_assert_ptr_null(tpd_batch_strs(&w.b[0][1])); /* an end: no IDs */
+    ck_assert_str_eq(tpd_batch_strs(&w.b[1][0])[1], "s3");
+    ck_assert_int_eq(w.b[0][0].ids[0], tpd_batch_id_key("s0", 2));
+    r = judge(&w);
+    ck_assert_int_eq(r.outcome, TPD_PASS);
+    ck_assert_ptr_nonnull(strstr(r.text, "a count of string IDs"));
+    ck_assert_ptr_nonnull(strstr(r.json, "\"id_kind\":\"string\""));
+    tpd_result_clear(&r);
+    /* "s2" twice: named by its string */
+    two_ranks(&w, "{\"policy\": \"exactly_once\", \"universe\": 4}");
+    wbatch(&w, 1, 0, false, dup, 1);
+    w.b[1][2] = w.b[1][1]; /* keep the end last */
+    w.b[1][1].end = false;
+    w.b[1][1].has_ids = true;
+    w.b[1][1].n = 1;
+    w.b[1][1].ids = w.ids[1][2];
+    w.ids[1][2][0] = 2;
+    w.b[1][1].pos = 1;
+    strs(&w, a, 0);
+    strs(&w, a, 1);
+    r = judge(&w);
+    ck_assert_int_eq(r.outcome, TPD_FAIL);
+    ck_assert_str_eq(r.path, "coverage.cross_rank_duplicate");
+    ck_assert_ptr_nonnull(strstr(r.text, "ID \"s2\""));
+    ck_assert_ptr_nonnull(strstr(r.json, "\"id\":\"s2\""));
+    ck_assert_ptr_nonnull(strstr(r.json, "\"explanation\":[{"));
+    tpd_result_clear(&r);
+    /* strings on one rank, integers on the other: ERROR */
+    two_ranks(&w, "{\"policy\": \"exactly_once\"}");
+    strs(&w, a, 0);
+    r = judge(&w);
+    ck_assert_int_eq(r.outcome, TPD_ERROR);
+    ck_assert_ptr_nonnull(strstr(r.text, "strings on rank 0 and integers on rank 1"));
+    tpd_result_clear(&r);
+    /* a universe file lists integers: no use for strings */
+    two_ranks(&w, "{\"policy\": \"exactly_once\", \"universe_ranges\": [[0, 3]]}");
+    strs(&w, a, 0);
+    strs(&w, a, 1);
+    r = judge(&w);
+    ck_assert_int_eq(r.outcome, TPD_ABSTAIN);
+    tpd_result_clear(&r);
+    tpd_arena_destroy(a);
+}
+END_TEST
+
+START_TEST(test_coverage_verdict_counts_and_rule)
+{
+    world w;
+    tpd_result r;
+    char *ev = NULL, why[256];
+    two_ranks(&w, "{\"policy\": \"expected_padding\", \"padding\": 1, \"padding_exact\": true}");
+    r = judge(&w);
+    ck_assert_int_eq(r.outcome, TPD_FAIL);
+    ck_assert_str_eq(r.path, "coverage.padding_short");
+    ck_assert_ptr_nonnull(strstr(r.text, "exactly 1 repeated observation(s) per epoch"));
+    ck_assert_ptr_nonnull(strstr(r.json, "\"rule\":\"exactly\",\"observed\":[0]"));
+    ck_assert_ptr_nonnull(strstr(r.json, "padding rule applied: exactly 1"));
+    tpd_result_clear(&r);
+    two_ranks(&w, "{\"policy\": \"expected_padding\", \"padding\": 1}");
+    r = judge(&w);
+    ck_assert_int_eq(r.outcome, TPD_PASS);
+    ck_assert_ptr_nonnull(strstr(r.text, "at most 1 repeated observation(s) per epoch"));
+    ck_assert_ptr_nonnull(strstr(r.json, "\"counts\":{\"observations\":4,\"unique\":4"));
+    tpd_result_clear(&r);
+    /* the evidence file: a line per ID, in ID order */
+    ck_assert_int_eq(tpd_coverage_evidence(&w.run, &ev, why, sizeof why), TP_OK);
+    ck_assert_ptr_nonnull(strstr(ev, "{\"id\":0,\"occurrences\":[{\"epoch\":0,\"rank\":0,"
+                                     "\"position\":0,\"item\":0,\"worker\":null}]}\n{\"id\":1,"));
+    free(ev);
+    two_ranks(&w, "{\"policy\": \"sometimes\"}");
+    ck_assert_int_eq(tpd_coverage_evidence(&w.run, &ev, why, sizeof why), TP_EINVAL);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("coverage");
@@ -490,12 +709,17 @@ static Suite *suite(void)
     tcase_add_test(t, test_coverage_expected_padding);
     tcase_add_test(t, test_coverage_universe_of_ranges);
     tcase_add_test(t, test_coverage_auditor_reused_across_epochs);
+    tcase_add_test(t, test_coverage_counts_go_on_after_the_first_violation);
+    tcase_add_test(t, test_coverage_padding_exact);
+    tcase_add_test(t, test_coverage_count_only_universe);
     suite_add_tcase(s, t);
     t = tcase_create("verdict");
     tcase_add_test(t, test_coverage_verdict_pass_names_window_and_world);
     tcase_add_test(t, test_coverage_verdict_fail_path);
     tcase_add_test(t, test_coverage_verdict_abstains);
     tcase_add_test(t, test_coverage_verdict_errors);
+    tcase_add_test(t, test_coverage_verdict_string_ids);
+    tcase_add_test(t, test_coverage_verdict_counts_and_rule);
     suite_add_tcase(s, t);
     return s;
 }

@@ -66,8 +66,8 @@ START_TEST(test_proto_roundtrip_every_kind)
     uint8_t d[16], want[16];
     const uint8_t *p;
     tb_begin(&t, 7, 8, 4242, 1, "secret");
-    ck_assert_int_eq(tb_all(&t, 0), 14);
-    tb_bye(&t, 14, 15, 0);
+    ck_assert_int_eq(tb_all(&t, 0), 15);
+    tb_bye(&t, 15, 16, 0);
     tb_end(&t);
     ck_assert(!t.buf.oom);
     b = decode_ok(&t.buf);
@@ -77,7 +77,7 @@ START_TEST(test_proto_roundtrip_every_kind)
     ck_assert_int_eq(b.hdr.rank, 1);
     ck_assert_int_eq(b.hdr.tok_len, 6);
     ck_assert(memcmp(b.hdr.tok, "secret", 6) == 0);
-    ck_assert_int_eq(b.n, 15);
+    ck_assert_int_eq(b.n, 16);
     for (size_t i = 0; i < b.n; i++) {
         ck_assert_int_eq(b.ev[i].seq, i);
         ck_assert_int_eq(b.ev[i].time_ns, 1000 + i);
@@ -201,6 +201,11 @@ START_TEST(test_proto_roundtrip_every_kind)
     ck_assert_int_eq(p[0], 0x5a);
     e = find_kind(&b, TP_K_ERROR, 0);
     assert_str(e, "msg", "ValueError: boom");
+    e = find_kind(&b, TP_K_ZERO_GRAD, 0);
+    assert_str(e, "which", "optimizer");
+    assert_int(e, "opt", 0);
+    ck_assert_int_eq(tp_body_bool(e, "set_to_none", &bv), TP_OK);
+    ck_assert(bv);
     tp_batch_free(&b);
     tp_batch_free(NULL);
     tb_free(&t);
@@ -604,12 +609,31 @@ static void m_records_arity(tp_buf *b)
     key(b, "via"), tp_mp_cstr(b, "none"), key(b, "records"), tp_mp_array(b, 1);
     tp_mp_array(b, 2), tp_mp_cstr(b, "data.pkl"), tp_mp_uint(b, 1);
 }
-static void m_ids_str(tp_buf *b)
+/* IDs are integers or strings, one kind per batch */
+static void m_ids_mixed(tp_buf *b)
 {
     ev_head(b, "batch");
     tp_mp_map(b, 5), key(b, "loader"), tp_mp_uint(b, 0), key(b, "epoch"), tp_mp_uint(b, 0);
     key(b, "pos"), tp_mp_uint(b, 0), key(b, "worker"), tp_mp_nil(b);
-    key(b, "ids"), tp_mp_array(b, 1), tp_mp_cstr(b, "a");
+    key(b, "ids"), tp_mp_array(b, 2), tp_mp_int(b, 1), tp_mp_cstr(b, "a");
+}
+/* zero_grad: "which" is required, set_to_none a bool or nil, opt an index */
+static void m_zero_grad_no_which(tp_buf *b)
+{
+    ev_head(b, "zero_grad");
+    tp_mp_map(b, 1), key(b, "set_to_none"), tp_mp_bool(b, true);
+}
+static void m_zero_grad_set_to_none_int(tp_buf *b)
+{
+    ev_head(b, "zero_grad");
+    tp_mp_map(b, 2), key(b, "which"), tp_mp_cstr(b, "module");
+    key(b, "set_to_none"), tp_mp_int(b, 1);
+}
+static void m_zero_grad_opt_negative(tp_buf *b)
+{
+    ev_head(b, "zero_grad");
+    tp_mp_map(b, 2), key(b, "which"), tp_mp_cstr(b, "optimizer");
+    key(b, "opt"), tp_mp_int(b, -1);
 }
 static void m_deep(tp_buf *b)
 {
@@ -717,7 +741,10 @@ static const bad_case bad_cases[] = {
     BAD(m_digest_leaf_15),
     BAD(m_save_digest15),
     BAD(m_records_arity),
-    BAD(m_ids_str),
+    BAD(m_ids_mixed),
+    BAD(m_zero_grad_no_which),
+    BAD(m_zero_grad_set_to_none_int),
+    BAD(m_zero_grad_opt_negative),
     BAD(m_deep),
     BAD(m_deep_100000),
     BAD(m_reserved_c1),
