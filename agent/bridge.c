@@ -452,6 +452,7 @@ static void set_item(PyObject *d, const char *k, PyObject *v)
     P.Py_DecRef(v);
 }
 
+/* config() -> dict: tpa_cfg as the glue reads it (agent/glue/config.py). */
 static PyObject *py_config(PyObject *self, PyObject *args)
 {
     PyObject *d = P.PyDict_New();
@@ -465,6 +466,10 @@ static PyObject *py_config(PyObject *self, PyObject *args)
     set_item(d, "capture", P.PyUnicode_FromString(tpa_cfg.capture_values ? "values" : "digests"));
     set_item(d, "update_norm", P.PyBool_FromLong(tpa_cfg.update_norm));
     set_item(d, "debug", P.PyBool_FromLong(tpa_cfg.debug));
+    set_item(d, "sample_id",
+             tpa_cfg.sample_id ? P.PyUnicode_FromString(tpa_cfg.sample_id) : none());
+    set_item(d, "loss_counts", P.PyBool_FromLong(tpa_cfg.loss_counts));
+    set_item(d, "disable_dropout", P.PyBool_FromLong(tpa_cfg.disable_dropout));
     return d;
 }
 

@@ -17,6 +17,12 @@ static void copy_env(char *dst, size_t n, const char *name)
     if (v != NULL && strlen(v) < n) memcpy(dst, v, strlen(v) + 1);
 }
 
+static bool env_one(const char *name)
+{
+    const char *v = getenv(name);
+    return v != NULL && strcmp(v, "1") == 0;
+}
+
 static int64_t env_int(const char *name, int64_t dflt)
 {
     const char *v = getenv(name);
@@ -29,7 +35,8 @@ static int64_t env_int(const char *name, int64_t dflt)
 
 void tpa_config_load(void)
 {
-    const char *cap = getenv(TP_ENV_CAPTURE);
+    const char *cap = getenv(TP_ENV_CAPTURE), *sid = getenv(TP_ENV_SAMPLE_ID);
+    free(tpa_cfg.sample_id);
     memset(&tpa_cfg, 0, sizeof tpa_cfg);
     tpa_cfg.exec = env_int(TP_ENV_EXEC, 0);
     tpa_cfg.run = env_int(TP_ENV_RUN, 0);
@@ -51,4 +58,8 @@ void tpa_config_load(void)
     if (tpa_cfg.send_timeout_ms < 10) tpa_cfg.send_timeout_ms = 10;
     tpa_cfg.hash_threads = (int)env_int("TRAINPARITY_HASH_THREADS", 0);
     if (tpa_cfg.hash_threads < 0 || tpa_cfg.hash_threads > 64) tpa_cfg.hash_threads = 0;
+    /* any length: a --sample-id expression is not cut to a buffer */
+    tpa_cfg.sample_id = sid != NULL && *sid != '\0' ? strdup(sid) : NULL;
+    tpa_cfg.loss_counts = env_one("TRAINPARITY_LOSS_COUNTS");
+    tpa_cfg.disable_dropout = env_one("TRAINPARITY_DISABLE_DROPOUT");
 }

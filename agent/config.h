@@ -23,9 +23,14 @@ typedef struct tpa_config {
     bool debug;           /* TRAINPARITY_DEBUG=1 */
     int send_timeout_ms;  /* TRAINPARITY_SEND_TIMEOUT_MS, default 1000 */
     int hash_threads;     /* TRAINPARITY_HASH_THREADS, 0 when unset (team.h) */
+    char *sample_id;      /* TRAINPARITY_SAMPLE_ID (--sample-id), NULL when unset or "" */
+    bool loss_counts;     /* TRAINPARITY_LOSS_COUNTS=1 (the accumulation check) */
+    bool disable_dropout; /* TRAINPARITY_DISABLE_DROPOUT=1 */
 } tpa_config;
 
-/* tpa_cfg is filled by tpa_config_load() in the constructor, then read-only. */
+/* tpa_cfg is filled by tpa_config_load() in the constructor, then read-only.
+ * It is the one parser of TRAINPARITY_* variables: the glue reads them through
+ * _tp.config() (bridge.c; agent/glue/config.py). */
 extern tpa_config tpa_cfg;
 
 /* tpa_config_load reads the environment into tpa_cfg. */

@@ -34,7 +34,7 @@ void tpa_emit_init(int64_t rank)
         hdr.tok_len = 0;
         while (tpa_cfg.token[hdr.tok_len]) hdr.tok_len++;
     }
-    /* without its execution's key no batch is stored (daemon/ingest.c) */
+    /* without its execution's key no batch is stored (daemon/ingest/ingest.c) */
     if (tpa_cfg.exec_key[0]) {
         hdr.key = tpa_cfg.exec_key;
         hdr.key_len = 0;

@@ -537,8 +537,8 @@ static PyObject *seq_item(PyObject *o, Py_ssize_t i, int is_list)
  * recognises those exact shapes (a few type and length checks, so other
  * values cost nothing) and digests their content alone: a tag, the MT19937
  * words, the position and the Gaussian cache.  A snapshot's RNG leaf
- * (glue.py's Digest) and a manifest's container of that shape carry this
- * digest, so daemon/resume_why.c's manifest_has matches them by content. */
+ * (agent/glue/core.py's Digest) and a manifest's container of that shape carry this
+ * digest, so daemon/checks/resume/why.c's manifest_has matches them by content. */
 
 #define MT_WORDS     624
 #define RNG_DICT_MAX 8
@@ -760,7 +760,7 @@ static int rng_digest(PyObject *o, uint8_t out[16])
  * 0..255 (tolist()), a NumPy uint8 vector (numpy()) or bytes.  In a manifest
  * such a container, when its length is exactly the state's, gets one more
  * leaf at its path: the tensor leaf of those bytes as a torch.uint8 vector,
- * so daemon/resume_why.c's manifest_has and daemon/provenance.c match it by
+ * so daemon/checks/resume/why.c's manifest_has and daemon/checks/resume/provenance.c match it by
  * content.  The length check comes first, so other values cost nothing; the
  * length is asked of torch once. */
 

@@ -5,7 +5,7 @@
  * daemon's receive queue or in its open transaction when the daemon dies.  So
  * the sender thread keeps every batch it sent (the retained list, in seq
  * order) until the daemon's control command `seen` -- the highest contiguous
- * seq of this process stored and committed (daemon/gaps.c) -- covers the
+ * seq of this process stored and committed (daemon/store/gaps.c) -- covers the
  * batch's last event.  It asks every ASK_MS while anything is retained, at
  * once when ASK_BYTES were sent since it last asked, and every ASK_BYE_MS
  * while bye waits.  A retained batch is sent again when the push socket

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "daemon/cov_audit.h"
+#include "daemon/checks/coverage/audit.h"
 
 #define RANKS 8
 #define BATCH 256

@@ -22,9 +22,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/ingest.h"
-#include "daemon/serve.h"
-#include "daemon/store.h"
+#include "daemon/ingest/ingest.h"
+#include "daemon/serve/serve.h"
+#include "daemon/store/store.h"
 #include "tests/unit/batches.h"
 
 #define LEAVES           200

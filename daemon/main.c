@@ -12,10 +12,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon/ingest.h"
-#include "daemon/query.h"
-#include "daemon/serve.h"
-#include "daemon/store.h"
+#include "daemon/ingest/ingest.h"
+#include "daemon/serve/serve.h"
+#include "daemon/store/query.h"
+#include "daemon/store/store.h"
 #include "proto/control.h"
 
 #define PROG       "trainparity-daemon"
@@ -274,7 +274,7 @@ static int cmd_serve(int argc, char **argv)
     sa.sa_handler = SIG_IGN;
     sigaction(SIGPIPE, &sa, NULL);
     /* a write past a file-size limit (RLIMIT_FSIZE) then fails with EFBIG,
-     * like one to a full disk, and the batches wait in memory (serve.h),
+     * like one to a full disk, and the batches wait in memory (serve/serve.h),
      * instead of the signal killing the daemon */
     sigaction(SIGXFSZ, &sa, NULL);
     urls[0] = '\0';

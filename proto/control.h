@@ -25,7 +25,7 @@
  *   attach      pid [owner]                -> attached (holders now)
  *   detach      pid                        -> attached (left), exiting
  * A daemon that an attached process started (owner: true) exits once no
- * attached process is left: detached, or found gone (daemon/lease.h).
+ * attached process is left: detached, or found gone (daemon/serve/lease.h).
  * Every string in a reply is valid UTF-8: a byte that is not becomes
  * U+FFFD, a control character other than newline and tab the escape
  * \u00NN (valid in JSON text as well). */

@@ -327,21 +327,8 @@ void tp_batch_free(tp_batch *b)
 
 tp_err tp_body_find(const tp_event *e, const char *key, tp_mpr *field)
 {
-    tp_mpr r;
-    uint32_t n;
-    tp_mpr_init(&r, e->body, e->body_len);
-    if (tp_mpr_map(&r, &n) != TP_OK) return TP_EPROTO;
-    for (uint32_t i = 0; i < n; i++) {
-        const char *k;
-        uint32_t klen;
-        if (tp_mpr_str(&r, &k, &klen) != TP_OK) return TP_EPROTO;
-        if (tp_mp_str_eq(k, klen, key)) {
-            *field = r;
-            return TP_OK;
-        }
-        if (tp_mpr_skip(&r) != TP_OK) return TP_EPROTO;
-    }
-    return TP_ENOENT;
+    tp_err rc = tp_mp_map_find(e->body, e->body_len, key, field);
+    return rc == TP_OK || rc == TP_ENOENT ? rc : TP_EPROTO;
 }
 
 /* find_present is tp_body_find that also treats nil as absent. */

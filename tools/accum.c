@@ -6,7 +6,7 @@
  * micro-batch and full-batch sums are never bit-identical): "full" runs the
  * reference command (one backward per optimizer update), then "micro" runs
  * CMD (N micro-batch backward calls per update).  The user declares the
- * relation; the daemon tests it (daemon/verdict_accum.c). */
+ * relation; the daemon tests it (daemon/checks/accum/verdict.c). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>

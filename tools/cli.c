@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT
- * cli.c -- error and progress lines, command display. */
+ * cli.c -- the tool's clocks, error and progress lines, command display. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdarg.h>
@@ -23,6 +23,19 @@ int64_t tpt_started_ago_ns(void)
     if (started.tv_sec == 0 && started.tv_nsec == 0) return -1;
     clock_gettime(CLOCK_MONOTONIC, &now);
     return (int64_t)(now.tv_sec - started.tv_sec) * 1000000000 + (now.tv_nsec - started.tv_nsec);
+}
+
+long long tpt_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void tpt_sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0) {}
 }
 
 void tpt_error(const char *fmt, ...)

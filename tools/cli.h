@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT
  * cli.h -- what every trainparity-run subcommand shares at the terminal:
- * exit statuses, error and progress lines on stderr, command display. */
+ * exit statuses, the clocks, error and progress lines on stderr, command
+ * display. */
 #ifndef TP_TOOLS_CLI_H
 #define TP_TOOLS_CLI_H
 
@@ -9,7 +10,7 @@
 
 #define TPT_PROG "trainparity-run"
 
-/* Exit statuses (ARCHITECTURE.md §6); record returns its command's own. */
+/* Exit statuses (docs/architecture.md); record returns its command's own. */
 #define TPT_EXIT_PASS     0
 #define TPT_EXIT_FAIL     1
 #define TPT_EXIT_ABSTAIN  2
@@ -24,6 +25,11 @@
  * so a report's wall time covers the whole of trainparity-run's work. */
 void tpt_clock_start(void);
 int64_t tpt_started_ago_ns(void);
+
+/* tpt_now_ms is the monotonic clock in milliseconds, for deadlines. */
+long long tpt_now_ms(void);
+/* tpt_sleep_ms sleeps ms milliseconds, the whole of them across signals. */
+void tpt_sleep_ms(int ms);
 
 /* tpt_error prints "trainparity-run: <message>" on stderr. */
 void tpt_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -14,6 +14,7 @@
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
 
+#include "tools/cli.h"
 #include "tools/client.h"
 #include "tools/errbuf.h"
 
@@ -60,13 +61,6 @@ static tp_err from_nng(int rv)
     }
 }
 
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void on_aio(void *arg)
 {
     tpt_client *c = arg;
@@ -86,7 +80,7 @@ static void on_pipe(nng_pipe p, nng_pipe_ev ev, void *arg)
     if (ev == NNG_PIPE_EV_ADD_PRE) {
         c->npipes++;
     } else if (ev == NNG_PIPE_EV_REM_POST && c->npipes > 0 && --c->npipes == 0) {
-        c->down_ms = now_ms();
+        c->down_ms = tpt_now_ms();
     }
     pthread_mutex_unlock(&c->mu);
 }
@@ -122,7 +116,7 @@ tp_err tpt_client_open(tpt_client **cp, const char *url, int timeout_ms)
         rc = TP_ENOMEM;
         goto fail;
     }
-    c->down_ms = now_ms();
+    c->down_ms = tpt_now_ms();
     if ((rv = nng_req0_open(&c->sock)) != 0) goto nng_fail;
     c->sock_open = true;
     /* Replies carry query text: allow what the wire allows, not nng's 1 MiB.
@@ -213,7 +207,7 @@ long long tpt_client_silence(tpt_client *c)
 {
     long long s;
     pthread_mutex_lock(&c->mu);
-    s = c->npipes > 0 ? 0 : now_ms() - c->down_ms;
+    s = c->npipes > 0 ? 0 : tpt_now_ms() - c->down_ms;
     pthread_mutex_unlock(&c->mu);
     return s;
 }
@@ -233,7 +227,7 @@ static int withdraw(tpt_client *c, int gave_up)
 static int await_op(tpt_client *c, long long deadline, bool *gone, char *why)
 {
     for (;;) {
-        long long until = now_ms() + TPT_WATCH_MS;
+        long long until = tpt_now_ms() + TPT_WATCH_MS;
         struct timespec ts;
         bool done;
 
@@ -245,7 +239,7 @@ static int await_op(tpt_client *c, long long deadline, bool *gone, char *why)
         done = c->done;
         pthread_mutex_unlock(&c->mu);
         if (done) return nng_aio_result(c->aio);
-        if (now_ms() >= deadline) return withdraw(c, NNG_ETIMEDOUT);
+        if (tpt_now_ms() >= deadline) return withdraw(c, NNG_ETIMEDOUT);
         if (c->has_watch && c->watch.alive(c->watch.arg, why) != TP_OK) {
             int rv = withdraw(c, NNG_ECLOSED);
             *gone = rv != 0;
@@ -265,7 +259,7 @@ static void start_op(tpt_client *c)
 static int roundtrip(tpt_client *c, const void *data, size_t len, nng_msg **mp, bool *gone,
                      char *why)
 {
-    long long deadline = now_ms() + c->timeout_ms;
+    long long deadline = tpt_now_ms() + c->timeout_ms;
     nng_msg *m;
     int rv;
 

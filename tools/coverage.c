@@ -5,7 +5,7 @@
  * or a single process), every process reporting to the same daemon.  The
  * declaration (policy, universe, padding, window, --sample-id) goes into
  * the run's params as JSON, so the daemon judges from the stored run alone
- * (daemon/cov_decl.h, daemon/verdict_coverage.c).  A universe file is read
+ * (daemon/checks/coverage/decl.h, daemon/checks/coverage/verdict.c).  A universe file is read
  * here and sent as sorted ranges of IDs: a dense universe costs a few
  * bytes, whatever its size. */
 #define _GNU_SOURCE
@@ -176,7 +176,7 @@ static void put_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
-/* params writes the declaration (cov_decl.h) into a malloc'ed string. */
+/* params writes the declaration (daemon/checks/coverage/decl.h) into a malloc'ed string. */
 static char *params(const char *policy, const char *sample_id, long long universe,
                     const int64_t *ids, size_t nids, long long padding, long long epochs,
                     long long loader, long long examples)

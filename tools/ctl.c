@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "tools/cli.h"
 #include "tools/ctl.h"
@@ -125,23 +124,10 @@ fail:
     return rc;
 }
 
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0) {}
-}
-
 tp_err tpt_exec_finish(tpt_client *c, int64_t exec, int status, int sig, int wait_ms,
                        tpt_finish *out, char *err)
 {
-    long long deadline = now_ms() + wait_ms + FINISH_SLACK_MS;
+    long long deadline = tpt_now_ms() + wait_ms + FINISH_SLACK_MS;
     tp_buf req, rep;
     tpt_finish f;
     bool pending;
@@ -171,12 +157,12 @@ tp_err tpt_exec_finish(tpt_client *c, int64_t exec, int status, int sig, int wai
             goto fail;
         }
         if (!pending) break;
-        if (now_ms() > deadline) {
+        if (tpt_now_ms() > deadline) {
             rc = tpt_seterr(err, TP_ETIMEDOUT,
                             "daemon still waits for the events of execution %lld", (long long)exec);
             goto fail;
         }
-        sleep_ms(FINISH_POLL_MS);
+        tpt_sleep_ms(FINISH_POLL_MS);
     }
     if (tpt_reply_bool(&rep, "complete", &f.complete) != TP_OK) {
         rc = missing(err, "exec.finish", "complete");

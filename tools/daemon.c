@@ -20,7 +20,6 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "proto/control.h"
@@ -56,19 +55,6 @@ struct tpt_daemon {
     char dead[TPT_ERR_LEN]; /* why it is gone for good; "" while usable */
     tpt_ping_info ping;
 };
-
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0) {}
-}
 
 /* pid_gone reports whether process pid has ended: no such process, or a
  * zombie that its parent (another trainparity-run) has not reaped yet. */
@@ -225,7 +211,7 @@ static tp_err alive(void *arg, char *why)
  * TP_ECHILD when it exited first and no other daemon answers. */
 static tp_err await(tpt_daemon *d, char *err)
 {
-    long long deadline = now_ms() + TPT_DAEMON_START_MS;
+    long long deadline = tpt_now_ms() + TPT_DAEMON_START_MS;
     char how[64], said[256];
     pid_t w;
     int st;
@@ -250,10 +236,10 @@ static tp_err await(tpt_daemon *d, char *err)
             return tpt_seterr(err, TP_ECHILD, "%s %s before it answered%s%s (%s)", TPT_DAEMON_BIN,
                               how, said[0] ? ": " : "", said, d->log);
         }
-        if (now_ms() > deadline)
+        if (tpt_now_ms() > deadline)
             return tpt_seterr(err, TP_ETIMEDOUT, "%s did not answer at %s within %d ms; see %s",
                               TPT_DAEMON_BIN, d->control, TPT_DAEMON_START_MS, d->log);
-        sleep_ms(10);
+        tpt_sleep_ms(10);
     }
     return TP_OK;
 }
@@ -262,7 +248,7 @@ static tp_err await(tpt_daemon *d, char *err)
  * or 0 when someone else reaped it). */
 static int reap(pid_t pid, int ms, int *st)
 {
-    long long deadline = now_ms() + ms;
+    long long deadline = tpt_now_ms() + ms;
     pid_t w;
     for (;;) {
         w = waitpid(pid, st, WNOHANG);
@@ -271,8 +257,8 @@ static int reap(pid_t pid, int ms, int *st)
             *st = 0;
             return 1;
         }
-        if (now_ms() > deadline) return 0;
-        sleep_ms(10);
+        if (tpt_now_ms() > deadline) return 0;
+        tpt_sleep_ms(10);
     }
 }
 
@@ -302,7 +288,7 @@ static tp_err connect_private(tpt_daemon *d, char *err)
 
     d->connecting = true;
     for (i = 0; i < TRIES; i++) {
-        if (i > 0) sleep_ms(100 * i);
+        if (i > 0) tpt_sleep_ms(100 * i);
         d->serving = 0;
         d->ping.pid = -1;
         tpt_client_timeout(d->client, PROBE_MS);
@@ -453,10 +439,10 @@ tp_err tpt_daemon_check(tpt_daemon *d, char *err)
 /* await_exit waits up to ms for a daemon that is not our child to exit. */
 static int await_exit(pid_t pid, int ms)
 {
-    long long deadline = now_ms() + ms;
+    long long deadline = tpt_now_ms() + ms;
     while (!pid_gone(pid)) {
-        if (now_ms() > deadline) return 0;
-        sleep_ms(10);
+        if (tpt_now_ms() > deadline) return 0;
+        tpt_sleep_ms(10);
     }
     return 1;
 }

@@ -6,7 +6,7 @@
  * script that resumes on its own trains from scratch every time); I runs it
  * until the first checkpoint save at or after optimizer step K, and the agent
  * ends it at the next training-step boundary; R runs the resume command.
- * The daemon then judges the run (daemon/verdict_resume.c). */
+ * The daemon then judges the run (daemon/checks/resume/verdict.c). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>

@@ -69,6 +69,9 @@ want_status=$(case $outcome in PASS) echo 0 ;; FAIL) echo 1 ;; ABSTAIN) echo 2 ;
 got=$?
 [ "$got" = "$want_status" ] || fail "exit status $got, want $want_status ($outcome); report: $(grep -v '^\(step\|epoch\|iter\) ' out | head -40); stderr: $(tail -20 err)"
 [ -s report.json ] || fail "no JSON report"
+# TP_REPORT_DIR keeps every report, for comparing two builds over the whole
+# table (tests/e2e/compare_reports.py).
+[ -z "${TP_REPORT_DIR:-}" ] || cp report.json "$TP_REPORT_DIR/$TP_NAME.json"
 "$py" - "$outcome" "$want_path" "$check" "$fixture" "$root/fixtures/why.tsv" <<'PY' || fail "report: $(cat report.json)"
 import json, sys
 want_outcome, want_path, check, fixture, why_table = sys.argv[1:6]

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # unauth_memory.sh -- what peers without the token can make a tcp:// daemon
-# hold is bounded (daemon/netguard.h, limits in daemon/serve.c).  Raw SP
+# hold is bounded (daemon/serve/netguard.h, limits in daemon/serve/serve.c).  Raw SP
 # connections from Python, no nng on the attacking side:
 #  - eight that each announce a 128 MiB message and send 96 MiB of it, then
 #    trickle: the daemon refuses them at the length header, and its VmRSS
@@ -10,7 +10,7 @@
 #    memory, as nng's buffer is touched only as bytes arrive);
 #  - a well-formed batch with a wrong token, and a message that is not a
 #    batch: each is dropped (the daemon logs it) and its connection left
-#    open (daemon/netguard.c: closing one is unsafe on nng 1.5.2);
+#    open (daemon/serve/netguard.c: closing one is unsafe on nng 1.5.2);
 #  - 40 idle connections from one address: those past the per-address cap
 #    (16) are closed;
 # and afterwards the daemon stores an authenticated record over tcp.

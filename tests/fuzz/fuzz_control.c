@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT
  * fuzz_control.c -- libFuzzer target: bytes as a control request
- * (daemon/control.c: request checking, every command's arguments, the
+ * (daemon/serve/control.c: request checking, every command's arguments, the
  * store and the verdict engines behind them) on the scratch store of
  * fuzz_store.h, which holds run 1 and execution 1 with a batch of every
  * event kind.  A fresh handler per input, so no lease carries over; it has
@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "daemon/control.h"
+#include "daemon/serve/control.h"
 #include "proto/event.h"
 #include "tests/fuzz/fuzz_store.h"
 #include "tests/unit/batches.h"

@@ -2,7 +2,7 @@
  * fuzz_ingest.c -- libFuzzer target: bytes as an ingest message.  The
  * strict decoder first (proto/event.c: tp_batch_decode, then every body
  * and leaf read back as the daemon reads them), then the whole ingest path
- * (daemon/ingest.c: checks, rows, leaves, blob files) on the scratch store
+ * (daemon/ingest/ingest.c: checks, rows, leaves, blob files) on the scratch store
  * of fuzz_store.h, where batches of execution 1 with its key are stored. */
 #include <stddef.h>
 #include <stdint.h>

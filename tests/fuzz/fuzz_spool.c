@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT
  * fuzz_spool.c -- libFuzzer target: bytes as a spool file (frames of a
  * 4-byte big-endian length and one batch, agent/send.c) read by
- * tpd_ingest_spool (daemon/spool.c: framing, torn and oversized frames,
+ * tpd_ingest_spool (daemon/ingest/spool.c: framing, torn and oversized frames,
  * then every batch through ingest) on the scratch store of fuzz_store.h. */
 #include <stddef.h>
 #include <stdint.h>

@@ -11,8 +11,8 @@
 
 #include <stddef.h>
 
-#include "daemon/ingest.h"
-#include "daemon/store.h"
+#include "daemon/ingest/ingest.h"
+#include "daemon/store/store.h"
 
 #define FUZZ_RUN  1
 #define FUZZ_EXEC 1

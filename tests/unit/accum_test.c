@@ -9,9 +9,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "daemon/accum_win.h"
-#include "daemon/values.h"
-#include "daemon/verdict_accum.h"
+#include "daemon/checks/accum/verdict.h"
+#include "daemon/checks/accum/windows.h"
+#include "daemon/obs/values.h"
 #include "testdir.h"
 
 /* ---- values ---- */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT
- * backlog_test.c -- batches the database could not store (daemon/backlog.c)
- * and the serve loop that keeps and retries them (daemon/serve.c).
+ * backlog_test.c -- batches the database could not store (daemon/ingest/backlog.c)
+ * and the serve loop that keeps and retries them (daemon/serve/serve.c).
  *
  * The backlog alone: order, the bound, malformed batches, and counting each
  * event once however often it was sent.  The serve loop under a real fault:
@@ -23,9 +23,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/backlog.h"
-#include "daemon/serve.h"
-#include "daemon/store.h"
+#include "daemon/ingest/backlog.h"
+#include "daemon/serve/serve.h"
+#include "daemon/store/store.h"
 #include "proto/control.h"
 #include "tests/unit/batches.h"
 #include "tests/unit/testdir.h"

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/cov_audit.h"
-#include "daemon/obs_batch.h"
-#include "daemon/verdict_coverage.h"
+#include "daemon/checks/coverage/audit.h"
+#include "daemon/checks/coverage/verdict.h"
+#include "daemon/obs/batch.h"
 
 /* ---- one epoch built by hand ---- */
 

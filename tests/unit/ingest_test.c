@@ -16,8 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/serve.h"
-#include "daemon/store.h"
+#include "daemon/serve/serve.h"
+#include "daemon/store/store.h"
 #include "proto/control.h"
 #include "tests/unit/batches.h"
 #include "tests/unit/testdir.h"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT
- * lease_test.c -- the daemon's holders (daemon/lease.h): attach and detach,
+ * lease_test.c -- the daemon's holders (daemon/serve/lease.h): attach and detach,
  * an owned lease that ends with its last holder and an unowned one that
  * never ends, and holders that are gone (exited, or zombies nobody reaped)
  * dropped at the next prune. */
@@ -10,7 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "daemon/lease.h"
+#include "daemon/serve/lease.h"
 
 static tpd_lease *l;
 

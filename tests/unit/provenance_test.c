@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/provenance.h"
+#include "daemon/checks/resume/provenance.h"
 
 static tpd_arena *arena;
 

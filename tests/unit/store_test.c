@@ -11,11 +11,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon/blob.h"
-#include "daemon/ingest.h"
-#include "daemon/query.h"
-#include "daemon/secret.h"
-#include "daemon/store.h"
+#include "daemon/ingest/ingest.h"
+#include "daemon/store/blob.h"
+#include "daemon/store/query.h"
+#include "daemon/store/secret.h"
+#include "daemon/store/store.h"
 #include "tests/unit/batches.h"
 #include "tests/unit/testdir.h"
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/verdict_resume.h"
+#include "daemon/checks/resume/verdict.h"
 
 /* ---- building a run by hand ---- */
 

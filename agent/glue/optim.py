@@ -1,0 +1,199 @@
+# SPDX-License-Identifier: MIT
+# optim.py -- optimizers: Optimizer.step (a `step` event before, with the
+# gradients, and one after), step(closure), zero_grad (which, set_to_none)
+# and gradient clipping.  An optimizer's step is what counts training steps
+# (core._advance).
+from .core import (
+    _tp, S, _advance, _arg0, _depth, _enter, _fail, _index, _interrupt, _is_wrapped, _leave,
+    _off, _wrap_function, _wrap_method, _wraps)
+from .config import _cfg
+from .state import _param_names
+from .restore import _restore_hook
+
+
+def _step_pre(opt, via):
+    try:
+        names = _param_names()
+        params = [p for g in opt.param_groups for p in g["params"]]
+        grads = []
+        k = 0
+        for p in params:
+            if p.grad is not None:
+                grads.append(("grad." + names.get(id(p), "p%d" % k), p.grad))
+            k += 1
+        body = {
+            "phase": "pre",
+            "opt": _index(S.optimizers, opt),
+            "cls": type(opt).__name__,
+            "lrs": [float(g["lr"]) for g in opt.param_groups],
+            "nparams": len(params),
+            "ngrads": len(grads),
+            "via": via,
+        }
+        _tp.emit("step", body, "grads", grads)
+        if _cfg["update_norm"]:
+            _tp.update_begin(params)
+        return params
+    except Exception:
+        _fail("optimizer.step")
+        return None
+
+
+def _step_post(opt, params, skipped=False):
+    try:
+        body = {"phase": "post", "opt": _index(S.optimizers, opt), "cls": type(opt).__name__}
+        if skipped:
+            body["skipped"] = True
+        elif _cfg["update_norm"] and params is not None:
+            norm, changed = _tp.update_end(params)
+            body["unorm"] = norm
+            body["changed"] = changed
+        _tp.emit("step", body)
+    except Exception:
+        _fail("optimizer.step")
+    _advance()
+
+
+def _wrap_opt_step(cls):
+    orig = cls.__dict__.get("step")
+    if orig is None or _is_wrapped(orig):
+        return
+
+    def step(self, *a, **k):
+        if _depth("opt") or _off():
+            return orig(self, *a, **k)
+        _enter("opt")
+        try:
+            if S.armed:
+                _interrupt()
+            via = "scaler" if _depth("scaler_step") else "optimizer"
+            pre = []  # the step's parameters, once its pre event is out
+            closure = _arg0(a, k, "closure")
+            if callable(closure):
+                wrapped = _closure_pre(closure, lambda: pre.append(_step_pre(self, via)))
+                if "closure" in k:
+                    k = dict(k, closure=wrapped)
+                else:
+                    a = (wrapped,) + a[1:]
+            else:
+                pre.append(_step_pre(self, via))
+            r = orig(self, *a, **k)
+            if not pre:  # the optimizer never called its closure
+                pre.append(_step_pre(self, via))
+            _step_post(self, pre[0])
+            return r
+        finally:
+            _leave("opt")
+
+    cls.step = _wraps(orig, step)
+
+
+def _closure_pre(closure, emit):
+    """optimizer.step(closure) (Lightning, LBFGS): forward and backward run
+    inside the closure, so the step's gradients exist only once the
+    optimizer has called it.  The step's pre event (its gradients, and the
+    parameters before the update) is emitted when the first call returns;
+    later calls (LBFGS re-evaluates) emit nothing.  Returns what the
+    closure returns and raises what it raises."""
+    done = []
+
+    def fn(*a, **k):
+        r = closure(*a, **k)
+        if not done:
+            done.append(True)
+            emit()
+        return r
+
+    return fn
+
+
+def _patch_optim(torch):
+    Opt = torch.optim.Optimizer
+    oinit = Opt.__init__
+
+    def __init__(self, *a, **k):
+        oinit(self, *a, **k)
+        if _off():
+            return
+        try:
+            _index(S.optimizers, self)
+            for c in type(self).__mro__:
+                if "step" in c.__dict__:
+                    _wrap_opt_step(c)
+                    break
+            for c in type(self).__mro__:
+                if "zero_grad" in c.__dict__:
+                    _wrap_zero_grad(c, "optimizer")
+                    break
+        except Exception:
+            _fail("optimizer.__init__")
+
+    Opt.__init__ = _wraps(oinit, __init__)
+    _wrap_method(Opt, "load_state_dict", _restore_hook("optimizer", S.optimizers))
+
+
+def _set_to_none_default(fn):
+    """The default of fn's set_to_none parameter (torch 1.13: False, 2.x:
+    True), read once when fn is wrapped; None when it has no such default."""
+    try:
+        import inspect
+
+        p = inspect.signature(fn).parameters.get("set_to_none")
+        return p.default if p is not None and isinstance(p.default, bool) else None
+    except Exception:
+        return None
+
+
+def _wrap_zero_grad(cls, which):
+    """Wraps cls.zero_grad to emit a zero_grad mark after each call, so the
+    accumulation check sees the call instead of inferring it from the
+    gradients.  Every zero_grad wrapper shares the re-entry category
+    "zero_grad": a zero_grad reached from inside another (an override
+    calling super(), a wrapper delegating to the optimizer it holds, a
+    module's zero_grad calling an optimizer's) is the same user call and is
+    reported once, by the outermost.  Nothing is read from the gradients:
+    a call costs a dict and an emit."""
+    orig = cls.__dict__.get("zero_grad")
+    if orig is None or _is_wrapped(orig):
+        return
+    default = _set_to_none_default(orig)
+
+    def after(self, r, a, k):
+        v = a[0] if a else k.get("set_to_none", default)
+        body = {"which": which, "set_to_none": v if isinstance(v, bool) else None}
+        if which == "optimizer":
+            body["opt"] = _index(S.optimizers, self)
+        _tp.emit("zero_grad", body)
+
+    _wrap_method(cls, "zero_grad", after, "zero_grad")
+
+
+def _patch_zero_grad(torch):
+    """The base classes' zero_grad (an optimizer subclass's own override is
+    wrapped when the optimizer is created, _patch_optim).  accelerate's
+    AcceleratedOptimizer never runs Optimizer.__init__: its zero_grad (a
+    no-op while gradients accumulate) is seen through the optimizer it
+    delegates to, when that one clears."""
+    _wrap_zero_grad(torch.optim.Optimizer, "optimizer")
+    _wrap_zero_grad(torch.nn.Module, "module")
+
+
+def _patch_clip(torch):
+    utils = torch.nn.utils
+    cg = getattr(utils, "clip_grad", None)
+
+    def norm_after(r, a, k):
+        mx = a[1] if len(a) > 1 else k.get("max_norm")
+        _tp.emit("clip", {"op": "norm", "max": float(mx) if mx is not None else None, "norm": float(r)})
+
+    def value_after(r, a, k):
+        mx = a[1] if len(a) > 1 else k.get("clip_value")
+        _tp.emit("clip", {"op": "value", "max": float(mx) if mx is not None else None, "norm": None})
+
+    for name, after in (("clip_grad_norm_", norm_after), ("clip_grad_value_", value_after)):
+        w = _wrap_function(cg, name, after, "clip") if cg is not None else None
+        if w is not None and getattr(utils, name, None) is getattr(w, "__wrapped__", None):
+            setattr(utils, name, w)
+        else:
+            _wrap_function(utils, name, after, "clip")
+

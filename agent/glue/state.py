@@ -1,0 +1,145 @@
+# SPDX-License-Identifier: MIT
+# state.py -- the training state: the models an optimizer trains (through
+# DDP, DataParallel and torch.compile wrappers), the optimizers, schedulers,
+# scalers and RNGs, named as a checkpoint names them, and the snapshot of
+# all of it that the daemon compares step by step.
+import sys
+import weakref
+
+from .core import _tp, Digest, S, _indexed, _live
+
+
+# Wrappers that train another module, and the attribute that holds it.
+_WRAPPERS = {"DistributedDataParallel": "module", "DataParallel": "module",
+             "OptimizedModule": "_orig_mod"}
+
+
+def _unwrap(m):
+    """The module a wrapper (DDP, DataParallel, torch.compile) trains.  Its
+    parameters are named as that module names them, which is how a script
+    saves them (model.module.state_dict()), so that the training state and
+    the checkpoint speak of the same components."""
+    for _ in range(4):
+        attr = _WRAPPERS.get(type(m).__name__)
+        inner = m._modules.get(attr) if attr else None
+        if inner is None:
+            break
+        m = inner
+    return m
+
+
+def _roots():
+    """Root modules that own a parameter of some optimizer, creation order.
+
+    Only modules that hold trained parameters count, so a dead module still
+    waiting for the garbage collector never shifts the naming."""
+    mods = _live(S.modules)
+    if len(mods) < len(S.modules) // 2:
+        S.modules[:] = [weakref.ref(m) for m in mods]
+    trained = set()
+    for o in _live(S.optimizers):
+        for g in o.param_groups:
+            for p in g["params"]:
+                trained.add(id(p))
+    children = set()
+    for m in mods:
+        for c in m._modules.values():
+            if c is not None:
+                children.add(id(c))
+    roots = []
+    for m in mods:
+        if id(m) in children:
+            continue
+        for p in m.parameters():
+            if id(p) in trained:
+                roots.append(_unwrap(m))
+                break
+    return roots
+
+
+def _any_roots():
+    """Root modules that hold parameters, trained or not (for naming restores
+    that happen before the optimizer exists)."""
+    mods = _live(S.modules)
+    children = set()
+    for m in mods:
+        for c in m._modules.values():
+            if c is not None:
+                children.add(id(c))
+    return [_unwrap(m) for m in mods
+            if id(m) not in children and next(m.parameters(), None) is not None]
+
+
+def _snapshot(why):
+    """Snapshot of the training state.  Its large tensors are hashed at the
+    end of the emit, all together, on torch's own compute threads (job.h):
+    the training thread is in the hook meanwhile, so nothing writes them."""
+    torch = S.torch
+    items = []
+    names = {}
+    roots = _roots()
+    for i, m in enumerate(roots):
+        pre = _indexed("model", i, len(roots))
+        params = dict(m.named_parameters())
+        for n, p in params.items():
+            names[id(p)] = n if len(roots) == 1 else pre + "." + n
+        items.append((pre, params))
+        items.append((pre, dict(m.named_buffers())))
+    opts = _live(S.optimizers)
+    for j, o in enumerate(opts):
+        pre = _indexed("optimizer", j, len(opts))
+        state = {}
+        k = 0
+        for g in o.param_groups:
+            for p in g["params"]:
+                s = o.state.get(p)
+                if s:
+                    state[names.get(id(p), "p%d" % k)] = s
+                k += 1
+        items.append((pre + ".state", state))
+        for gi, g in enumerate(o.param_groups):
+            items.append(("%s.group[%d]" % (pre, gi), {a: v for a, v in g.items() if a != "params"}))
+    scheds = _live(S.schedulers)
+    for j, s in enumerate(scheds):
+        items.append((_indexed("scheduler", j, len(scheds)), s.state_dict()))
+    scalers = [s for s in _live(S.scalers) if s.is_enabled()]
+    for j, s in enumerate(scalers):
+        items.append((_indexed("scaler", j, len(scalers)), s.state_dict()))
+    items.append(("rng.torch_cpu", S.get_rng_state()))
+    cuda = getattr(torch, "cuda", None)
+    if cuda is not None and cuda.is_available() and cuda.is_initialized():
+        for i, st in enumerate(cuda.get_rng_state_all()):
+            items.append(("rng.cuda[%d]" % i, st))
+    if S.seeded["python"]:
+        import random
+
+        items.append(("rng.python", Digest(random.getstate())))
+    npr = sys.modules.get("numpy.random")
+    if S.seeded["numpy"] and npr is not None:
+        items.append(("rng.numpy", Digest(npr.get_state())))
+    _tp.emit("snapshot", {"why": why}, "leaves", items)
+    return names
+
+
+def _param_names():
+    names = {}
+    roots = _roots()
+    for i, m in enumerate(roots):
+        pre = _indexed("model", i, len(roots))
+        for n, p in m.named_parameters():
+            names[id(p)] = n if len(roots) == 1 else pre + "." + n
+    return names
+
+
+def _module_path(m):
+    m = _unwrap(m)
+    roots = _roots() or _any_roots()
+    for i, r in enumerate(roots):
+        if r is m:
+            return _indexed("model", i, len(roots))
+    for i, r in enumerate(roots):
+        for n, sub in r.named_modules():
+            if sub is m:
+                return _indexed("model", i, len(roots)) + ("." + n if n else "")
+    return "<%s>" % type(m).__name__
+

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT
+ * arena.h -- a bump allocator: everything a verdict engine loads for one run
+ * lives in one arena and is released at once. */
+#ifndef TP_DAEMON_BASE_ARENA_H
+#define TP_DAEMON_BASE_ARENA_H
+
+#include <stddef.h>
+
+typedef struct tpd_arena tpd_arena; /* opaque */
+
+/* tpd_arena_create makes an empty arena.  NULL when out of memory. */
+tpd_arena *tpd_arena_create(void);
+/* tpd_arena_destroy frees a and everything allocated from it.  NULL is a no-op. */
+void tpd_arena_destroy(tpd_arena *a);
+/* tpd_arena_alloc returns n zeroed bytes aligned for any type, or NULL. */
+void *tpd_arena_alloc(tpd_arena *a, size_t n);
+/* tpd_arena_strndup copies n bytes of s and a NUL; NULL s gives NULL. */
+char *tpd_arena_strndup(tpd_arena *a, const char *s, size_t n);
+/* tpd_arena_strdup copies a NUL-terminated string; NULL gives NULL. */
+char *tpd_arena_strdup(tpd_arena *a, const char *s);
+/* tpd_arena_grow reallocates an array of *cap elements of size sz to hold at
+ * least need elements (doubling); returns the (possibly moved) array or NULL.
+ * The old block stays in the arena until it is destroyed. */
+void *tpd_arena_grow(tpd_arena *a, void *arr, size_t *cap, size_t need, size_t sz);
+
+#endif

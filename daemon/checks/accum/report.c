@@ -1,0 +1,264 @@
+/* SPDX-License-Identifier: MIT
+ * report.c -- the accumulation report, text and JSON: the declared
+ * equivalence, whether the initial states were verified equal, the first
+ * divergence and every component that differs in its update, the
+ * explanation, the executions and the updates side by side (ctx.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include "daemon/checks/accum/ctx.h"
+#include "daemon/checks/divergence.h"
+#include "daemon/checks/render.h"
+
+typedef tpd_actx ctx;
+
+static int64_t init_total(const ctx *x)
+{
+    int64_t n = 0;
+    for (int g = TPD_G_MODEL; g <= TPD_G_RNG; g++) n += x->init_cmp[g];
+    return n;
+}
+
+/* init_text: the line of the report that says whether the initial states
+ * were verified equal, and from what. */
+static void init_text(ctx *x, tpd_str *t)
+{
+    bool first = true;
+    if (init_total(x) == 0) {
+        tpd_str_puts(t, "  initial state  not verified: no state was captured at the first "
+                        "backward\n");
+        return;
+    }
+    /* what differs, or an RNG judged by the updates, has its own line */
+    if (x->init_diff > 0 || x->init_rngs.len) return;
+    tpd_str_puts(t, "  initial state  verified equal at the first backward, before any step "
+                    "(values compared exactly: ");
+    for (int g = TPD_G_MODEL; g <= TPD_G_RNG; g++) {
+        if (x->init_cmp[g] == 0) continue;
+        tpd_str_printf(t, "%s%s %lld", first ? "" : ", ", tpd_group_name((tpd_group)g),
+                       (long long)x->init_cmp[g]);
+        first = false;
+    }
+    tpd_str_puts(t, ")\n");
+}
+
+/* init_evidence: the evidence of the initial states. */
+static void init_evidence(ctx *x, tpd_str *j)
+{
+    bool first = true;
+    tpd_str_printf(j,
+                   "{\"verified_equal\":%s,\"at\":\"the first backward, before any optimizer "
+                   "step (update 0)\",\"comparison\":\"exact (equal digests)\",\"compared\":{",
+                   init_total(x) > 0 && x->init_diff == 0 && x->init_rngs.len == 0 ? "true"
+                                                                                   : "false");
+    for (int g = TPD_G_MODEL; g <= TPD_G_RNG; g++) {
+        tpd_str_printf(j, "%s\"%s\":%lld", first ? "" : ",", tpd_group_name((tpd_group)g),
+                       (long long)x->init_cmp[g]);
+        first = false;
+    }
+    tpd_str_printf(j, "},\"not_compared\":{\"batchnorm_running_stats\":%lld},\"differ\":[%s]",
+                   (long long)x->init_skipped, x->init_differ.s ? x->init_differ.s : "");
+    tpd_str_printf(j, ",\"rng_judged_by_updates\":[%s", x->init_rngj.s ? x->init_rngj.s : "");
+    tpd_str_puts(j, "]}");
+}
+
+/* declared_json: the equivalence the user declared, as the tool tests it. */
+static void declared_json(ctx *x, tpd_str *j)
+{
+    tpd_str_printf(j,
+                   "{\"micro\":%lld,\"updates\":%lld,\"disable_dropout\":%s,\"reference\":%s,"
+                   "\"command\":%s,",
+                   (long long)x->N, (long long)x->U, x->disable_dropout ? "true" : "false",
+                   x->F && x->F->argv_json ? x->F->argv_json : "null",
+                   x->M && x->M->argv_json ? x->M->argv_json : "null");
+    tpd_str_printf(j,
+                   "\"relation\":\"update u of the command (N=%lld backward calls) is update u "
+                   "of the reference (one full batch)\",\"normalisation\":\"the losses the "
+                   "command backpropagates in an update sum to the reference's full-batch loss "
+                   "(each divided by N, or by the update's element count); the gradients at the "
+                   "step and the weights after it equal the reference's within the "
+                   "comparison\"}",
+                   (long long)x->N);
+}
+
+static void win_json(tpd_str *j, const tpd_awin *w)
+{
+    tpd_str_printf(j, "{\"backward\":%d,\"loss_sum\":", w->nbwd);
+    if (w->loss_known && w->nbwd)
+        tpd_str_printf(j, "%.17g", w->loss);
+    else
+        tpd_str_puts(j, "null");
+    tpd_str_puts(j, ",\"lr\":");
+    if (w->has_lr)
+        tpd_str_printf(j, "%.17g", w->lr);
+    else
+        tpd_str_puts(j, "null");
+    tpd_str_printf(j, ",\"scheduler_steps\":%d,\"clips\":%d,\"unscales\":%d,\"samples\":%lld}",
+                   w->nsched, w->nclip, w->nunscale, (long long)(w->nbatches ? w->samples : -1));
+}
+
+static void updates_text(ctx *x, tpd_str *t, int64_t upto)
+{
+    tpd_str_puts(t, "\nupdates          backward   loss (sum)         lr           sched  clip  "
+                    "unscale\n");
+    for (int64_t u = 0; u < upto; u++) {
+        for (int r = 0; r < 2; r++) {
+            const tpd_awins *ws = r ? &x->wm : &x->wf;
+            const tpd_awin *w;
+            char lr[32] = "-", loss[32] = "-";
+            if ((size_t)u >= ws->n) continue;
+            w = &ws->v[u];
+            if (w->has_lr) snprintf(lr, sizeof lr, "%.6g", w->lr);
+            if (w->loss_known && w->nbwd) snprintf(loss, sizeof loss, "%.9g", w->loss);
+            tpd_str_printf(t, "  %-3lld %-10s  %-9d  %-17s  %-11s  %-5d  %-4d  %d\n", (long long)u,
+                           r ? "micro" : "full", w->nbwd, loss, lr, w->nsched, w->nclip,
+                           w->nunscale);
+        }
+    }
+}
+
+/* execs_json writes the executions and, after them, the check's wall time
+ * (the "executions" and "wall_time" members of the evidence). */
+static void execs_json(ctx *x, tpd_str *j)
+{
+    const tpd_exec *ex[2] = {x->F, x->M};
+    const tpd_proc *px[2] = {x->pf, x->pm};
+    tpd_render_execs_json(j, ex, px, 2);
+    tpd_str_puts(j, ",\"wall_time\":");
+    tpd_render_wall_json(j, x->run);
+}
+
+/* keep_only keeps the entries of d from index from on whose group is g, or,
+ * for g TPD_G__COUNT, one of the groups of the state after a step. */
+static void keep_only(tpd_divergences *d, size_t from, tpd_group g)
+{
+    size_t k = from;
+    for (size_t i = from; i < d->n; i++) {
+        tpd_group h = d->v[i].group;
+        bool keep = g != TPD_G__COUNT ? h == g
+                                      : h == TPD_G_OPTIMIZER || h == TPD_G_MODEL ||
+                                            h == TPD_G_SCHEDULER || h == TPD_G_SCALER;
+        if (keep) d->v[k++] = d->v[i];
+    }
+    d->n = k;
+}
+
+/* update_divergences lists every component that differs in the first
+ * divergent update u, as the phases compare them: the gradients at its
+ * step (step u of both timelines), then the optimizer, model, scheduler and
+ * GradScaler state after it (step u + 1).  Losses, batches and RNGs are left
+ * out: a micro-batch run has N of them where the reference has one. */
+static tp_err update_divergences(ctx *x, tpd_divergences *all)
+{
+    size_t n;
+    tp_err rc;
+    if (!x->found || x->pf == NULL || x->pm == NULL) return TP_OK;
+    rc = tpd_divergences_at(all, x->run, NULL, &x->pf->timeline, x->update, &x->pm->timeline,
+                            x->update, &x->o);
+    if (rc != TP_OK) return rc;
+    keep_only(all, 0, TPD_G_GRAD);
+    n = all->n;
+    rc = tpd_divergences_at(all, x->run, NULL, &x->pf->timeline, x->update + 1, &x->pm->timeline,
+                            x->update + 1, &x->o);
+    if (rc == TP_OK) keep_only(all, n, TPD_G__COUNT);
+    return rc;
+}
+
+/* divergences_text names the components of all (at most max). */
+static void divergences_text(tpd_str *t, const tpd_divergences *all, size_t max)
+{
+    if (all->n == 0) return;
+    tpd_str_printf(t, "    %zu component%s differ%s in this update:", all->n,
+                   all->n == 1 ? "" : "s", all->n == 1 ? "s" : "");
+    for (size_t i = 0; i < all->n && i < max; i++)
+        tpd_str_printf(t, "%s %s", i ? "," : "", all->v[i].path);
+    tpd_str_puts(t, all->n > max ? ", ...\n" : "\n");
+}
+
+tp_err tpd_actx_finish(ctx *x, tpd_outcome oc, tpd_result *out)
+{
+    tpd_str t = {0}, j = {0};
+    tpd_divergences all = {0};
+    tp_err rc = update_divergences(x, &all);
+    int64_t upto = x->found ? x->update + 1 : x->U;
+    memset(out, 0, sizeof *out);
+    out->outcome = oc;
+    tpd_str_printf(&t, "accum: %s\n", tpd_outcome_name(oc));
+    tpd_str_puts(&t, x->head.s ? x->head.s : "");
+    tpd_str_printf(&t, "  micro-batches  N=%lld per update, %lld update%s compared\n",
+                   (long long)x->N, (long long)x->U, x->U == 1 ? "" : "s");
+    if (x->judged_init) init_text(x, &t);
+    tpd_str_puts(&t, "  comparison     ");
+    tpd_render_comparison(&t, &x->o);
+    tpd_str_puts(&t, "\n");
+    if (x->found) {
+        tpd_str_printf(&t, "\nfirst divergence  update %lld  %s\n    %-18s %s\n    %-18s %s\n",
+                       (long long)x->update, x->path, "micro-batches", tpd_str_cstr(&x->vm),
+                       "full batch", tpd_str_cstr(&x->vf));
+        divergences_text(&t, &all, 6);
+        out->has_step = true;
+        out->step = x->update;
+        snprintf(out->path, sizeof out->path, "%s", x->path);
+    }
+    if (x->why.n) {
+        tpd_str_printf(&t, "\n%s\n", oc == TPD_FAIL ? "why (from the evidence)" : "why");
+        tpd_str_puts(&t, x->why.text.s);
+    }
+    if (x->pf && x->pm && oc != TPD_ERROR) updates_text(x, &t, upto);
+
+    tpd_str_printf(&j,
+                   "{\"schema_version\":1,\"trainparity_version\":\"0.1.0\",\"check\":\"accum\","
+                   "\"run\":%lld,\"outcome\":\"%s\",\"comparison\":",
+                   (long long)x->run->id, tpd_outcome_name(oc));
+    tpd_render_comparison_json(&j, &x->o);
+    tpd_str_printf(&j, ",\"micro\":%lld,\"updates\":%lld,\"first_divergence\":", (long long)x->N,
+                   (long long)x->U);
+    if (x->found) {
+        tpd_str_printf(&j, "{\"update\":%lld,\"step\":%lld,\"path\":", (long long)x->update,
+                       (long long)x->update);
+        tpd_str_jsonz(&j, x->path);
+        tpd_str_puts(&j, ",\"micro\":");
+        tpd_str_jsonz(&j, tpd_str_cstr(&x->vm));
+        tpd_str_puts(&j, ",\"full\":");
+        tpd_str_jsonz(&j, tpd_str_cstr(&x->vf));
+        tpd_str_puts(&j, "}");
+    } else {
+        tpd_str_puts(&j, "null");
+    }
+    tpd_str_puts(&j, ",\"divergences\":");
+    tpd_divergences_json(&j, &all, "full", "micro");
+    tpd_str_puts(&j, ",\"explanation\":[");
+    tpd_str_puts(&j, x->why.json.s ? x->why.json.s : "");
+    tpd_str_puts(&j, "],\"evidence\":{\"declared\":");
+    declared_json(x, &j);
+    tpd_str_puts(&j, ",\"initial_state\":");
+    if (x->judged_init)
+        init_evidence(x, &j);
+    else
+        tpd_str_puts(&j, "null");
+    tpd_str_puts(&j, ",\"executions\":");
+    execs_json(x, &j);
+    tpd_str_puts(&j, ",\"updates\":[");
+    for (int64_t u = 0; x->pf && x->pm && u < upto; u++) {
+        tpd_str_printf(&j, "%s{\"update\":%lld,\"full\":", u ? "," : "", (long long)u);
+        if ((size_t)u < x->wf.n)
+            win_json(&j, &x->wf.v[u]);
+        else
+            tpd_str_puts(&j, "null");
+        tpd_str_puts(&j, ",\"micro\":");
+        if ((size_t)u < x->wm.n)
+            win_json(&j, &x->wm.v[u]);
+        else
+            tpd_str_puts(&j, "null");
+        tpd_str_puts(&j, "}");
+    }
+    tpd_str_puts(&j, "]}}\n");
+    out->text = tpd_str_steal(&t);
+    out->json = tpd_str_steal(&j);
+    tpd_divergences_free(&all);
+    if (rc != TP_OK || out->text == NULL || out->json == NULL || x->oom) {
+        tpd_result_clear(out);
+        return TP_ENOMEM;
+    }
+    return TP_OK;
+}

@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: MIT
+ * compare.c -- lockstep comparison of two timelines (see compare.h). */
+#include <math.h>
+#include <string.h>
+
+#include "daemon/checks/compare.h"
+
+/* stats_prove_diff: with |a_i - b_i| <= atol + rtol |b_i| for every element,
+ * the statistics obey the bounds below (Cauchy-Schwarz for the sum, the
+ * triangle inequality for the norms); a violated bound proves a difference. */
+static bool stats_prove_diff(const tpd_val *a, const tpd_val *b, const tpd_cmp_opts *o)
+{
+    const tp_stats *x = &a->stats, *y = &b->stats;
+    double n = 1, slack = 1e-9;
+    for (uint32_t i = 0; i < a->ndim; i++) n *= (double)a->shape[i];
+    if (x->nonfinite != y->nonfinite) return true;
+    if (isnan(x->sum) || isnan(y->sum)) return false;
+    if (fabs(x->maxabs - y->maxabs) > (o->atol + o->rtol * y->maxabs) * (1 + slack) + slack)
+        return true;
+    if (fabs(x->sum - y->sum) > (n * o->atol + o->rtol * sqrt(n) * y->l2) * (1 + slack) + slack)
+        return true;
+    if (fabs(x->l2 - y->l2) > sqrt(n) * (o->atol + o->rtol * y->maxabs) * (1 + slack) + slack)
+        return true;
+    return false;
+}
+
+static bool close_enough(double x, double y, const tpd_cmp_opts *o)
+{
+    if (isnan(x) || isnan(y)) return isnan(x) && isnan(y);
+    if (x == y) return true;
+    if (!o->tolerance) return false;
+    return fabs(x - y) <= o->atol + o->rtol * fabs(y);
+}
+
+static bool numeric(const tpd_val *v, double *d)
+{
+    if (v->vtype == TP_V_FLOAT)
+        *d = v->f;
+    else if (v->vtype == TP_V_INT)
+        *d = (double)v->i;
+    else
+        return false;
+    return true;
+}
+
+tpd_eq tpd_val_eq(const tpd_val *a, const tpd_val *b, const tpd_cmp_opts *o)
+{
+    if (a->kind != b->kind) return TPD_DIFF;
+    switch (a->kind) {
+    case 't':
+        if (strcmp(a->dtype ? a->dtype : "", b->dtype ? b->dtype : "") != 0) return TPD_DIFF;
+        if (a->ndim != b->ndim || memcmp(a->shape, b->shape, sizeof(int64_t) * a->ndim) != 0)
+            return TPD_DIFF;
+        if (memcmp(a->digest, b->digest, TP_DIGEST_LEN) == 0) return TPD_SAME;
+        if (!o->tolerance) return TPD_DIFF;
+        return stats_prove_diff(a, b, o) ? TPD_DIFF : TPD_UNSURE;
+    case 'd':
+    case 'i':
+        return a->n == b->n && memcmp(a->digest, b->digest, TP_DIGEST_LEN) == 0 ? TPD_SAME
+                                                                                : TPD_DIFF;
+    default: {
+        double x, y;
+        if (numeric(a, &x) && numeric(b, &y)) return close_enough(x, y, o) ? TPD_SAME : TPD_DIFF;
+        if (a->vtype != b->vtype) return TPD_DIFF;
+        switch (a->vtype) {
+        case TP_V_NIL:
+            return TPD_SAME;
+        case TP_V_BOOL:
+            return a->b == b->b ? TPD_SAME : TPD_DIFF;
+        case TP_V_STR:
+            return strcmp(a->s, b->s) == 0 ? TPD_SAME : TPD_DIFF;
+        default:
+            return TPD_DIFF;
+        }
+    }
+    }
+}
+
+/* slice finds [lo, hi) of the items of step s in l, starting the search at *i. */
+static void slice(const tpd_items *l, size_t *i, int64_t s, size_t *lo, size_t *hi)
+{
+    while (*i < l->n && l->v[*i].step < s) (*i)++;
+    *lo = *i;
+    while (*i < l->n && l->v[*i].step == s) (*i)++;
+    *hi = *i;
+}
+
+/* occurrence counts the items before k in [lo, k) with the same path. */
+static size_t occurrence(const tpd_items *l, size_t lo, size_t k)
+{
+    size_t n = 0;
+    for (size_t j = lo; j < k; j++)
+        if (l->v[j].group == l->v[k].group && strcmp(l->v[j].path, l->v[k].path) == 0) n++;
+    return n;
+}
+
+/* match finds in [lo, hi) of l the occ-th item of group g with path. */
+static size_t match(const tpd_items *l, size_t lo, size_t hi, size_t guess, tpd_group g,
+                    const char *path, size_t occ)
+{
+    if (guess >= lo && guess < hi && l->v[guess].group == g && occ == 0 &&
+        strcmp(l->v[guess].path, path) == 0)
+        return guess;
+    for (size_t j = lo; j < hi; j++)
+        if (l->v[j].group == g && strcmp(l->v[j].path, path) == 0 && occ-- == 0) return j;
+    return (size_t)-1;
+}
+
+static void note(tpd_div *d, int64_t sa, int64_t sb, tpd_group g, const char *path,
+                 const tpd_item *a, const tpd_item *b, bool unsure)
+{
+    if (d->found) return;
+    d->found = true;
+    d->unsure = unsure;
+    d->step_a = sa;
+    d->step_b = sb;
+    d->group = g;
+    d->path = path;
+    d->a = a;
+    d->b = b;
+}
+
+void tpd_compare(const tpd_items *a, int64_t a0, const tpd_items *b, int64_t b0,
+                 const tpd_cmp_opts *o, tpd_cmp_result *out)
+{
+    size_t ia = 0, ib = 0;
+    memset(out, 0, sizeof *out);
+    while (ia < a->n && a->v[ia].step < a0) ia++;
+    while (ib < b->n && b->v[ib].step < b0) ib++;
+    while ((ia < a->n || ib < b->n) && !out->first_other.found) {
+        int64_t ra = ia < a->n ? a->v[ia].step - a0 : INT64_MAX;
+        int64_t rb = ib < b->n ? b->v[ib].step - b0 : INT64_MAX;
+        int64_t s = ra < rb ? ra : rb;
+        size_t alo, ahi, blo, bhi;
+        slice(a, &ia, s + a0, &alo, &ahi);
+        slice(b, &ib, s + b0, &blo, &bhi);
+        out->steps++;
+        for (int g = 0; g < TPD_G__COUNT && !out->first_other.found; g++) {
+            tpd_div *d = g == TPD_G_RNG ? &out->first_rng : &out->first_other;
+            size_t j = blo;
+            for (size_t k = alo; k < ahi; k++) {
+                const tpd_item *x = &a->v[k];
+                size_t m;
+                if ((int)x->group != g) continue;
+                while (j < bhi && (int)b->v[j].group < g) j++;
+                m = match(b, blo, bhi, j, x->group, x->path, occurrence(a, alo, k));
+                if (m == (size_t)-1) {
+                    note(d, s + a0, s + b0, x->group, x->path, x, NULL, false);
+                } else {
+                    tpd_eq eq = tpd_val_eq(&x->v, &b->v[m].v, o);
+                    if (eq == TPD_UNSURE)
+                        note(&out->first_unsure, s + a0, s + b0, x->group, x->path, x, &b->v[m],
+                             true);
+                    else if (eq == TPD_DIFF)
+                        note(d, s + a0, s + b0, x->group, x->path, x, &b->v[m], false);
+                    if (m == j) j++;
+                }
+                if (d->found && d == &out->first_other) break;
+            }
+            /* items only b has */
+            for (size_t k = blo; k < bhi && !(d->found && d == &out->first_other); k++) {
+                const tpd_item *y = &b->v[k];
+                if ((int)y->group != g) continue;
+                if (match(a, alo, ahi, (size_t)-1, y->group, y->path, occurrence(b, blo, k)) ==
+                    (size_t)-1)
+                    note(d, s + a0, s + b0, y->group, y->path, NULL, y, false);
+            }
+        }
+    }
+    if (out->first_other.found)
+        out->first = out->first_rng.found ? out->first_rng : out->first_other;
+}
+
+const tpd_item *tpd_find(const tpd_items *l, int64_t step, const char *path)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (l->v[i].step == step && strcmp(l->v[i].path, path) == 0) return &l->v[i];
+    return NULL;
+}

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT
+ * compare.h -- the first divergence between two timelines.
+ *
+ * Two processes' timelines are walked in lockstep from aligned steps; within
+ * a step, groups go in the order data, model, optimizer, scheduler, scaler,
+ * rng, loss, grad, update, and items are matched by component path.
+ * Comparison is exact (equal digests) unless the user declared a tolerance.
+ * With a tolerance, a tensor whose digest differs is judged from its
+ * statistics: they can prove a difference (FAIL) but never equality, so such
+ * an item is "unsure" (ABSTAIN) unless its values were captured. */
+#ifndef TP_DAEMON_CHECKS_COMPARE_H
+#define TP_DAEMON_CHECKS_COMPARE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "daemon/obs/obs.h"
+
+typedef struct tpd_cmp_opts {
+    bool tolerance; /* false: exact */
+    double rtol, atol;
+} tpd_cmp_opts;
+
+typedef enum tpd_eq { TPD_SAME, TPD_DIFF, TPD_UNSURE } tpd_eq;
+
+/* tpd_val_eq compares two values under o. */
+tpd_eq tpd_val_eq(const tpd_val *a, const tpd_val *b, const tpd_cmp_opts *o);
+
+typedef struct tpd_div {
+    bool found;
+    bool unsure;    /* equality could not be justified */
+    int64_t step_a; /* the step in a's numbering */
+    int64_t step_b; /* the step in b's numbering */
+    tpd_group group;
+    const char *path;
+    const tpd_item *a; /* NULL when absent in a */
+    const tpd_item *b; /* NULL when absent in b */
+} tpd_div;
+
+typedef struct tpd_cmp_result {
+    tpd_div first;        /* the first divergence, RNG rule applied */
+    tpd_div first_rng;    /* the first RNG divergence, reported or not */
+    tpd_div first_other;  /* the first divergence outside the RNG */
+    tpd_div first_unsure; /* the first item whose equality could not be justified */
+    int64_t steps;        /* aligned steps compared */
+} tpd_cmp_result;
+
+/* tpd_compare compares a from step a0 with b from step b0 (to the end of both).
+ * RNG rule: a difference in an RNG state alone does not diverge the runs (a
+ * script that draws no random numbers does not care); when the runs diverge
+ * elsewhere, an RNG difference that came first is the first divergence. */
+void tpd_compare(const tpd_items *a, int64_t a0, const tpd_items *b, int64_t b0,
+                 const tpd_cmp_opts *o, tpd_cmp_result *out);
+
+/* tpd_find finds the k-th item (from 0) with path at step in l, or NULL. */
+const tpd_item *tpd_find(const tpd_items *l, int64_t step, const char *path);
+
+#endif

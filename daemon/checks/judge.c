@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT
+ * judge.c -- the check table: every check the daemon judges, one row each,
+ * and the dispatch from a run's check to its row.  The only file outside
+ * checks/<check>/ that names a check: adding one is its folder and a row
+ * here. */
+#include <stdio.h>
+#include <string.h>
+
+#include "daemon/checks/accum/verdict.h"
+#include "daemon/checks/coverage/verdict.h"
+#include "daemon/checks/judge.h"
+#include "daemon/checks/resume/verdict.h"
+#include "daemon/obs/obs.h"
+#include "daemon/obs/values.h"
+
+typedef tp_err (*engine_fn)(const tpd_run *r, const tpd_cmp_opts *o, tpd_result *out);
+typedef tp_err (*evidence_fn)(const tpd_run *r, char **out, char *why, size_t whylen);
+
+/* A check: its name (the run's check, trainparity-run's subcommand), its
+ * verdict engine, and its evidence file (control command
+ * "<check>.evidence") or NULL. */
+static const struct engine {
+    const char *check;
+    engine_fn fn;
+    evidence_fn evidence;
+} engines[] = {
+    {"resume", tpd_verdict_resume, NULL},
+    {"accum", tpd_verdict_accum, NULL},
+    {"coverage", tpd_verdict_coverage, tpd_coverage_evidence},
+};
+
+static const struct engine *find(const char *check)
+{
+    for (size_t i = 0; check && i < sizeof engines / sizeof engines[0]; i++)
+        if (strcmp(check, engines[i].check) == 0) return &engines[i];
+    return NULL;
+}
+
+tp_err tpd_judge(tpd_store *s, int64_t run, const tpd_cmp_opts *o, tpd_result *out, char *why,
+                 size_t whylen)
+{
+    tpd_run *r = NULL;
+    tpd_result res;
+    tpd_verdict v;
+    const struct engine *e;
+    tp_err err = tpd_obs_load(tpd_store_db(s), run, &r, why, whylen);
+    if (err != TP_OK) return err;
+    /* engines that compare within a tolerance read captured values */
+    if ((err = tpd_values_locate(r, tpd_store_path(s))) != TP_OK) {
+        snprintf(why, whylen, "%s", tp_strerror(err));
+        tpd_obs_free(r);
+        return err;
+    }
+    if ((e = find(r->check)) == NULL) {
+        snprintf(why, whylen, "run %lld is a '%s' run: there is no verdict for it", (long long)run,
+                 r->check ? r->check : "?");
+        tpd_obs_free(r);
+        return TP_EINVAL;
+    }
+    err = e->fn(r, o, &res);
+    if (err != TP_OK) {
+        snprintf(why, whylen, "%s", tp_strerror(err));
+        tpd_obs_free(r);
+        return err;
+    }
+    if (!tpd_store_readonly(s)) {
+        int64_t id;
+        memset(&v, 0, sizeof v);
+        v.run = run;
+        v.check_kind = (char *)r->check;
+        v.outcome = (char *)tpd_outcome_name(res.outcome);
+        v.has_step = res.has_step;
+        v.step = res.step;
+        v.path = res.path[0] ? res.path : NULL;
+        v.report = res.json;
+        v.text = res.text;
+        err = tpd_store_verdict_insert(s, &v, &id);
+        if (err != TP_OK) {
+            snprintf(why, whylen, "cannot store the verdict: %s", tpd_store_errmsg(s));
+            tpd_result_clear(&res);
+            tpd_obs_free(r);
+            return err;
+        }
+    }
+    tpd_obs_free(r);
+    *out = res;
+    return TP_OK;
+}
+
+bool tpd_judge_has_evidence(const char *check)
+{
+    const struct engine *e = find(check);
+    return e != NULL && e->evidence != NULL;
+}
+
+tp_err tpd_judge_evidence(const char *check, const tpd_run *r, char **out, char *why, size_t whylen)
+{
+    const struct engine *e = find(check);
+    if (e == NULL || e->evidence == NULL) {
+        snprintf(why, whylen, "the '%s' check keeps no evidence", check ? check : "?");
+        return TP_EINVAL;
+    }
+    return e->evidence(r, out, why, whylen);
+}

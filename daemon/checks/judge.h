@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT
+ * judge.h -- verdicts: load a run's observations, run the engine of its
+ * check (the check table, judge.c), store the verdict; and a check's
+ * evidence file. */
+#ifndef TP_DAEMON_CHECKS_JUDGE_H
+#define TP_DAEMON_CHECKS_JUDGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "daemon/checks/compare.h"
+#include "daemon/checks/result.h"
+#include "daemon/obs/obs.h"
+#include "daemon/store/store.h"
+
+/* tpd_judge judges run under the declared comparison o and stores the
+ * verdict (unless s is read-only).  On success *out holds the result (clear
+ * it with tpd_result_clear).  Errors (why gets a reason): TP_ENOENT (no such
+ * run), TP_EINVAL (no verdict engine for the run's check), TP_ENOMEM,
+ * TP_EDB, TP_EPROTO (a stored event no longer decodes). */
+tp_err tpd_judge(tpd_store *s, int64_t run, const tpd_cmp_opts *o, tpd_result *out, char *why,
+                 size_t whylen);
+
+/* tpd_judge_has_evidence says whether check (NULL: none) writes an evidence
+ * file: every observation its verdict weighed, too large for the report. */
+bool tpd_judge_has_evidence(const char *check);
+
+/* tpd_judge_evidence writes check's evidence file for run r into *out
+ * (malloc'ed; the format is the check's).  Errors (why gets a reason):
+ * TP_EINVAL (no evidence for that check, or r cannot be audited),
+ * TP_ENOMEM. */
+tp_err tpd_judge_evidence(const char *check, const tpd_run *r, char **out, char *why,
+                          size_t whylen);
+
+#endif

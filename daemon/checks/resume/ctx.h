@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT
+ * ctx.h -- what the resume verdict's parts share: the judging context
+ * of one run (verdict.c: preconditions, comparison, the report) and
+ * the explanation of a FAIL (why.c).  Internal to the resume verdict. */
+#ifndef TP_DAEMON_CHECKS_RESUME_CTX_H
+#define TP_DAEMON_CHECKS_RESUME_CTX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "daemon/base/text.h"
+#include "daemon/checks/compare.h"
+#include "daemon/checks/result.h"
+#include "daemon/checks/resume/stream.h"
+#include "daemon/obs/obs.h"
+
+/* The component path of a divergence in the number of steps trained. */
+#define TPD_STEPS_PATH "steps"
+
+typedef struct tpd_rctx {
+    const tpd_run *run;
+    const tpd_cmp_opts *o;
+    const tpd_exec *A, *B, *I, *R;
+    const tpd_proc *pa, *pb, *pi, *pr;
+    const tpd_ckpt *armed;  /* I's save that armed the interruption */
+    const tpd_ckpt *loaded; /* R's first load of one of I's checkpoints */
+    const tpd_ckpt *saved;  /* the save of I's that it matches */
+    int64_t c;              /* the step of that save, in A's numbering */
+    int64_t r0;             /* R's step at the load */
+    /* the optimizer steps A and R trained from the aligned point (A from c,
+     * R from r0); when they differ, and nothing diverged within the steps
+     * both trained, the number of steps is the first divergence (steps
+     * holds its two values, TPD_STEPS_PATH) */
+    int64_t na, nr;
+    tpd_item steps[2];
+    int64_t steps_from[2]; /* the aligned steps the counts start from */
+    tpd_str head;          /* lines under the outcome */
+    tpd_why why;           /* the explanation */
+    /* the training data streams' first divergences, A-B and A-R */
+    tpd_stream_div sab, sra;
+} tpd_rctx;
+
+/* tpd_resume_explain adds to x->why what the evidence says of R's first
+ * divergence from A, cmp->first: the state R had after loading against I's
+ * when it saved, where each restore's content came from, what the
+ * checkpoint holds, the RNGs and the data position (why.c). */
+void tpd_resume_explain(tpd_rctx *x, const tpd_cmp_result *cmp);
+
+/* tpd_resume_base is the file name of path, or "a buffer" for NULL. */
+const char *tpd_resume_base(const char *path);
+/* tpd_resume_same_digest: both checkpoints have a content digest, equal. */
+bool tpd_resume_same_digest(const tpd_ckpt *a, const tpd_ckpt *b);
+
+#endif

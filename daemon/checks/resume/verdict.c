@@ -1,0 +1,481 @@
+/* SPDX-License-Identifier: MIT
+ * verdict.c -- resume parity: preconditions (ERROR), the baselines
+ * (ABSTAIN), R against A (FAIL or PASS), and the report.  The explanation
+ * of a FAIL is why.c's. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "daemon/checks/divergence.h"
+#include "daemon/checks/render.h"
+#include "daemon/checks/resume/ctx.h"
+#include "daemon/checks/resume/verdict.h"
+#include "daemon/checks/trust.h"
+
+typedef tpd_rctx ctx;
+
+/* ---- small helpers ---- */
+
+static const char *role_name(const char *role)
+{
+    switch (role[0]) {
+    case 'A':
+        return "A (uninterrupted)";
+    case 'B':
+        return "B (uninterrupted)";
+    case 'I':
+        return "I (interrupted)";
+    case 'R':
+        return "R (resumed)";
+    }
+    return role;
+}
+
+const char *tpd_resume_base(const char *path)
+{
+    const char *s = path ? strrchr(path, '/') : NULL;
+    return s ? s + 1 : (path ? path : "a buffer");
+}
+
+/* ---- the report ---- */
+
+/* execs_json writes the executions and, after them, the check's wall time
+ * (the "executions" and "wall_time" members of the evidence). */
+static void execs_json(ctx *x, tpd_str *j)
+{
+    const tpd_exec *ex[4] = {x->A, x->B, x->I, x->R};
+    const tpd_proc *px[4] = {x->pa, x->pb, x->pi, x->pr};
+    tpd_render_execs_json(j, ex, px, 4);
+    tpd_str_puts(j, ",\"wall_time\":");
+    tpd_render_wall_json(j, x->run);
+}
+
+static void window_json(ctx *x, tpd_str *j)
+{
+    int first = 1;
+    tpd_str_puts(j, "[");
+    for (size_t i = 0; x->pi && x->armed && i < x->pi->nckpts; i++) {
+        const tpd_ckpt *s = &x->pi->ckpts[i];
+        if (s->load || s->seq < x->armed->seq) continue;
+        tpd_str_printf(j, "%s{\"name\":", first ? "" : ",");
+        tpd_str_jsonz(j, s->name);
+        tpd_str_puts(j, ",\"api\":");
+        tpd_str_jsonz(j, s->api);
+        tpd_str_printf(j, ",\"step\":%lld,\"digest\":", (long long)s->step);
+        if (s->has_digest) {
+            tpd_str_puts(j, "\"");
+            tpd_render_hex(j, s->digest, 16);
+            tpd_str_puts(j, "\"");
+        } else {
+            tpd_str_puts(j, "null");
+        }
+        tpd_str_puts(j, "}");
+        first = 0;
+    }
+    tpd_str_puts(j, "]");
+}
+
+/* steps_text describes one side of a divergence in the number of steps:
+ * k is 0 for A, 1 for the other run. */
+static void steps_text(ctx *x, tpd_str *t, int k)
+{
+    int64_t n = x->steps[k].v.i, s0 = x->steps_from[k];
+    tpd_str_printf(t, "%lld optimizer step%s from the aligned point", (long long)n,
+                   n == 1 ? "" : "s");
+    if (n == 1)
+        tpd_str_printf(t, " (its step %lld)", (long long)s0);
+    else if (n > 1)
+        tpd_str_printf(t, " (its steps %lld to %lld)", (long long)s0, (long long)(s0 + n - 1));
+}
+
+/* first_lines writes the first divergence d into the text report: its step,
+ * component and both values, the errors of captured values, and the other
+ * components that differ at that step (all). */
+static void first_lines(ctx *x, tpd_str *t, const tpd_div *d, const char *vs,
+                        const tpd_divergences *all)
+{
+    const char *la = role_name(x->A->role), *lb = role_name(vs);
+    bool counted = d->a == &x->steps[0];
+    tpd_str_printf(t, "\nfirst divergence%s  step %lld",
+                   vs[0] == 'B' ? " between the baselines" : "", (long long)d->step_a);
+    if (vs[0] == 'R') tpd_str_printf(t, " (R's step %lld)", (long long)d->step_b);
+    tpd_str_printf(t, "  %s\n    %-18s ", d->path, la);
+    if (counted)
+        steps_text(x, t, 0);
+    else
+        tpd_render_val(t, d->a ? &d->a->v : NULL);
+    tpd_str_printf(t, "\n    %-18s ", lb);
+    if (counted)
+        steps_text(x, t, 1);
+    else
+        tpd_render_val(t, d->b ? &d->b->v : NULL);
+    tpd_str_puts(t, "\n");
+    if (all->n && all->v[0].has_errors) {
+        tpd_str_puts(t, "    captured values    ");
+        tpd_divergence_errors_text(t, &all->v[0]);
+        tpd_str_puts(t, "\n");
+    }
+    tpd_divergences_others_text(t, all, 6);
+}
+
+/* divergences lists every component that differs at d's step (checks/divergence.h);
+ * a divergence in the number of steps alone, since past the last step of
+ * the shorter run the two sides are not comparable. */
+static tp_err divergences(ctx *x, const tpd_div *d, const char *vs, tpd_divergences *all)
+{
+    const tpd_proc *po = vs[0] == 'B' ? x->pb : x->pr;
+    bool counted = d->a == &x->steps[0];
+    return tpd_divergences_at(all, x->run, d, counted ? NULL : &x->pa->timeline, d->step_a,
+                              counted ? NULL : &po->timeline, d->step_b, x->o);
+}
+
+static tp_err finish(ctx *x, tpd_outcome oc, const tpd_cmp_result *cmp, const char *vs,
+                     tpd_result *out)
+{
+    tpd_str t = {0}, j = {0};
+    tpd_divergences all = {0};
+    const tpd_div *d = cmp && cmp->first.found          ? &cmp->first
+                       : cmp && cmp->first_unsure.found ? &cmp->first_unsure
+                                                        : NULL;
+    tp_err rc = d ? divergences(x, d, vs, &all) : TP_OK;
+    memset(out, 0, sizeof *out);
+    out->outcome = oc;
+    tpd_str_printf(&t, "resume: %s\n", tpd_outcome_name(oc));
+    tpd_str_puts(&t, x->head.s ? x->head.s : "");
+    tpd_str_puts(&t, "  comparison  ");
+    tpd_render_comparison(&t, x->o);
+    tpd_str_puts(&t, "\n");
+    if (d != NULL) {
+        first_lines(x, &t, d, vs, &all);
+        out->has_step = true;
+        out->step = d->step_a;
+        snprintf(out->path, sizeof out->path, "%s", d->path);
+    }
+    if (x->why.n) {
+        tpd_str_printf(&t, "\n%s\n", oc == TPD_FAIL ? "why (from the evidence)" : "why");
+        tpd_str_puts(&t, x->why.text.s);
+    }
+
+    tpd_str_printf(&j,
+                   "{\"schema_version\":1,\"trainparity_version\":\"0.1.0\",\"check\":\"resume\","
+                   "\"run\":%lld,\"outcome\":\"%s\",\"comparison\":",
+                   (long long)x->run->id, tpd_outcome_name(oc));
+    tpd_render_comparison_json(&j, x->o);
+    tpd_str_puts(&j, ",\"first_divergence\":");
+    if (d != NULL) {
+        tpd_str_printf(&j, "{\"between\":\"A-%s\",\"step\":%lld,\"step_other\":%lld,\"path\":", vs,
+                       (long long)d->step_a, (long long)d->step_b);
+        tpd_str_jsonz(&j, d->path);
+        tpd_str_puts(&j, ",\"group\":");
+        tpd_str_jsonz(&j, tpd_group_name(d->group));
+        tpd_str_printf(&j, ",\"unsure\":%s,\"A\":", d->unsure ? "true" : "false");
+        tpd_render_val_json(&j, d->a ? &d->a->v : NULL);
+        tpd_str_printf(&j, ",\"%s\":", vs);
+        tpd_render_val_json(&j, d->b ? &d->b->v : NULL);
+        tpd_str_puts(&j, "}");
+    } else {
+        tpd_str_puts(&j, "null");
+    }
+    tpd_str_puts(&j, ",\"divergences\":");
+    tpd_divergences_json(&j, &all, "A", vs);
+    tpd_str_puts(&j, ",\"explanation\":[");
+    tpd_str_puts(&j, x->why.json.s ? x->why.json.s : "");
+    tpd_str_puts(&j, "],\"evidence\":{\"executions\":");
+    execs_json(x, &j);
+    tpd_str_printf(&j,
+                   ",\"aligned_step\":%lld,\"resumed_from_step\":%lld,\"window\":", (long long)x->c,
+                   (long long)x->r0);
+    window_json(x, &j);
+    tpd_str_puts(&j, ",\"loaded\":");
+    if (x->loaded) {
+        tpd_str_puts(&j, "{\"name\":");
+        tpd_str_jsonz(&j, x->loaded->name);
+        tpd_str_puts(&j, ",\"via\":");
+        tpd_str_jsonz(&j, x->loaded->via);
+        tpd_str_puts(&j, "}");
+    } else {
+        tpd_str_puts(&j, "null");
+    }
+    tpd_str_puts(&j, "}}\n");
+    out->text = tpd_str_steal(&t);
+    out->json = tpd_str_steal(&j);
+    tpd_str_free(&x->head);
+    tpd_why_free(&x->why);
+    tpd_stream_div_free(&x->sab);
+    tpd_stream_div_free(&x->sra);
+    tpd_divergences_free(&all);
+    if (rc != TP_OK || out->text == NULL || out->json == NULL) {
+        tpd_result_clear(out);
+        return TP_ENOMEM;
+    }
+    return TP_OK;
+}
+
+static tp_err error(ctx *x, tpd_result *out, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static tp_err error(ctx *x, tpd_result *out, const char *fmt, ...)
+{
+    char line[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    tpd_str_printf(&x->head, "  %s\n", line);
+    return finish(x, TPD_ERROR, NULL, "R", out);
+}
+
+/* ---- preconditions ---- */
+
+/* exec_problem applies the trust rule (checks/trust.h) to execution e: each
+ * of the four must have made an optimizer step, and a training that the
+ * agent ended on request (I, by design) has exited as expected. */
+static const char *exec_problem(const tpd_exec *e, char *buf, size_t n)
+{
+    const tpd_trust t = {
+        .who = role_name(e->role), .who_procs = true, .steps = true, .interrupt = true};
+    return tpd_exec_problem(e, &t, buf, n);
+}
+
+bool tpd_resume_same_digest(const tpd_ckpt *a, const tpd_ckpt *b)
+{
+    return a->has_digest && b->has_digest && memcmp(a->digest, b->digest, TP_DIGEST_LEN) == 0;
+}
+
+/* foreign_load finds a load of p's that no earlier save of p's explains. */
+static const tpd_ckpt *foreign_load(const tpd_proc *p)
+{
+    for (size_t i = 0; i < p->nckpts; i++) {
+        const tpd_ckpt *l = &p->ckpts[i];
+        bool mine = false;
+        if (!l->load || l->error) continue;
+        for (size_t k = 0; k < i && !mine; k++) {
+            const tpd_ckpt *s = &p->ckpts[k];
+            mine = !s->load && (tpd_resume_same_digest(s, l) ||
+                                (s->name && l->name && strcmp(s->name, l->name) == 0));
+        }
+        if (!mine) return l;
+    }
+    return NULL;
+}
+
+static void head_lines(ctx *x)
+{
+    tpd_str_printf(&x->head, "  executions  A %lld steps, B %lld steps", (long long)x->pa->steps,
+                   (long long)x->pb->steps);
+    if (x->armed)
+        tpd_str_printf(&x->head, ", I ended after its save at step %lld", (long long)x->c);
+    if (x->pr) tpd_str_printf(&x->head, ", R %lld steps", (long long)x->pr->steps);
+    tpd_str_puts(&x->head, "\n");
+    if (x->armed) {
+        int n = 0, buffers = 0;
+        tpd_str_puts(&x->head, "  window      I saved");
+        for (size_t i = 0; i < x->pi->nckpts; i++) {
+            const tpd_ckpt *s = &x->pi->ckpts[i];
+            if (s->load || s->seq < x->armed->seq) continue;
+            if (s->name == NULL)
+                buffers++;
+            else
+                tpd_str_printf(&x->head, "%s %s", n++ ? "," : "", tpd_resume_base(s->name));
+        }
+        if (buffers)
+            tpd_str_printf(&x->head, "%s %d checkpoint%s into a buffer", n ? "," : "", buffers,
+                           buffers > 1 ? "s" : "");
+        tpd_str_printf(&x->head, " at step %lld before the agent ended it\n", (long long)x->c);
+    }
+    if (x->loaded) {
+        tpd_str_printf(&x->head, "  checkpoint  R loaded %s (%s, via %s) = I's save at step %lld\n",
+                       x->loaded->name ? x->loaded->name : "a buffer",
+                       x->loaded->api ? x->loaded->api : "?", x->loaded->via ? x->loaded->via : "?",
+                       (long long)x->c);
+    }
+}
+
+/* ---- the verdict ---- */
+
+/* with_data merges the first divergence of the training data streams (sd,
+ * stream.h) into cmp: the earlier in A's steps is the first, the data on a
+ * tie (data comes first within a step).  An RNG divergence before it is the
+ * first, as the RNG rule has it (tpd_compare walks on to the end when it
+ * finds no other divergence, so its first_rng is then the earliest). */
+static void with_data(tpd_cmp_result *cmp, const tpd_stream_div *sd)
+{
+    if (!sd->d.found || (cmp->first.found && cmp->first.step_a < sd->d.step_a)) return;
+    if (!cmp->first_other.found || sd->d.step_a <= cmp->first_other.step_a)
+        cmp->first_other = sd->d;
+    cmp->first =
+        cmp->first_rng.found && cmp->first_rng.step_a < sd->d.step_a ? cmp->first_rng : sd->d;
+}
+
+/* with_steps makes the number of optimizer steps the first divergence when
+ * the two runs trained a different number from their aligned steps a0 and
+ * b0 (na and nb), unless something other than an RNG diverged within the
+ * steps both trained.  Past the last step of the shorter run, the lockstep
+ * comparison pits a training step of one against the state after the last
+ * step of the other, so what differs there says only that one run stopped;
+ * and an RNG that differed while nothing else did mattered to no step both
+ * trained (the RNG rule). */
+static void with_steps(ctx *x, tpd_cmp_result *cmp, int64_t a0, int64_t na, int64_t b0, int64_t nb)
+{
+    int64_t both = na < nb ? na : nb;
+    tpd_div d;
+    if (na == nb || (cmp->first_other.found && cmp->first_other.step_a - a0 < both)) return;
+    for (int k = 0; k < 2; k++) {
+        tpd_item *it = &x->steps[k];
+        memset(it, 0, sizeof *it);
+        it->step = (k ? b0 : a0) + both;
+        it->group = TPD_G_OTHER;
+        it->path = TPD_STEPS_PATH;
+        it->v.kind = 'v';
+        it->v.vtype = TP_V_INT;
+        it->v.i = k ? nb : na;
+        x->steps_from[k] = k ? b0 : a0;
+    }
+    memset(&d, 0, sizeof d);
+    d.found = true;
+    d.step_a = a0 + both;
+    d.step_b = b0 + both;
+    d.group = TPD_G_OTHER;
+    d.path = TPD_STEPS_PATH;
+    d.a = &x->steps[0];
+    d.b = &x->steps[1];
+    cmp->first = cmp->first_other = d;
+}
+
+static tp_err nomem(ctx *x, tpd_result *out)
+{
+    tpd_str_free(&x->head);
+    tpd_why_free(&x->why);
+    tpd_stream_div_free(&x->sab);
+    tpd_stream_div_free(&x->sra);
+    memset(out, 0, sizeof *out);
+    return TP_ENOMEM;
+}
+
+tp_err tpd_verdict_resume(const tpd_run *r, const tpd_cmp_opts *o, tpd_result *out)
+{
+    ctx x;
+    char buf[1024];
+    const char *why;
+    tpd_cmp_result ab, ra;
+    const tpd_ckpt *foreign;
+    memset(&x, 0, sizeof x);
+    x.run = r;
+    x.o = o;
+    x.A = tpd_obs_exec(r, "A");
+    x.B = tpd_obs_exec(r, "B");
+    x.I = tpd_obs_exec(r, "I");
+    x.R = tpd_obs_exec(r, "R");
+    if (!x.A || !x.B || !x.I || !x.R)
+        return error(&x, out, "the run lacks one of its four executions (A, B, I, R)");
+    x.pa = tpd_obs_trainer(x.A);
+    x.pb = tpd_obs_trainer(x.B);
+    x.pi = tpd_obs_trainer(x.I);
+    x.pr = tpd_obs_trainer(x.R);
+    /* A baseline that loaded a checkpoint it did not write is the cause of
+     * whatever else is wrong with it (a self-resuming script that found a
+     * finished run's checkpoint runs no step), so it is named first. */
+    for (int k = 0; k < 2; k++) {
+        const tpd_proc *p = k ? x.pb : x.pa;
+        if (p != NULL && (foreign = foreign_load(p)) != NULL)
+            return error(&x, out,
+                         "%s loaded %s, a checkpoint it did not write (left from an earlier run?): "
+                         "move it away so that the baselines start from scratch",
+                         role_name(k ? "B" : "A"), foreign->name ? foreign->name : "a buffer");
+    }
+    if ((why = exec_problem(x.A, buf, sizeof buf)) || (why = exec_problem(x.B, buf, sizeof buf)))
+        return error(&x, out, "%s", why);
+    /* I: the save that armed the interruption */
+    if (x.pi != NULL)
+        for (size_t i = 0; i < x.pi->nckpts && !x.armed; i++)
+            if (x.pi->ckpts[i].armed) x.armed = &x.pi->ckpts[i];
+    if (x.armed == NULL) {
+        if ((why = exec_problem(x.I, buf, sizeof buf))) return error(&x, out, "%s", why);
+        return error(&x, out, "I saved no checkpoint at or after step %lld: nothing to resume from",
+                     (long long)(x.pi && x.pi->has_interrupt_at ? x.pi->interrupt_at : 0));
+    }
+    x.c = x.armed->step;
+    if (x.pi->bye_reason == NULL || strcmp(x.pi->bye_reason, "interrupt") != 0) {
+        if ((why = exec_problem(x.I, buf, sizeof buf))) return error(&x, out, "%s", why);
+        return error(&x, out,
+                     "I reached no training step after its save at step %lld (the last one?): "
+                     "there is nothing left to resume; pass --at with an earlier step",
+                     (long long)x.c);
+    }
+    if ((why = exec_problem(x.I, buf, sizeof buf)) || (why = exec_problem(x.R, buf, sizeof buf)))
+        return error(&x, out, "%s", why);
+    /* R: the load that aligns it */
+    for (size_t i = 0; i < x.pr->nckpts && !x.loaded; i++) {
+        const tpd_ckpt *l = &x.pr->ckpts[i];
+        if (!l->load) continue;
+        for (size_t k = 0; k < x.pi->nckpts; k++) {
+            const tpd_ckpt *s = &x.pi->ckpts[k];
+            if (!s->load && s->seq >= x.armed->seq && tpd_resume_same_digest(s, l)) {
+                x.loaded = l;
+                x.saved = s;
+                break;
+            }
+        }
+    }
+    if (x.loaded == NULL) {
+        tpd_str l = {0};
+        for (size_t i = 0; i < x.pr->nckpts; i++)
+            if (x.pr->ckpts[i].load)
+                tpd_str_printf(&l, "%s%s", l.len ? ", " : "", tpd_resume_base(x.pr->ckpts[i].name));
+        error(&x, out, "R loaded no checkpoint of I's (I saved %s at step %lld; R loaded %s)",
+              tpd_resume_base(x.armed->name), (long long)x.c, l.len ? l.s : "nothing");
+        tpd_str_free(&l);
+        return out->text ? TP_OK : TP_ENOMEM;
+    }
+    x.c = x.saved->step;
+    x.r0 = x.loaded->step;
+    head_lines(&x);
+
+    tpd_compare(&x.pa->timeline, 0, &x.pb->timeline, 0, o, &ab);
+    if (tpd_stream_compare(x.pa, 0, x.pb, 0, &x.sab) != TP_OK) return nomem(&x, out);
+    with_data(&ab, &x.sab);
+    with_steps(&x, &ab, 0, x.pa->steps, 0, x.pb->steps);
+    if (ab.first.found || ab.first_unsure.found) {
+        if (ab.first.found)
+            tpd_why_add(
+                &x.why, "nondeterministic",
+                "the two uninterrupted runs differ, so nondeterminism in the training itself "
+                "(the clock, the pid, unseeded randomness, nondeterministic kernels) prevents "
+                "a judgment of the resume");
+        else
+            tpd_why_add(
+                &x.why, "values_needed",
+                "the baselines may differ within the declared tolerance, and statistics alone "
+                "cannot show they do not: rerun with --capture values");
+        return finish(&x, TPD_ABSTAIN, &ab, "B", out);
+    }
+    tpd_compare(&x.pa->timeline, x.c, &x.pr->timeline, x.r0, o, &ra);
+    if (tpd_stream_compare(x.pa, x.c, x.pr, x.r0, &x.sra) != TP_OK) return nomem(&x, out);
+    with_data(&ra, &x.sra);
+    x.na = x.pa->steps - x.c;
+    x.nr = x.pr->steps - x.r0;
+    with_steps(&x, &ra, x.c, x.na, x.r0, x.nr);
+    if (ra.first.found) {
+        tpd_resume_explain(&x, &ra);
+        return finish(&x, TPD_FAIL, &ra, "R", out);
+    }
+    if (ra.first_unsure.found) {
+        tpd_why_add(&x.why, "values_needed",
+                    "with the declared tolerance, equality of %s cannot be shown from statistics "
+                    "alone: rerun with --capture values",
+                    ra.first_unsure.path);
+        return finish(&x, TPD_ABSTAIN, &ra, "R", out);
+    }
+    tpd_str_printf(&x.head, "  R matched A at every step from %lld on (%lld steps compared",
+                   (long long)x.c, (long long)ra.steps);
+    if (x.sra.compared)
+        tpd_str_printf(&x.head, ", %llu samples of the training stream",
+                       (unsigned long long)x.sra.compared);
+    tpd_str_puts(&x.head, ")\n");
+    if (ra.first_rng.found)
+        tpd_why_add(&x.why, "rng_unused",
+                    "%s differs at step %lld, but no observation depends on it: the runs do not "
+                    "diverge, so it does not matter",
+                    ra.first_rng.path, (long long)ra.first_rng.step_a);
+    return finish(&x, TPD_PASS, NULL, "R", out);
+}

@@ -1,0 +1,484 @@
+/* SPDX-License-Identifier: MIT
+ * why.c -- the explanation of a resume FAIL from the evidence: the
+ * state R had after loading against the state I had when it saved, the
+ * restores R performed after the load and where their content came from,
+ * the checkpoint's contents, the RNGs and the data position. */
+#include <stdio.h>
+#include <string.h>
+
+#include "daemon/checks/render.h"
+#include "daemon/checks/resume/ctx.h"
+#include "daemon/checks/resume/provenance.h"
+
+#define MAX_EXAMPLES 4
+
+typedef tpd_rctx ctx;
+
+static void val_str(const tpd_val *v, char *buf, size_t n)
+{
+    tpd_str b = {0};
+    tpd_render_val(&b, v);
+    snprintf(buf, n, "%s", b.s ? b.s : "?");
+    tpd_str_free(&b);
+}
+
+/* What R restored after the checkpoint load.  A restore counts as one from
+ * the checkpoint only when its content came from one of I's files
+ * (provenance.h); the others (an object reloading its own state, an RNG
+ * state kept in memory) are kept apart, with the function that made them. */
+typedef struct restored {
+    bool ours[TPD_G__COUNT];         /* group: restored from the checkpoint */
+    bool other_seen[TPD_G__COUNT];   /* group: restored from elsewhere */
+    const char *other[TPD_G__COUNT]; /* the caller of the last of those */
+    bool rng_set[4];                 /* torch_cpu, cuda, python, numpy */
+    bool rng_seeded[4];
+    bool rng_seed_known[4];
+    int64_t rng_seed[4];
+    bool rng_other[4]; /* set from a state no file of I's holds */
+    const char *rng_other_caller[4];
+} restored;
+
+static int rng_index(const char *obj)
+{
+    if (obj == NULL) return -1;
+    if (strncmp(obj, "rng.torch_cpu", 13) == 0) return 0;
+    if (strncmp(obj, "rng.cuda", 8) == 0) return 1;
+    if (strncmp(obj, "rng.python", 10) == 0) return 2;
+    if (strncmp(obj, "rng.numpy", 9) == 0) return 3;
+    return -1;
+}
+
+/* from_checkpoint reports whether restore r put back content of one of I's
+ * files in the window.  A restore without a manifest (an agent that did not
+ * send one) is taken to come from the checkpoint, as before. */
+static bool from_checkpoint(ctx *x, const tpd_restore *r)
+{
+    const tpd_ckpt *l;
+    if (!r->has_manifest) return true;
+    if ((l = tpd_restore_source(x->pr, r)) == NULL) return false;
+    for (size_t i = 0; i < x->pi->nckpts; i++) {
+        const tpd_ckpt *s = &x->pi->ckpts[i];
+        if (!s->load && s->seq >= x->armed->seq && tpd_resume_same_digest(s, l)) return true;
+    }
+    return false;
+}
+
+/* restore_group is the group a restore's `what` puts back, TPD_G_OTHER for
+ * an RNG or anything unknown. */
+static tpd_group restore_group(const char *what)
+{
+    static const struct {
+        const char *what;
+        tpd_group g;
+    } t[] = {{"module", TPD_G_MODEL},
+             {"optimizer", TPD_G_OPTIMIZER},
+             {"scheduler", TPD_G_SCHEDULER},
+             {"scaler", TPD_G_SCALER}};
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if (!strcmp(what, t[i].what)) return t[i].g;
+    return TPD_G_OTHER;
+}
+
+static void collect_restores(ctx *x, restored *rs)
+{
+    memset(rs, 0, sizeof *rs);
+    for (size_t i = 0; i < x->pr->nrestores; i++) {
+        const tpd_restore *r = &x->pr->restores[i];
+        bool ours;
+        tpd_group g;
+        int k;
+        if (r->seq < x->loaded->seq || r->what == NULL) continue;
+        ours = from_checkpoint(x, r);
+        if (!strcmp(r->what, "rng") && (k = rng_index(r->obj)) >= 0) {
+            if (r->op && !strcmp(r->op, "seed")) {
+                rs->rng_seeded[k] = true;
+                rs->rng_seed_known[k] = r->has_seed;
+                rs->rng_seed[k] = r->seed;
+                rs->rng_set[k] = false; /* a later seed undoes an earlier restore */
+            } else if (ours) {
+                rs->rng_set[k] = true;
+                rs->rng_seeded[k] = false;
+            } else {
+                rs->rng_other[k] = true;
+                rs->rng_other_caller[k] = r->caller;
+            }
+            continue;
+        }
+        if ((g = restore_group(r->what)) == TPD_G_OTHER) continue;
+        if (ours) {
+            rs->ours[g] = true;
+        } else {
+            rs->other_seen[g] = true;
+            rs->other[g] = r->caller;
+        }
+    }
+}
+
+/* group_restored: the groups model..scaler (contiguous in tpd_group) are
+ * restored by a load_state_dict; the others (data, RNGs, losses) count as
+ * restored. */
+static bool group_restored(const restored *rs, tpd_group g)
+{
+    return g >= TPD_G_MODEL && g <= TPD_G_SCALER ? rs->ours[g] : true;
+}
+
+static const char *group_noun(tpd_group g)
+{
+    switch (g) {
+    case TPD_G_MODEL:
+        return "the model";
+    case TPD_G_OPTIMIZER:
+        return "the optimizer state";
+    case TPD_G_SCHEDULER:
+        return "the scheduler state";
+    case TPD_G_SCALER:
+        return "the GradScaler state";
+    default:
+        return tpd_group_name(g);
+    }
+}
+
+/* reference picks what I had at the aligned point: its start-of-step
+ * snapshot of step c (taken just before it was ended) when it exists, else its
+ * snapshot at the save.  *same_point says the former. */
+static const tpd_items *reference(ctx *x, int64_t *step, bool *same_point)
+{
+    static tpd_items none;
+    for (size_t i = 0; i < x->pi->timeline.n; i++)
+        if (x->pi->timeline.v[i].step == x->c && x->pi->timeline.v[i].group == TPD_G_MODEL) {
+            *step = x->c;
+            *same_point = true;
+            return &x->pi->timeline;
+        }
+    for (size_t i = 0; i < x->pi->nsnaps; i++)
+        if (!strcmp(x->pi->snaps[i].why, "save") && x->pi->snaps[i].step == x->c) {
+            *step = x->c;
+            *same_point = false;
+            return &x->pi->snaps[i].items;
+        }
+    *same_point = false;
+    *step = 0;
+    return &none;
+}
+
+static const tpd_items *save_snapshot(ctx *x)
+{
+    for (size_t i = 0; i < x->pi->nsnaps; i++)
+        if (!strcmp(x->pi->snaps[i].why, "save") && x->pi->snaps[i].step == x->c)
+            return &x->pi->snaps[i].items;
+    return NULL;
+}
+
+/* explain_after_load lists the components whose state R had at its first
+ * step differs from I's at the same point, group by group. */
+static bool explain_after_load(ctx *x, const restored *rs)
+{
+    int64_t rstep;
+    bool same_point, any = false;
+    /* same_point false: the reference is I's snapshot at the save, before the
+     * forward pass that R's first snapshot follows; buffers updated in the
+     * forward pass (batch-norm statistics) may then differ legitimately. */
+    const tpd_items *ref = reference(x, &rstep, &same_point);
+    tpd_cmp_opts exact = *x->o;
+    for (int g = TPD_G_MODEL; g <= TPD_G_RNG; g++) {
+        char lines[2048] = "";
+        size_t used = 0;
+        int ndiff = 0, nseen = 0;
+        if (g == TPD_G_RNG) continue; /* RNGs are explained on their own */
+        for (size_t i = 0; i < ref->n; i++) {
+            const tpd_item *a = &ref->v[i], *b;
+            char va[256], vb[256];
+            if (a->step != rstep || (int)a->group != g) continue;
+            nseen++;
+            b = NULL;
+            for (size_t k = 0; k < x->pr->timeline.n; k++) {
+                const tpd_item *y = &x->pr->timeline.v[k];
+                if (y->step == x->r0 && !strcmp(y->path, a->path)) {
+                    b = y;
+                    break;
+                }
+            }
+            if (b != NULL && tpd_val_eq(&a->v, &b->v, &exact) == TPD_SAME) continue;
+            ndiff++;
+            if (ndiff > MAX_EXAMPLES) continue;
+            val_str(b ? &b->v : NULL, vb, sizeof vb);
+            val_str(&a->v, va, sizeof va);
+            used +=
+                (size_t)snprintf(lines + used, used < sizeof lines ? sizeof lines - used : 0,
+                                 "\n      %s: %s after loading, %s when saved", a->path, vb, va);
+            if (used >= sizeof lines) used = sizeof lines - 1;
+        }
+        if (ndiff == 0) continue;
+        any = true;
+        if (!group_restored(rs, (tpd_group)g) && rs->other_seen[g])
+            tpd_why_add(&x->why, "not_restored",
+                        "%s was never loaded from the checkpoint: the %s load_state_dict after the "
+                        "checkpoint load%s%s%s put back a state that no file of I's holds (the "
+                        "object's own state, or one built in memory) (%d of %d components differ "
+                        "from when it was saved)%s",
+                        group_noun((tpd_group)g), tpd_group_name((tpd_group)g),
+                        rs->other[g] ? ", by " : "", rs->other[g] ? rs->other[g] : "",
+                        rs->other[g] ? "," : "", ndiff, nseen, lines);
+        else if (!group_restored(rs, (tpd_group)g))
+            tpd_why_add(&x->why, "not_restored",
+                        "%s was never loaded: no %s load_state_dict after the checkpoint load "
+                        "(%d of %d components differ from when it was saved)%s",
+                        group_noun((tpd_group)g), tpd_group_name((tpd_group)g), ndiff, nseen,
+                        lines);
+        else
+            tpd_why_add(&x->why, "differs_after_load",
+                        "%s was loaded, but %d of %d components differ from when it was saved "
+                        "(changed after loading, or loaded from another state)%s",
+                        group_noun((tpd_group)g), ndiff, nseen, lines);
+    }
+    return any;
+}
+
+/* ends_with reports whether path ends with key at a name boundary. */
+static bool ends_with(const char *path, const char *key)
+{
+    size_t n = strlen(path), kl = strlen(key);
+    return n >= kl && !strcmp(path + n - kl, key) &&
+           (n == kl || path[n - kl - 1] == '.' || path[n - kl - 1] == ']');
+}
+
+/* manifest_has reports whether any of I's checkpoint files in the window
+ * holds a leaf whose path ends with key and, when v is given, whose digest
+ * equals v's.  Both are needed for tensors: equal small tensors (a counter
+ * of 4 and Adam's step of 4) are common. */
+static bool manifest_has(ctx *x, const tpd_val *v, const char *key)
+{
+    for (size_t i = 0; i < x->pi->nckpts; i++) {
+        const tpd_ckpt *s = &x->pi->ckpts[i];
+        if (s->load || s->seq < x->armed->seq) continue;
+        for (size_t k = 0; k < s->manifest.n; k++) {
+            const tpd_item *m = &s->manifest.v[k];
+            if (key != NULL && !ends_with(m->path, key)) continue;
+            if (v == NULL) return true;
+            if ((m->v.kind == 't' || m->v.kind == 'd') && m->v.kind == v->kind &&
+                !memcmp(m->v.digest, v->digest, TP_DIGEST_LEN))
+                return true;
+        }
+    }
+    return false;
+}
+
+/* within is the part of a component path after its root ("model.fc.w" and
+ * "model[1].fc.w" give "fc.w"); for optimizer state, the state's own name
+ * ("...exp_avg" gives "exp_avg"), since checkpoints key it by index. */
+static const char *within(const char *path, tpd_group g)
+{
+    const char *p;
+    if (g == TPD_G_OPTIMIZER) {
+        p = strrchr(path, '.');
+        return p ? p + 1 : path;
+    }
+    p = strchr(path, '.');
+    return p ? p + 1 : path;
+}
+
+static bool explain_manifest(ctx *x)
+{
+    const tpd_items *snap = save_snapshot(x);
+    bool sched = false, scaler = false, any = false;
+    char model[1024] = "", opt[512] = "", rng[256] = "";
+    int nmodel = 0, nopt = 0;
+    if (snap == NULL) return false;
+    for (size_t i = 0; i < snap->n; i++) {
+        const tpd_item *a = &snap->v[i];
+        switch (a->group) {
+        case TPD_G_MODEL:
+            if (a->v.kind == 't' && !manifest_has(x, &a->v, within(a->path, a->group)) &&
+                nmodel++ < MAX_EXAMPLES)
+                snprintf(model + strlen(model), sizeof model - strlen(model), "%s%s",
+                         nmodel > 1 ? ", " : "", a->path);
+            break;
+        case TPD_G_OPTIMIZER:
+            if (a->v.kind == 't' && !strncmp(a->path, "optimizer", 9) &&
+                strstr(a->path, ".state.") && !manifest_has(x, &a->v, within(a->path, a->group)) &&
+                nopt++ < MAX_EXAMPLES)
+                snprintf(opt + strlen(opt), sizeof opt - strlen(opt), "%s%s", nopt > 1 ? ", " : "",
+                         a->path);
+            break;
+        case TPD_G_SCHEDULER:
+            sched = true;
+            break;
+        case TPD_G_SCALER:
+            scaler = true;
+            break;
+        case TPD_G_RNG:
+            if (!manifest_has(x, &a->v, NULL))
+                snprintf(rng + strlen(rng), sizeof rng - strlen(rng), "%s%s", rng[0] ? ", " : "",
+                         a->path);
+            break;
+        default:
+            break;
+        }
+    }
+    if (nmodel) {
+        any = true;
+        tpd_why_add(&x->why, "not_in_checkpoint",
+                    "the checkpoint does not hold %d model tensor(s) the training has: %s%s "
+                    "(state outside the state_dict, such as a non-persistent buffer, is not saved)",
+                    nmodel, model, nmodel > MAX_EXAMPLES ? ", ..." : "");
+    }
+    if (nopt) {
+        any = true;
+        tpd_why_add(&x->why, "not_in_checkpoint",
+                    "the checkpoint does not hold the optimizer state: %s%s", opt,
+                    nopt > MAX_EXAMPLES ? ", ..." : "");
+    }
+    if (sched && !manifest_has(x, NULL, "last_epoch")) {
+        any = true;
+        tpd_why_add(&x->why, "not_in_checkpoint",
+                    "the checkpoint holds no scheduler state (no last_epoch)");
+    }
+    if (scaler && !manifest_has(x, NULL, "_growth_tracker")) {
+        any = true;
+        tpd_why_add(&x->why, "not_in_checkpoint", "the checkpoint holds no GradScaler state");
+    }
+    if (rng[0])
+        tpd_why_add(&x->why, "rng_not_in_checkpoint",
+                    "the checkpoint does not hold the RNG state of %s", rng);
+    return any;
+}
+
+static const char *seed_call(int k)
+{
+    static const char *calls[] = {"torch.manual_seed", "torch.cuda.manual_seed", "random.seed",
+                                  "numpy.random.seed"};
+    return calls[k];
+}
+
+static const char *set_call(int k)
+{
+    static const char *calls[] = {"torch.set_rng_state", "torch.cuda.set_rng_state",
+                                  "random.setstate", "numpy.random.set_state"};
+    return calls[k];
+}
+
+static bool explain_rng(ctx *x, const restored *rs, const tpd_div *d)
+{
+    int k = rng_index(d->path);
+    if (d->group != TPD_G_RNG || k < 0) return false;
+    if (rs->rng_seeded[k]) {
+        char seed[32] = "";
+        if (rs->rng_seed_known[k]) snprintf(seed, sizeof seed, "%lld", (long long)rs->rng_seed[k]);
+        tpd_why_add(&x->why, "rng_reseeded",
+                    "%s was re-seeded after loading: %s(%s) after the checkpoint load starts the "
+                    "random stream over instead of continuing it",
+                    d->path, seed_call(k), seed);
+    } else if (!rs->rng_set[k] && rs->rng_other[k]) {
+        tpd_why_add(
+            &x->why, "rng_not_restored",
+            "%s was not restored from the checkpoint: the %s after the checkpoint load%s%s%s "
+            "put back a state that no file of I's holds (a state kept in memory), and the "
+            "runs diverge afterwards",
+            d->path, set_call(k), rs->rng_other_caller[k] ? ", by " : "",
+            rs->rng_other_caller[k] ? rs->rng_other_caller[k] : "",
+            rs->rng_other_caller[k] ? "," : "");
+    } else if (!rs->rng_set[k]) {
+        tpd_why_add(&x->why, "rng_not_restored",
+                    "%s was not restored after loading: no %s after the checkpoint load, and the "
+                    "runs diverge afterwards",
+                    d->path, set_call(k));
+    } else {
+        tpd_why_add(&x->why, "rng_differs",
+                    "%s was restored after loading, but to a different state than the one it had "
+                    "at this point (random numbers drawn between the load and the first step?)",
+                    d->path);
+    }
+    return true;
+}
+
+/* holds_state reports whether checkpoint s holds training state: a tensor
+ * or array, an RNG state (a digest leaf), or the counters of a scheduler or
+ * GradScaler, whose state dicts hold no tensor.  A file without manifest
+ * (an agent that sent none) is taken to hold some. */
+static bool holds_state(const tpd_ckpt *s)
+{
+    static const char *const keys[] = {"last_epoch", "_step_count", "_growth_tracker", NULL};
+    if (s->manifest.n == 0) return true;
+    for (size_t i = 0; i < s->manifest.n; i++) {
+        const tpd_item *m = &s->manifest.v[i];
+        if (m->v.kind == 't' || m->v.kind == 'd') return true;
+        for (int k = 0; keys[k]; k++)
+            if (ends_with(m->path, keys[k])) return true;
+    }
+    return false;
+}
+
+/* explain_steps names a difference in the number of optimizer steps A and R
+ * trained from the aligned point, whatever the first divergence: a loop
+ * that runs a different number of steps is a divergence of its own, and
+ * says where to look (the step counter the loop runs by).  True when it is
+ * the first divergence, which then needs no other explanation. */
+static bool explain_steps(ctx *x, const tpd_div *d)
+{
+    int64_t both = x->na < x->nr ? x->na : x->nr, by = x->na - x->nr;
+    if (x->na == x->nr) return false;
+    if (by > 0)
+        tpd_why_add(&x->why, "step_count",
+                    "R trained %lld optimizer step%s from the checkpoint where A trained %lld: R "
+                    "stopped %lld step%s early, so A's step %lld has no counterpart in R (its "
+                    "step count or step numbering differs from A's: a step counter restored off "
+                    "by one, or a loop bound that counts differently after the resume?)",
+                    (long long)x->nr, x->nr == 1 ? "" : "s", (long long)x->na, (long long)by,
+                    by == 1 ? "" : "s", (long long)(x->c + both));
+    else
+        tpd_why_add(&x->why, "step_count",
+                    "R trained %lld optimizer step%s from the checkpoint where A trained %lld: R "
+                    "went on %lld step%s after A's last (its step count or step numbering "
+                    "differs from A's: a step counter not restored, or restored short?)",
+                    (long long)x->nr, x->nr == 1 ? "" : "s", (long long)x->na, (long long)-by,
+                    by == -1 ? "" : "s");
+    return d->a == &x->steps[0];
+}
+
+void tpd_resume_explain(tpd_rctx *x, const tpd_cmp_result *cmp)
+{
+    restored rs;
+    const tpd_div *d = &cmp->first;
+    bool told = false;
+    collect_restores(x, &rs);
+    told |= explain_steps(x, d);
+    told |= explain_rng(x, &rs, d);
+    told |= explain_after_load(x, &rs);
+    told |= explain_manifest(x);
+    /* the files I saved that R never loaded, among those that hold training
+     * state (not a pickled configuration such as HF's training_args.bin) */
+    for (size_t i = 0; i < x->pi->nckpts; i++) {
+        const tpd_ckpt *s = &x->pi->ckpts[i];
+        bool loaded = false;
+        if (s->load || s->seq < x->armed->seq || !s->has_digest || !holds_state(s)) continue;
+        for (size_t k = 0; k < x->pr->nckpts && !loaded; k++)
+            loaded = x->pr->ckpts[k].load && tpd_resume_same_digest(&x->pr->ckpts[k], s);
+        if (!loaded && s->name)
+            tpd_why_add(&x->why, "not_loaded", "R never loaded %s, which I saved at step %lld",
+                        tpd_resume_base(s->name), (long long)s->step);
+        else if (!loaded)
+            tpd_why_add(
+                &x->why, "not_loaded",
+                "R never loaded the checkpoint I saved into a buffer at step %lld (whatever "
+                "file its bytes were written to)",
+                (long long)s->step);
+    }
+    if (d->group == TPD_G_DATA)
+        tpd_why_add(&x->why, "data_position",
+                    "R's training data differs from A's at sample %llu of the training stream (R's "
+                    "sample %llu): the data pipeline did not resume where it was (did the loader "
+                    "restart its epoch, skip too many or too few batches, or its sampler lose its "
+                    "position?)",
+                    (unsigned long long)x->sra.pos_a, (unsigned long long)x->sra.pos_b);
+    if (!told && d->group != TPD_G_DATA)
+        tpd_why_add(
+            &x->why, "outside_checkpoint",
+            "everything the checkpoint restored matches the state when it was saved, yet the "
+            "runs diverge: look outside the checkpoint -- the data pipeline position, plain "
+            "Python attributes (a step counter, a hand-written schedule), nondeterministic "
+            "kernels%s",
+            x->pr != NULL && x->pr->world > 1
+                ? "; or another rank's state: this check follows rank 0, and every rank's "
+                  "data and RNG feed the gradients the ranks average"
+                : "");
+}

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT
+ * marks.c -- files a process's training calls (backward, optimizer
+ * step, scheduler step, GradScaler call, clipping, zero_grad, DataLoader
+ * batch) in emission order, for the checks that reason about the order of calls:
+ * gradient accumulation counts backward calls between optimizer steps and
+ * the clipping, unscaling, scheduler steps and zero_grad calls within each
+ * update. */
+#include <string.h>
+
+#include "daemon/obs/obs.h"
+
+static const char *op_of(tpd_arena *a, const tp_event *e, const char *key, bool *oom)
+{
+    const char *s;
+    uint32_t n;
+    char *c;
+    if (tp_body_str(e, key, &s, &n) != TP_OK) return NULL;
+    c = tpd_arena_strndup(a, s, n);
+    if (c == NULL) *oom = true;
+    return c;
+}
+
+/* first_lr reads the first element of the step's "lrs" array. */
+static bool first_lr(const tp_event *e, double *lr)
+{
+    tp_mpr r;
+    tp_mptype t;
+    uint32_t n;
+    int64_t i;
+    if (tp_body_find(e, "lrs", &r) != TP_OK || tp_mpr_peek(&r, &t) != TP_OK || t != TP_MP_ARRAY)
+        return false;
+    if (tp_mpr_array(&r, &n) != TP_OK || n == 0 || tp_mpr_peek(&r, &t) != TP_OK) return false;
+    if (t == TP_MP_INT) {
+        if (tp_mpr_int(&r, &i) != TP_OK) return false;
+        *lr = (double)i;
+        return true;
+    }
+    return tp_mpr_f64(&r, lr) == TP_OK;
+}
+
+tp_err tpd_proc_add_mark(tpd_arena *a, tpd_proc *p, const tp_event *e)
+{
+    tpd_mark m, *v;
+    bool b, oom = false;
+    memset(&m, 0, sizeof m);
+    m.seq = e->seq;
+    m.step = e->step;
+    m.kind = e->kind;
+    switch (e->kind) {
+    case TP_K_BACKWARD:
+        if (tp_body_int(e, "count", &m.n) != TP_OK) m.n = 0;
+        m.has_f = tp_body_f64(e, "loss", &m.f) == TP_OK;
+        if (tp_body_int(e, "mean_over", &m.mean_over) != TP_OK) m.mean_over = -1;
+        break;
+    case TP_K_STEP:
+        m.op = op_of(a, e, "phase", &oom);
+        if (tp_body_int(e, "opt", &m.n) != TP_OK) m.n = 0;
+        m.flag = tp_body_bool(e, "skipped", &b) == TP_OK && b;
+        m.has_f = m.op != NULL && strcmp(m.op, "pre") == 0 && first_lr(e, &m.f);
+        break;
+    case TP_K_SCHED:
+        if (tp_body_int(e, "sched", &m.n) != TP_OK) m.n = 0;
+        break;
+    case TP_K_AMP:
+        m.op = op_of(a, e, "op", &oom);
+        m.has_f = tp_body_f64(e, "scale", &m.f) == TP_OK;
+        m.flag = tp_body_bool(e, "found_inf", &b) == TP_OK && b;
+        break;
+    case TP_K_CLIP:
+        m.op = op_of(a, e, "op", &oom);
+        m.has_f = tp_body_f64(e, "norm", &m.f) == TP_OK;
+        m.has_max = tp_body_f64(e, "max", &m.max) == TP_OK;
+        break;
+    case TP_K_ZERO_GRAD:
+        m.op = op_of(a, e, "which", &oom);
+        if (tp_body_int(e, "opt", &m.n) != TP_OK) m.n = -1; /* a module's */
+        m.flag = tp_body_bool(e, "set_to_none", &b) == TP_OK && b;
+        break;
+    case TP_K_BATCH:
+        if (tp_body_bool(e, "end", &b) == TP_OK && b) return TP_OK; /* an epoch's end */
+        if (tp_body_int(e, "size", &m.n) != TP_OK) m.n = -1;
+        break;
+    default:
+        return TP_OK;
+    }
+    if (oom) return TP_ENOMEM;
+    v = tpd_arena_grow(a, p->marks, &p->marks_cap, p->nmarks + 1, sizeof *v);
+    if (v == NULL) return TP_ENOMEM;
+    p->marks = v;
+    p->marks[p->nmarks++] = m;
+    return TP_OK;
+}

@@ -1,0 +1,518 @@
+/* SPDX-License-Identifier: MIT
+ * obs.c -- builds a run's observations from stored events (see obs.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/obs/obs.h"
+#include "daemon/store/store.h"
+
+#define ORD(seq) ((uint64_t)(seq) << 24)
+
+static const struct {
+    const char *name;
+    tpd_group g;
+} groups[] = {
+    {"data", TPD_G_DATA},           {"model", TPD_G_MODEL},   {"optimizer", TPD_G_OPTIMIZER},
+    {"scheduler", TPD_G_SCHEDULER}, {"scaler", TPD_G_SCALER}, {"rng", TPD_G_RNG},
+    {"loss", TPD_G_LOSS},           {"grad", TPD_G_GRAD},     {"update", TPD_G_UPDATE},
+};
+
+tpd_group tpd_group_of(const char *path)
+{
+    size_t n = strcspn(path, ".[");
+    for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++)
+        if (strlen(groups[i].name) == n && strncmp(path, groups[i].name, n) == 0)
+            return groups[i].g;
+    return TPD_G_OTHER;
+}
+
+const char *tpd_group_name(tpd_group g)
+{
+    for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++)
+        if (groups[i].g == g) return groups[i].name;
+    return "other";
+}
+
+tp_err tpd_items_push(tpd_arena *a, tpd_items *l, const tpd_item *it)
+{
+    if (l->n == l->cap) {
+        tpd_item *v = tpd_arena_grow(a, l->v, &l->cap, l->n + 1, sizeof *v);
+        if (v == NULL) return TP_ENOMEM;
+        l->v = v;
+    }
+    l->v[l->n++] = *it;
+    return TP_OK;
+}
+
+static int cmp_item(const void *x, const void *y)
+{
+    const tpd_item *a = x, *b = y;
+    if (a->step != b->step) return a->step < b->step ? -1 : 1;
+    if (a->group != b->group) return a->group < b->group ? -1 : 1;
+    if (a->ord != b->ord) return a->ord < b->ord ? -1 : 1;
+    return 0;
+}
+
+void tpd_items_sort(tpd_items *l)
+{
+    if (l->n > 1) qsort(l->v, l->n, sizeof *l->v, cmp_item);
+}
+
+tp_err tpd_leaf_val(tpd_arena *a, const tp_leaf *l, tpd_val *v)
+{
+    memset(v, 0, sizeof *v);
+    v->kind = l->kind;
+    if (l->kind == 't') {
+        v->dtype = tpd_arena_strndup(a, l->dtype, l->dtype_len);
+        v->ndim = l->ndim;
+        memcpy(v->shape, l->shape, sizeof(int64_t) * l->ndim);
+        memcpy(v->digest, l->digest, TP_DIGEST_LEN);
+        v->stats = l->stats;
+        v->blob = l->blob;
+        if (v->dtype == NULL) return TP_ENOMEM;
+    } else if (l->kind == 'd') {
+        memcpy(v->digest, l->digest, TP_DIGEST_LEN);
+        v->n = l->nitems;
+    } else {
+        v->vtype = l->vtype;
+        v->b = l->b;
+        v->i = l->i;
+        v->f = l->f;
+        if (l->vtype == TP_V_STR && (v->s = tpd_arena_strndup(a, l->s, l->s_len)) == NULL)
+            return TP_ENOMEM;
+    }
+    return TP_OK;
+}
+
+tp_err tpd_leaves_add(tpd_arena *a, tpd_items *l, tp_mpr *r, int64_t step, uint64_t ord0)
+{
+    uint32_t n;
+    tp_leaf leaf;
+    tp_err rc;
+    if (tp_mpr_array(r, &n) != TP_OK) return TP_EPROTO;
+    for (uint32_t i = 0; i < n; i++) {
+        tpd_item it;
+        if (tp_leaf_read(r, &leaf) != TP_OK) return TP_EPROTO;
+        memset(&it, 0, sizeof it);
+        it.step = step;
+        it.ord = ord0 + i;
+        it.path = tpd_arena_strndup(a, leaf.path, leaf.path_len);
+        if (it.path == NULL) return TP_ENOMEM;
+        it.group = tpd_group_of(it.path);
+        if ((rc = tpd_leaf_val(a, &leaf, &it.v)) != TP_OK) return rc;
+        if ((rc = tpd_items_push(a, l, &it)) != TP_OK) return rc;
+    }
+    return TP_OK;
+}
+
+static const char *body_str(tpd_arena *a, const tp_event *e, const char *key)
+{
+    const char *s;
+    uint32_t n;
+    if (tp_body_str(e, key, &s, &n) != TP_OK) return NULL;
+    return tpd_arena_strndup(a, s, n);
+}
+
+static int64_t body_int(const tp_event *e, const char *key, int64_t dflt)
+{
+    int64_t v;
+    return tp_body_int(e, key, &v) == TP_OK ? v : dflt;
+}
+
+static tp_err push_value(tpd_arena *a, tpd_proc *p, const tp_event *e, const char *path,
+                         const tpd_val *v, uint64_t sub)
+{
+    tpd_item it;
+    memset(&it, 0, sizeof it);
+    it.step = e->step;
+    it.ord = ORD(e->seq) + sub;
+    it.path = tpd_arena_strdup(a, path);
+    if (it.path == NULL) return TP_ENOMEM;
+    it.group = tpd_group_of(path);
+    it.v = *v;
+    return tpd_items_push(a, &p->timeline, &it);
+}
+
+static tp_err add_snapshot(tpd_arena *a, tpd_proc *p, const tp_event *e)
+{
+    tp_mpr r;
+    const char *why = body_str(a, e, "why");
+    tpd_snap *s;
+    if (why == NULL || tp_body_find(e, "leaves", &r) != TP_OK) return TP_EPROTO;
+    if (strcmp(why, "backward") == 0)
+        return tpd_leaves_add(a, &p->timeline, &r, e->step, ORD(e->seq));
+    if (strcmp(why, "final") == 0) {
+        /* the state after the last step is compared like a step of its own */
+        tp_mpr again = r;
+        tp_err rc = tpd_leaves_add(a, &p->timeline, &again, e->step, ORD(e->seq));
+        if (rc != TP_OK) return rc;
+    }
+    s = tpd_arena_grow(a, p->snaps, &p->snaps_cap, p->nsnaps + 1, sizeof *s);
+    if (s == NULL) return TP_ENOMEM;
+    p->snaps = s;
+    s = &p->snaps[p->nsnaps++];
+    memset(s, 0, sizeof *s);
+    s->seq = e->seq;
+    s->step = e->step;
+    s->why = why;
+    return tpd_leaves_add(a, &s->items, &r, e->step, 0);
+}
+
+static tp_err add_backward(tpd_arena *a, tpd_proc *p, const tp_event *e)
+{
+    char path[32];
+    int64_t count = body_int(e, "count", 1);
+    tpd_val v;
+    memset(&v, 0, sizeof v);
+    v.kind = 'v';
+    if (tp_body_f64(e, "loss", &v.f) == TP_OK)
+        v.vtype = TP_V_FLOAT;
+    else
+        v.vtype = TP_V_NIL;
+    if (count <= 1)
+        snprintf(path, sizeof path, "loss");
+    else
+        snprintf(path, sizeof path, "loss[%lld]", (long long)(count - 1));
+    return push_value(a, p, e, path, &v, 0);
+}
+
+static tp_err add_step(tpd_arena *a, tpd_proc *p, const tp_event *e)
+{
+    const char *phase = body_str(a, e, "phase");
+    tp_mpr r;
+    tpd_val v;
+    bool b;
+    tp_err rc;
+    if (phase == NULL) return TP_EPROTO;
+    if (strcmp(phase, "pre") == 0) {
+        if (tp_body_find(e, "grads", &r) == TP_OK)
+            return tpd_leaves_add(a, &p->timeline, &r, e->step, ORD(e->seq));
+        return TP_OK;
+    }
+    if (e->step + 1 > p->steps) p->steps = e->step + 1;
+    memset(&v, 0, sizeof v);
+    v.kind = 'v';
+    if (tp_body_f64(e, "unorm", &v.f) == TP_OK) {
+        v.vtype = TP_V_FLOAT;
+        if ((rc = push_value(a, p, e, "update.norm", &v, 0)) != TP_OK) return rc;
+    }
+    if (tp_body_bool(e, "skipped", &b) == TP_OK && b) {
+        v.vtype = TP_V_BOOL;
+        v.b = true;
+        if ((rc = push_value(a, p, e, "update.skipped", &v, 1)) != TP_OK) return rc;
+    }
+    return TP_OK;
+}
+
+static tp_err add_ckpt(tpd_arena *a, tpd_proc *p, const tp_event *e, bool load)
+{
+    tpd_ckpt *c;
+    tp_mpr r;
+    bool b;
+    c = tpd_arena_grow(a, p->ckpts, &p->ckpts_cap, p->nckpts + 1, sizeof *c);
+    if (c == NULL) return TP_ENOMEM;
+    p->ckpts = c;
+    c = &p->ckpts[p->nckpts++];
+    memset(c, 0, sizeof *c);
+    c->seq = e->seq;
+    c->step = e->step;
+    c->load = load;
+    c->api = body_str(a, e, "api");
+    c->target = body_str(a, e, "target");
+    c->name = body_str(a, e, "name");
+    c->via = body_str(a, e, "via");
+    c->error = body_str(a, e, "error");
+    c->has_digest = tp_body_digest(e, "digest", c->digest) == TP_OK;
+    c->armed = tp_body_bool(e, "armed", &b) == TP_OK && b;
+    if (tp_body_find(e, "manifest", &r) == TP_OK)
+        return tpd_leaves_add(a, &c->manifest, &r, e->step, 0);
+    return TP_OK;
+}
+
+static tp_err add_restore(tpd_arena *a, tpd_proc *p, const tp_event *e)
+{
+    tp_mpr m;
+    tpd_restore *r = tpd_arena_grow(a, p->restores, &p->restores_cap, p->nrestores + 1, sizeof *r);
+    if (r == NULL) return TP_ENOMEM;
+    p->restores = r;
+    r = &p->restores[p->nrestores++];
+    memset(r, 0, sizeof *r);
+    r->seq = e->seq;
+    r->step = e->step;
+    r->what = body_str(a, e, "what");
+    r->obj = body_str(a, e, "obj");
+    r->op = body_str(a, e, "op");
+    r->caller = body_str(a, e, "caller");
+    r->has_load = tp_body_int(e, "load", &r->load) == TP_OK;
+    r->has_seed = tp_body_int(e, "seed", &r->seed) == TP_OK;
+    if (tp_body_find(e, "manifest", &m) == TP_OK) {
+        r->has_manifest = true;
+        return tpd_leaves_add(a, &r->manifest, &m, e->step, 0);
+    }
+    return TP_OK;
+}
+
+tp_err tpd_proc_add_event(tpd_arena *a, tpd_proc *p, const tp_event *e)
+{
+    tp_err mrc = tpd_proc_add_mark(a, p, e);
+    if (mrc != TP_OK) return mrc;
+    switch (e->kind) {
+    case TP_K_HELLO:
+        p->has_interrupt_at = tp_body_int(e, "interrupt_at", &p->interrupt_at) == TP_OK;
+        if (p->role == NULL) p->role = body_str(a, e, "role");
+        return TP_OK;
+    case TP_K_BYE:
+        p->has_bye = true;
+        p->bye_reason = body_str(a, e, "reason");
+        p->bye_exc = body_str(a, e, "exc");
+        p->sent = body_int(e, "sent", 0);
+        p->dropped = body_int(e, "dropped", 0);
+        p->errors = body_int(e, "errors", 0);
+        return TP_OK;
+    case TP_K_SNAPSHOT:
+        return add_snapshot(a, p, e);
+    case TP_K_BACKWARD:
+        return add_backward(a, p, e);
+    case TP_K_STEP:
+        return add_step(a, p, e);
+    case TP_K_BATCH: {
+        /* not a timeline item: data is compared as a stream (checks/resume/stream.c) */
+        return tpd_proc_add_batch(a, p, e);
+    }
+    case TP_K_SAVE:
+        return add_ckpt(a, p, e, false);
+    case TP_K_LOAD:
+        return add_ckpt(a, p, e, true);
+    case TP_K_RESTORE:
+        return add_restore(a, p, e);
+    case TP_K_ERROR:
+        if (p->first_error == NULL) {
+            const char *w = body_str(a, e, "where"), *m = body_str(a, e, "msg");
+            size_t n = (w ? strlen(w) : 0) + (m ? strlen(m) : 0) + 3;
+            char *s = tpd_arena_alloc(a, n);
+            if (s == NULL) return TP_ENOMEM;
+            snprintf(s, n, "%s: %s", w ? w : "?", m ? m : "?");
+            p->first_error = s;
+        }
+        return TP_OK;
+    default:
+        return TP_OK;
+    }
+}
+
+void tpd_proc_finish(tpd_proc *p)
+{
+    tpd_items_sort(&p->timeline);
+}
+
+/* ---- loading from the store ---- */
+
+#define WHY(...) (why ? (void)snprintf(why, whylen, __VA_ARGS__) : (void)0)
+
+static const char *col_text(tpd_arena *a, sqlite3_stmt *st, int i)
+{
+    const unsigned char *s = sqlite3_column_text(st, i);
+    return s ? tpd_arena_strdup(a, (const char *)s) : NULL;
+}
+
+static tp_err load_events(sqlite3 *db, tpd_arena *a, int64_t exec, tpd_proc *p, char *why,
+                          size_t whylen)
+{
+    sqlite3_stmt *st = NULL;
+    tp_err rc = TP_OK;
+    int src;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT seq, time_ns, step, kind, body FROM events "
+                           "WHERE exec_id = ? AND pid = ? ORDER BY seq",
+                           -1, &st, NULL) != SQLITE_OK) {
+        WHY("%s", sqlite3_errmsg(db));
+        return TP_EDB;
+    }
+    sqlite3_bind_int64(st, 1, exec);
+    sqlite3_bind_int64(st, 2, p->pid);
+    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+        tp_event e;
+        const char *k = (const char *)sqlite3_column_text(st, 3);
+        memset(&e, 0, sizeof e);
+        e.seq = (uint64_t)sqlite3_column_int64(st, 0);
+        e.time_ns = (uint64_t)sqlite3_column_int64(st, 1);
+        e.step = sqlite3_column_int64(st, 2);
+        e.kind = k ? tp_kind_parse(k, strlen(k)) : TP_K_NONE;
+        e.body = sqlite3_column_blob(st, 4);
+        e.body_len = (size_t)sqlite3_column_bytes(st, 4);
+        if (e.kind == TP_K_BLOB || e.kind == TP_K_NONE || e.body == NULL) continue;
+        rc = tpd_proc_add_event(a, p, &e);
+        if (rc != TP_OK) {
+            WHY("execution %lld, process %lld, event %llu (%s): unreadable", (long long)exec,
+                (long long)p->pid, (unsigned long long)e.seq, k);
+            break;
+        }
+    }
+    if (rc == TP_OK && src != SQLITE_DONE) {
+        WHY("%s", sqlite3_errmsg(db));
+        rc = TP_EDB;
+    }
+    sqlite3_finalize(st);
+    tpd_proc_finish(p);
+    return rc;
+}
+
+static tp_err load_procs(sqlite3 *db, tpd_arena *a, tpd_exec *e, char *why, size_t whylen)
+{
+    sqlite3_stmt *st = NULL;
+    tp_err rc = TP_OK;
+    size_t cap = 0;
+    int src;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT pid, ppid, rank, world, role, python, torch, nevents, max_seq "
+                           "FROM processes WHERE exec_id = ? ORDER BY id",
+                           -1, &st, NULL) != SQLITE_OK) {
+        WHY("%s", sqlite3_errmsg(db));
+        return TP_EDB;
+    }
+    sqlite3_bind_int64(st, 1, e->id);
+    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+        tpd_proc *p = tpd_arena_grow(a, e->procs, &cap, e->nprocs + 1, sizeof *p);
+        if (p == NULL) {
+            rc = TP_ENOMEM;
+            break;
+        }
+        e->procs = p;
+        p = &e->procs[e->nprocs++];
+        memset(p, 0, sizeof *p);
+        p->pid = sqlite3_column_int64(st, 0);
+        p->ppid = sqlite3_column_int64(st, 1);
+        p->rank = sqlite3_column_type(st, 2) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 2);
+        p->world = sqlite3_column_int64(st, 3);
+        p->role = col_text(a, st, 4);
+        p->python = col_text(a, st, 5);
+        p->torch = col_text(a, st, 6);
+        p->nevents = sqlite3_column_int64(st, 7);
+        p->max_seq = sqlite3_column_type(st, 8) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 8);
+    }
+    if (rc == TP_OK && src != SQLITE_DONE) {
+        WHY("%s", sqlite3_errmsg(db));
+        rc = TP_EDB;
+    }
+    sqlite3_finalize(st);
+    for (size_t i = 0; rc == TP_OK && i < e->nprocs; i++)
+        rc = load_events(db, a, e->id, &e->procs[i], why, whylen);
+    return rc;
+}
+
+tp_err tpd_obs_load(sqlite3 *db, int64_t run, tpd_run **out, char *why, size_t whylen)
+{
+    sqlite3_stmt *st = NULL;
+    tpd_run *r;
+    tpd_arena *a = tpd_arena_create();
+    tp_err rc = TP_OK;
+    size_t cap = 0;
+    int src;
+    if (a == NULL || (r = tpd_arena_alloc(a, sizeof *r)) == NULL) {
+        tpd_arena_destroy(a);
+        return TP_ENOMEM;
+    }
+    r->arena = a;
+    r->id = run;
+    if (sqlite3_prepare_v2(db, "SELECT name, check_kind, params, created_ns FROM runs WHERE id = ?",
+                           -1, &st, NULL) != SQLITE_OK)
+        goto dberr;
+    sqlite3_bind_int64(st, 1, run);
+    src = sqlite3_step(st);
+    if (src != SQLITE_ROW) {
+        sqlite3_finalize(st);
+        if (src != SQLITE_DONE) goto dberr;
+        WHY("no run %lld", (long long)run);
+        tpd_arena_destroy(a);
+        return TP_ENOENT;
+    }
+    r->name = col_text(a, st, 0);
+    r->check = col_text(a, st, 1);
+    r->params = col_text(a, st, 2);
+    r->created_ns = sqlite3_column_int64(st, 3);
+    sqlite3_finalize(st);
+    if (sqlite3_prepare_v2(
+            db,
+            "SELECT id, role, argv, created_ns, finished_ns, exit_status, exit_signal "
+            "FROM executions WHERE run_id = ? ORDER BY id",
+            -1, &st, NULL) != SQLITE_OK)
+        goto dberr;
+    sqlite3_bind_int64(st, 1, run);
+    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+        tpd_exec *e = tpd_arena_grow(a, r->execs, &cap, r->nexecs + 1, sizeof *e);
+        if (e == NULL) {
+            rc = TP_ENOMEM;
+            break;
+        }
+        r->execs = e;
+        e = &r->execs[r->nexecs++];
+        memset(e, 0, sizeof *e);
+        e->id = sqlite3_column_int64(st, 0);
+        e->role = col_text(a, st, 1);
+        e->argv_json = col_text(a, st, 2);
+        e->created_ns = sqlite3_column_int64(st, 3);
+        e->finished = sqlite3_column_type(st, 4) != SQLITE_NULL;
+        e->finished_ns = sqlite3_column_int64(st, 4);
+        e->has_status = sqlite3_column_type(st, 5) != SQLITE_NULL;
+        e->status = sqlite3_column_int64(st, 5);
+        e->has_signal = sqlite3_column_type(st, 6) != SQLITE_NULL;
+        e->signal = sqlite3_column_int64(st, 6);
+        e->run = r;
+    }
+    sqlite3_finalize(st);
+    if (rc == TP_OK && src != SQLITE_DONE) goto dberr;
+    for (size_t i = 0; rc == TP_OK && i < r->nexecs; i++)
+        rc = load_procs(db, a, &r->execs[i], why, whylen);
+    if (rc != TP_OK) {
+        tpd_arena_destroy(a);
+        return rc;
+    }
+    /* the end of the check's wall time (checks/render.h): its events are read */
+    r->judged_ns = tpd_now_ns();
+    *out = r;
+    return TP_OK;
+dberr:
+    WHY("%s", sqlite3_errmsg(db));
+    tpd_arena_destroy(a);
+    return TP_EDB;
+}
+
+void tpd_obs_free(tpd_run *r)
+{
+    if (r) tpd_arena_destroy(r->arena);
+}
+
+const tpd_exec *tpd_obs_exec(const tpd_run *r, const char *role)
+{
+    for (size_t i = 0; i < r->nexecs; i++)
+        if (r->execs[i].role && strcmp(r->execs[i].role, role) == 0) return &r->execs[i];
+    return NULL;
+}
+
+static bool interrupted(const tpd_proc *p)
+{
+    return p->bye_reason != NULL && strcmp(p->bye_reason, "interrupt") == 0;
+}
+
+/* better: p is a better choice of trainer than b.  The agent's interruption
+ * names the process resume's I is about; then a process that stepped; then,
+ * among ranks, the lowest, so that every execution of a multi-rank run is
+ * followed on the same rank (their RNGs and data differ by rank); then the
+ * process that stepped most. */
+static bool better(const tpd_proc *p, const tpd_proc *b)
+{
+    if (interrupted(p) != interrupted(b)) return interrupted(p);
+    if ((p->steps > 0) != (b->steps > 0)) return p->steps > 0;
+    if (p->rank >= 0 && b->rank >= 0 && p->rank != b->rank) return p->rank < b->rank;
+    if (p->steps != b->steps) return p->steps > b->steps;
+    return p->nevents > b->nevents;
+}
+
+const tpd_proc *tpd_obs_trainer(const tpd_exec *e)
+{
+    const tpd_proc *best = NULL;
+    for (size_t i = 0; e && i < e->nprocs; i++)
+        if (best == NULL || better(&e->procs[i], best)) best = &e->procs[i];
+    return best;
+}

@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: MIT
+ * obs.h -- a run's observations, as verdict engines see them.
+ *
+ * tpd_obs_load reads a run from the store into plain structs (one arena):
+ * its executions, their processes, and for each process a timeline of
+ * comparable items sorted by (step, group, order of emission): the
+ * start-of-step snapshot leaves (model, optimizer, scheduler, scaler, rng),
+ * losses, gradients and updates; plus its DataLoader batches (compared as a
+ * stream, checks/resume/stream.h), checkpoint saves and loads, restores, and the snapshots
+ * taken at saves and at exit.  Verdict engines are pure functions of these
+ * structs, so tests build them by hand. */
+#ifndef TP_DAEMON_OBS_OBS_H
+#define TP_DAEMON_OBS_OBS_H
+
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "daemon/base/arena.h"
+#include "proto/event.h"
+
+/* Component groups, in the order that decides "first" within one step. */
+typedef enum tpd_group {
+    TPD_G_DATA = 0,
+    TPD_G_MODEL,
+    TPD_G_OPTIMIZER,
+    TPD_G_SCHEDULER,
+    TPD_G_SCALER,
+    TPD_G_RNG,
+    TPD_G_LOSS,
+    TPD_G_GRAD,
+    TPD_G_UPDATE,
+    TPD_G_OTHER,
+    TPD_G__COUNT
+} tpd_group;
+
+/* tpd_group_of classifies a component path by its first name. */
+tpd_group tpd_group_of(const char *path);
+/* tpd_group_name is "data", "model", ... */
+const char *tpd_group_name(tpd_group g);
+
+/* One observed value. */
+typedef struct tpd_val {
+    char kind; /* 't' tensor, 'v' value, 'd' digest, 'i' sample ids */
+    const char *dtype;
+    uint32_t ndim;
+    int64_t shape[TP_MAX_DIMS];
+    uint8_t digest[TP_DIGEST_LEN];
+    tp_stats stats;
+    bool blob;
+    tp_vtype vtype;
+    bool b;
+    int64_t i;
+    double f;
+    const char *s;
+    uint64_t n;         /* 'd': items; 'i': number of ids */
+    const int64_t *ids; /* 'i': the n ids */
+} tpd_val;
+
+typedef struct tpd_item {
+    int64_t step;
+    tpd_group group;
+    uint64_t ord;
+    const char *path;
+    tpd_val v;
+} tpd_item;
+
+typedef struct tpd_items {
+    tpd_item *v;
+    size_t n, cap;
+} tpd_items;
+
+/* A checkpoint save or load. */
+typedef struct tpd_ckpt {
+    uint64_t seq;
+    int64_t step;
+    bool load;
+    const char *api, *target, *name, *via, *error;
+    bool has_digest;
+    uint8_t digest[TP_DIGEST_LEN];
+    bool armed;
+    tpd_items manifest;
+} tpd_ckpt;
+
+/* A restore: a load_state_dict, an RNG setter or seed.  manifest is what was
+ * restored (empty for a seed, and from agents that did not send it); caller
+ * is the function outside the agent that made the call, or NULL. */
+typedef struct tpd_restore {
+    uint64_t seq;
+    int64_t step;
+    const char *what, *obj, *op, *caller;
+    bool has_load, has_seed, has_manifest;
+    int64_t load, seed;
+    tpd_items manifest;
+} tpd_restore;
+
+/* A snapshot outside the timeline: at a save, at exit, at an interruption. */
+typedef struct tpd_snap {
+    uint64_t seq;
+    int64_t step;
+    const char *why;
+    tpd_items items;
+} tpd_snap;
+
+/* One DataLoader batch as the agent reported it, ids and all; or, with end
+ * set, the end of a loader's epoch (no ids; pos = the batches it returned).
+ * Filed in emission order (batch.c). */
+typedef struct tpd_batch {
+    uint64_t seq;
+    int64_t step; /* the step during which it was fetched */
+    uint32_t loader, epoch, pos;
+    bool end, has_ids, has_worker, has_dataset_len, has_total_size, drop_last;
+    int64_t worker, rank, world; /* rank -1: unknown */
+    int64_t dataset_len, total_size;
+    const char *sampler, *id_source; /* NULL when not said */
+    uint32_t n;                      /* ids */
+    const int64_t *ids;              /* integer IDs, or string IDs' keys (batch.h) */
+    const char *const *strs;         /* the string IDs themselves; NULL for integers */
+} tpd_batch;
+
+/* One training call as the agent reported it, in emission order, for the
+ * checks that reason about the order of calls (accumulation windows):
+ * backward, optimizer step (pre and post), scheduler step, GradScaler call,
+ * clipping, zero_grad and DataLoader batch.  Filed by marks.c. */
+typedef struct tpd_mark {
+    uint64_t seq;
+    int64_t step;   /* the optimizer-step index the event belongs to */
+    tp_kind kind;   /* TP_K_BACKWARD, _STEP, _SCHED, _AMP, _CLIP, _ZERO_GRAD or _BATCH */
+    const char *op; /* step: "pre", "post"; amp: "scale", "unscale", "step",
+                     * "update"; clip: "norm", "value"; zero_grad: "optimizer",
+                     * "module"; otherwise NULL */
+    int64_t n;      /* backward: count; step: optimizer; sched: scheduler;
+                     * zero_grad: optimizer (-1: a module's); batch: size (-1
+                     * when not said) */
+    bool has_f;
+    double f; /* backward: loss; step pre: lr of group 0; amp: scale;
+               * clip: total norm */
+    bool has_max;
+    double max;        /* clip: max_norm or clip_value */
+    bool flag;         /* step: skipped; amp: found_inf; zero_grad: set_to_none */
+    int64_t mean_over; /* backward: the elements its mean-reduced loss
+                        * averaged over (-1 when not said) */
+} tpd_mark;
+
+typedef struct tpd_proc {
+    int64_t pid, ppid, rank, world;
+    const char *role, *python, *torch;
+    bool has_bye;
+    const char *bye_reason, *bye_exc;
+    int64_t sent, dropped, errors, nevents, max_seq;
+    const char *first_error; /* "where: message" of the first agent error */
+    int64_t steps;           /* optimizer steps completed (the step after the last) */
+    bool has_interrupt_at;
+    int64_t interrupt_at;
+    tpd_items timeline;
+    tpd_snap *snaps;
+    size_t nsnaps, snaps_cap;
+    tpd_mark *marks; /* backward, step, sched, amp, clip, zero_grad, batch: seq order */
+    size_t nmarks, marks_cap;
+    tpd_ckpt *ckpts;
+    size_t nckpts, ckpts_cap;
+    tpd_restore *restores;
+    size_t nrestores, restores_cap;
+    tpd_batch *batches; /* every batch event, in seq order */
+    size_t nbatches, batches_cap;
+} tpd_proc;
+
+typedef struct tpd_exec {
+    int64_t id;
+    const char *role;
+    const char *argv_json;
+    bool finished, has_status, has_signal;
+    int64_t status, signal;
+    int64_t created_ns, finished_ns; /* CLOCK_REALTIME: exec.create, and the
+                                      * exec.finish that closed it (0 while
+                                      * !finished) */
+    tpd_proc *procs;
+    size_t nprocs;
+    const struct tpd_run *run; /* the run it belongs to; NULL when built by hand */
+} tpd_exec;
+
+typedef struct tpd_run {
+    int64_t id;
+    const char *check, *name, *params;
+    int64_t created_ns; /* the check's start (runs.created_ns) */
+    int64_t judged_ns;  /* when tpd_obs_load had read the run (the verdict's
+                         * time); 0 when built by hand */
+    const char *blobs;  /* the blob store directory, NULL when not known
+                         * (tpd_values_locate sets it) */
+    tpd_exec *execs;
+    size_t nexecs;
+    tpd_arena *arena;
+} tpd_run;
+
+/* tpd_obs_load reads run from db.  On success *out owns everything (free with
+ * tpd_obs_free).  Errors: TP_ENOENT (no such run), TP_ENOMEM, TP_EDB,
+ * TP_EPROTO (a stored body the schema rejects); why gets a reason. */
+tp_err tpd_obs_load(sqlite3 *db, int64_t run, tpd_run **out, char *why, size_t whylen);
+/* tpd_obs_free releases r.  NULL is a no-op. */
+void tpd_obs_free(tpd_run *r);
+
+/* tpd_obs_exec finds the execution with the given role, or NULL. */
+const tpd_exec *tpd_obs_exec(const tpd_run *r, const char *role);
+/* tpd_obs_trainer is the process of e whose training the checks follow, or
+ * NULL when e has no process: the one the agent interrupted, else one that
+ * stepped, the lowest rank first (the same rank in every execution of a
+ * multi-rank run), then the most optimizer steps, then the most events. */
+const tpd_proc *tpd_obs_trainer(const tpd_exec *e);
+
+/* ---- building observations (the loader, and tests) ---- */
+
+/* tpd_items_push appends a copy of it (strings are not copied). */
+tp_err tpd_items_push(tpd_arena *a, tpd_items *l, const tpd_item *it);
+/* tpd_items_sort orders by (step, group, ord). */
+void tpd_items_sort(tpd_items *l);
+/* tpd_leaf_val converts a decoded leaf into a value, copying its strings. */
+tp_err tpd_leaf_val(tpd_arena *a, const tp_leaf *l, tpd_val *v);
+/* tpd_leaves_add appends the leaves array at r as items of the given step,
+ * ordered from ord0. */
+tp_err tpd_leaves_add(tpd_arena *a, tpd_items *l, tp_mpr *r, int64_t step, uint64_t ord0);
+/* tpd_proc_add_event files one decoded event into p. */
+tp_err tpd_proc_add_event(tpd_arena *a, tpd_proc *p, const tp_event *e);
+/* tpd_proc_add_batch files a batch event, ids and all, into p->batches.
+ * Errors: TP_ENOMEM, TP_EPROTO (a body the schema would reject). */
+tp_err tpd_proc_add_batch(tpd_arena *a, tpd_proc *p, const tp_event *e);
+/* tpd_proc_add_mark files a backward, step, sched, amp, clip, zero_grad or batch event
+ * into p->marks (other kinds are ignored).  Errors: TP_ENOMEM. */
+tp_err tpd_proc_add_mark(tpd_arena *a, tpd_proc *p, const tp_event *e);
+/* tpd_proc_finish sorts p's timeline; call once after the last event. */
+void tpd_proc_finish(tpd_proc *p);
+
+#endif

@@ -1,0 +1,752 @@
+/* SPDX-License-Identifier: MIT
+ * control.c -- command dispatch for the control socket: request checking,
+ * the command table and the handlers of the built-in commands. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon/base/text.h"
+#include "daemon/checks/judge.h"
+#include "daemon/serve/control.h"
+#include "daemon/serve/lease.h"
+#include "daemon/store/query.h"
+#include "daemon/store/secret.h"
+
+#ifndef TPD_VERSION
+#define TPD_VERSION "0.1.0"
+#endif
+
+#define MAX_ARGS 32
+
+struct tpd_control {
+    tpd_store *store;
+    tpd_ingest *ingest;
+    char *token;
+    bool shutdown;
+    tpd_lease *lease;     /* the processes attached (attach/detach) */
+    tpd_backlog *backlog; /* batches received and not stored yet (serve.c); NULL */
+    double pruned_ms;     /* when tpd_control_tick last pruned the lease */
+};
+
+typedef struct arg {
+    const char *key;
+    uint32_t klen;
+} arg;
+
+/* A request checked whole (parse_req): a map of at most MAX_ARGS unique
+ * string keys, nothing after it. */
+struct tpd_req {
+    const void *buf;
+    size_t len;
+    int n;
+    arg a[MAX_ARGS]; /* its keys, for finding duplicates */
+};
+
+struct tpd_reply {
+    tp_buf body; /* the result pairs */
+    uint32_t n;  /* their number */
+    char err[512];
+};
+
+/* ---- arguments ---- */
+
+tp_err tpd_req_find(const tpd_req *q, const char *key, tp_mpr *v)
+{
+    tp_mpr f, end;
+    tp_mptype t;
+    tp_err err = tp_mp_map_find(q->buf, q->len, key, &f);
+    if (err == TP_ENOENT) return err;
+    if (err != TP_OK || tp_mpr_peek(&f, &t) != TP_OK) return TP_EPROTO;
+    if (t == TP_MP_NIL) return TP_ENOENT;
+    /* the reader ends with the value, as a handler reading it expects */
+    end = f;
+    if (tp_mpr_skip(&end) != TP_OK) return TP_EPROTO;
+    f.end = end.p;
+    *v = f;
+    return TP_OK;
+}
+
+tp_err tpd_req_int(const tpd_req *q, const char *key, int64_t *v)
+{
+    tp_mpr f;
+    tp_err err = tpd_req_find(q, key, &f);
+    return err != TP_OK ? err : tp_mpr_int(&f, v);
+}
+
+tp_err tpd_req_bool(const tpd_req *q, const char *key, bool *v)
+{
+    tp_mpr f;
+    tp_err err = tpd_req_find(q, key, &f);
+    return err != TP_OK ? err : tp_mpr_bool(&f, v);
+}
+
+tp_err tpd_req_str(const tpd_req *q, const char *key, const char **s, uint32_t *n)
+{
+    tp_mpr f;
+    tp_err err = tpd_req_find(q, key, &f);
+    return err != TP_OK ? err : tp_mpr_str(&f, s, n);
+}
+
+tp_err tpd_req_strdup(const tpd_req *q, const char *key, char **out)
+{
+    const char *s;
+    uint32_t n;
+    char *p;
+    tp_err err = tpd_req_str(q, key, &s, &n);
+    if (err != TP_OK) return err;
+    if (memchr(s, '\0', n)) return TP_EPROTO;
+    if ((p = malloc((size_t)n + 1)) == NULL) return TP_ENOMEM;
+    memcpy(p, s, n);
+    p[n] = '\0';
+    *out = p;
+    return TP_OK;
+}
+
+/* parse_req checks a request whole and indexes its keys. */
+static tp_err parse_req(const void *buf, size_t len, tpd_req *q, char *why, size_t whylen)
+{
+    tp_mpr r;
+    uint32_t n;
+    tp_mpr_init(&r, buf, len);
+    q->buf = buf;
+    q->len = len;
+    q->n = 0;
+    if (len == 0 || tp_mpr_map(&r, &n) != TP_OK) {
+        snprintf(why, whylen, "malformed request: not a map");
+        return TP_EPROTO;
+    }
+    if (n > MAX_ARGS) {
+        snprintf(why, whylen, "malformed request: more than %d keys", MAX_ARGS);
+        return TP_EPROTO;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        arg *a = &q->a[q->n];
+        if (tp_mpr_str(&r, &a->key, &a->klen) != TP_OK) {
+            snprintf(why, whylen, "malformed request: a key is not a string");
+            return TP_EPROTO;
+        }
+        for (int j = 0; j < q->n; j++) {
+            if (q->a[j].klen == a->klen && memcmp(q->a[j].key, a->key, a->klen) == 0) {
+                snprintf(why, whylen, "malformed request: duplicate key '%.*s'",
+                         (int)(a->klen > 64 ? 64 : a->klen), a->key);
+                return TP_EPROTO;
+            }
+        }
+        if (tp_mpr_skip(&r) != TP_OK) {
+            snprintf(why, whylen, "malformed request: bad value for '%.*s'",
+                     (int)(a->klen > 64 ? 64 : a->klen), a->key);
+            return TP_EPROTO;
+        }
+        q->n++;
+    }
+    if (tp_mpr_left(&r) != 0) {
+        snprintf(why, whylen, "malformed request: trailing bytes");
+        return TP_EPROTO;
+    }
+    return TP_OK;
+}
+
+/* ---- results ---- */
+
+static void key(tpd_reply *r, const char *k)
+{
+    tp_mp_cstr(&r->body, k);
+    r->n++;
+}
+
+void tpd_reply_int(tpd_reply *r, const char *k, int64_t v)
+{
+    key(r, k);
+    tp_mp_int(&r->body, v);
+}
+
+void tpd_reply_bool(tpd_reply *r, const char *k, bool v)
+{
+    key(r, k);
+    tp_mp_bool(&r->body, v);
+}
+
+void tpd_reply_f64(tpd_reply *r, const char *k, double v)
+{
+    key(r, k);
+    tp_mp_f64(&r->body, v);
+}
+
+void tpd_reply_nil(tpd_reply *r, const char *k)
+{
+    key(r, k);
+    tp_mp_nil(&r->body);
+}
+
+/* put_text writes s (n bytes) as a string that is valid UTF-8 (base/text.h). */
+static void put_text(tp_buf *b, const char *s, size_t n)
+{
+    tpd_str clean;
+    if (tpd_utf8_clean(s, n)) {
+        tp_mp_str(b, s, n);
+        return;
+    }
+    tpd_str_init(&clean);
+    tpd_str_utf8(&clean, s, n);
+    if (clean.oom)
+        b->oom = 1;
+    else
+        tp_mp_str(b, tpd_str_cstr(&clean), clean.len);
+    tpd_str_free(&clean);
+}
+
+void tpd_reply_str(tpd_reply *r, const char *k, const char *s, size_t n)
+{
+    key(r, k);
+    put_text(&r->body, s, n);
+}
+
+void tpd_reply_cstr(tpd_reply *r, const char *k, const char *s)
+{
+    key(r, k);
+    if (s == NULL)
+        tp_mp_nil(&r->body);
+    else
+        put_text(&r->body, s, strlen(s));
+}
+
+tp_err tpd_reply_fail(tpd_reply *r, tp_err err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->err, sizeof r->err, fmt, ap);
+    va_end(ap);
+    return err;
+}
+
+/* need_int reads a required integer argument or fails the reply. */
+static tp_err need_int(const tpd_req *q, tpd_reply *r, const char *k, int64_t *v)
+{
+    tp_err err = tpd_req_int(q, k, v);
+    if (err == TP_ENOENT) return tpd_reply_fail(r, TP_EINVAL, "missing argument '%s'", k);
+    if (err != TP_OK) return tpd_reply_fail(r, TP_EINVAL, "argument '%s' is not an integer", k);
+    return TP_OK;
+}
+
+/* opt_str reads an optional string argument (NULL when absent or nil). */
+static tp_err opt_str(const tpd_req *q, tpd_reply *r, const char *k, char **out)
+{
+    tp_err err = tpd_req_strdup(q, k, out);
+    if (err == TP_ENOENT) {
+        *out = NULL;
+        return TP_OK;
+    }
+    if (err == TP_ENOMEM) return tpd_reply_fail(r, err, "out of memory");
+    if (err != TP_OK) return tpd_reply_fail(r, TP_EINVAL, "argument '%s' is not a string", k);
+    return TP_OK;
+}
+
+static tp_err need_str(const tpd_req *q, tpd_reply *r, const char *k, char **out)
+{
+    tp_err err = opt_str(q, r, k, out);
+    if (err == TP_OK && *out == NULL)
+        return tpd_reply_fail(r, TP_EINVAL, "missing argument '%s'", k);
+    return err;
+}
+
+/* store_fail words a store error for the reply. */
+static tp_err store_fail(tpd_control *c, tpd_reply *r, tp_err err)
+{
+    return tpd_reply_fail(r, err, "%s: %s", tp_strerror(err), tpd_store_errmsg(c->store));
+}
+
+/* ---- commands ---- */
+
+static tp_err cmd_ping(tpd_control *c, const tpd_req *q, tpd_reply *r)
+{
+    tpd_reply_cstr(r, "version", TPD_VERSION);
+    tpd_reply_cstr(r, "db", tpd_store_path(c->store));
+    tpd_reply_int(r, "pid", (int64_t)getpid());
+    tpd_reply_int(r, "attached", tpd_lease_count(c->lease));
+    return TP_OK;
+}
+
+/* opt_int reads an optional integer into *v, setting *has. */
+static tp_err opt_int(const tpd_req *q, tpd_reply *r, const char *k, int64_t *v, bool *has)
+{
+    tp_err err = tpd_req_int(q, k, v);
+    *has = err == TP_OK;
+    if (err == TP_OK || err == TP_ENOENT) return TP_OK;
+    return tpd_reply_fail(r, TP_EINVAL, "argument '%s' is not an integer", k);
+}
+
+/* cmd_run_create makes a run.  Its created_ns is the check's start (the
+ * wall time a report gives, checks/render.h): started_ago_ns (optional) says how
+ * long ago, on the tool's monotonic clock, the tool started it; a duration
+ * rather than a time, so that a daemon on another host, whose clock differs,
+ * still places it right. */
+static tp_err cmd_run_create(tpd_control *c, const tpd_req *q, tpd_reply *r)
+{
+    char *name = NULL, *check = NULL, *params = NULL;
+    int64_t run = 0, now = tpd_now_ns(), ago = 0;
+    bool has_ago;
+    tp_err err;
+    if ((err = opt_str(q, r, "name", &name)) != TP_OK) goto out;
+    if ((err = need_str(q, r, "check", &check)) != TP_OK) goto out;
+    if ((err = opt_str(q, r, "params", &params)) != TP_OK) goto out;
+    if ((err = opt_int(q, r, "started_ago_ns", &ago, &has_ago)) != TP_OK) goto out;
+    if (ago < 0 || ago > now) {
+        err = tpd_reply_fail(r, TP_EINVAL, "argument 'started_ago_ns' is out of range");
+        goto out;
+    }
+    if ((err = tpd_store_run_create_at(c->store, name, check, params, now - ago, &run)) != TP_OK) {
+        store_fail(c, r, err);
+        goto out;
+    }
+    tpd_reply_int(r, "run", run);
+out:
+    free(name);
+    free(check);
+    free(params);
+    return err;
+}
+
+/* cmd_exec_create makes an execution and its key (store/store.h), which only
+ * this reply carries: trainparity-run hands it to the agent. */
+static tp_err cmd_exec_create(tpd_control *c, const tpd_req *q, tpd_reply *r)
+{
+    char *role = NULL, key[TP_EXEC_KEY_LEN + 1];
+    int64_t run, exec = 0;
+    tpd_str argv;
+    tp_mpr f;
+    tp_err err;
+    tpd_str_init(&argv);
+    if ((err = need_int(q, r, "run", &run)) != TP_OK) goto out;
+    if ((err = opt_str(q, r, "role", &role)) != TP_OK) goto out;
+    err = tpd_req_find(q, "argv", &f);
+    if (err == TP_OK && tpd_json_strs(&argv, &f) != TP_OK) err = TP_EPROTO;
+    if (err == TP_EPROTO) {
+        err = tpd_reply_fail(r, TP_EINVAL, "argument 'argv' is not an array of strings");
+        goto out;
+    }
+    if (argv.oom) {
+        err = tpd_reply_fail(r, TP_ENOMEM, "out of memory");
+        goto out;
+    }
+    err = tpd_store_exec_create_keyed(c->store, run, role, argv.s, &exec, key);
+    if (err == TP_ENOENT) {
+        tpd_reply_fail(r, err, "no run %lld", (long long)run);
+        goto out;
+    }
+    if (err == TP_EIO) {
+        tpd_reply_fail(r, err, "no random source for the execution's key");
+        goto out;
+    }
+    if (err != TP_OK) {
+        store_fail(c, r, err);
+        goto out;
+    }
+    tpd_reply_int(r, "exec", exec);
+    tpd_reply_str(r, "key", key, TP_EXEC_KEY_LEN);
+out:
+    tpd_str_free(&argv);
+    free(role);
+    return err;
+}
+
+/* stored_in counts the events of (exec, pid) with a seq in lo..hi that the
+ * store has (tpd_backlog_stored_fn). */
+static int64_t stored_in(void *store, int64_t exec, int64_t pid, int64_t lo, int64_t hi)
+{
+    static const char sql[] =
+        "SELECT count(*) FROM events WHERE exec_id = ?1 AND pid = ?2 AND seq BETWEEN ?3 AND ?4";
+    sqlite3_stmt *st = NULL;
+    int64_t n = -1;
+    if (sqlite3_prepare_v2(tpd_store_db(store), sql, -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, exec);
+        sqlite3_bind_int64(st, 2, pid);
+        sqlite3_bind_int64(st, 3, lo);
+        sqlite3_bind_int64(st, 4, hi);
+        if (sqlite3_step(st) == SQLITE_ROW) n = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+    return n;
+}
+
+/* cmd_exec_finish records how exec's command ended and answers pending
+ * while its events may still come; then its counts.  Events the daemon
+ * received and could not store (ingest/backlog.h) are waited for like a process
+ * without a bye, and reported as "unstored" with the database's reason;
+ * the execution is marked finished only once none waits (or the wait is
+ * over), as ingest refuses a new process of a finished execution.  When the
+ * database cannot even record the finish, an execution with unstored
+ * events still gets its counts (those stored), the loss being the news. */
+static tp_err cmd_exec_finish(tpd_control *c, const tpd_req *q, tpd_reply *r)
+{
+    int64_t exec, status = 0, sig = 0, wait_ms = 0, ngaps = 0, unstored;
+    bool has_status, has_sig, has_wait;
+    tpd_backlog_info un = {0, 0, NULL};
+    tpd_exec_state st;
+    tp_err err;
+    if ((err = need_int(q, r, "exec", &exec)) != TP_OK) return err;
+    if ((err = opt_int(q, r, "status", &status, &has_status)) != TP_OK) return err;
+    if ((err = opt_int(q, r, "signal", &sig, &has_sig)) != TP_OK) return err;
+    if ((err = opt_int(q, r, "wait_ms", &wait_ms, &has_wait)) != TP_OK) return err;
+    err = tpd_store_exec_state(c->store, exec, &st);
+    if (err == TP_ENOENT) return tpd_reply_fail(r, err, "no execution %lld", (long long)exec);
+    if (err != TP_OK) return store_fail(c, r, err);
+    if (c->backlog) tpd_backlog_exec(c->backlog, exec, stored_in, c->store, &un);
+    if (un.waiting > 0 && tpd_backlog_waited(c->backlog, exec) < (double)wait_ms) {
+        tpd_reply_bool(r, "pending", true);
+        return TP_OK;
+    }
+    unstored = un.waiting + un.lost;
+    err = tpd_store_exec_finish(c->store, exec, has_status ? &status : NULL, has_sig ? &sig : NULL);
+    if (err == TP_OK) err = tpd_store_exec_state(c->store, exec, &st);
+    if (err != TP_OK && unstored == 0) return store_fail(c, r, err);
+    /* An agent has the daemon confirm its last events before its process
+     * exits, so only a process without a bye can still be in flight; a
+     * command in which no process reported (not Python, or no torch) has
+     * nothing coming.  With events unstored the wait is over already (a
+     * bye may be among them), and the execution incomplete anyway. */
+    if (err == TP_OK && unstored == 0 && st.with_bye < st.processes &&
+        (tpd_now_ns() - st.finished_ns) / 1000000 < wait_ms) {
+        tpd_reply_bool(r, "pending", true);
+        return TP_OK;
+    }
+    if (err == TP_OK) err = tpd_store_gaps_compute(c->store, exec, &ngaps);
+    if (err != TP_OK && unstored == 0) return store_fail(c, r, err);
+    if (err != TP_OK) ngaps = st.gaps; /* as last computed */
+    tpd_reply_bool(r, "pending", false);
+    tpd_reply_bool(r, "complete", st.with_bye == st.processes && unstored == 0);
+    tpd_reply_int(r, "processes", st.processes);
+    tpd_reply_int(r, "events", st.events);
+    tpd_reply_int(r, "gaps", ngaps);
+    tpd_reply_int(r, "dropped", st.dropped);
+    tpd_reply_int(r, "unstored", unstored);
+    if (unstored > 0) tpd_reply_cstr(r, "unstored_why", un.why ? un.why : "unknown");
+    return TP_OK;
+}
+
+static tp_err cmd_seen(tpd_control *c, const tpd_req *q, tpd_reply *r)
+{
+    int64_t exec, pid, seq = -1;
+    bool bye = false;
+    tp_err err;
+    if ((err = need_int(q, r, "exec", &exec)) != TP_OK) return err;
+    if ((err = need_int(q, r, "pid", &pid)) != TP_OK) return err;
+    if ((err = tpd_store_seen(c->store, exec, pid, &seq, &bye)) != TP_OK)
+        return store_fail(c, r, err);
+    tpd_reply_int(r, "seq", seq);
+    tpd_reply_bool(r, "bye", bye);
+    return TP_OK;
+}
+
+/* cmd_ingest stores a spool file the daemon's own user wrote on this host
+ * (tpd_ingest_spool_confined): a control socket reachable from the network
+ * (the one given a token) reads no file at all. */
+static tp_err cmd_ingest(tpd_control *c, const tpd_req *q, tpd_reply *r)
+{
+    char *path = NULL, why[512];
+    tpd_spool_result res;
+    tp_err err;
+    if (c->ingest == NULL) return tpd_reply_fail(r, TP_EINVAL, "this daemon cannot ingest");
+    if (c->token)
+        return tpd_reply_fail(r, TP_EINVAL,
+                              "ingest is served on a local control socket only; run "
+                              "trainparity-daemon ingest FILE on the daemon's host");
+    if ((err = need_str(q, r, "path", &path)) != TP_OK) return err;
+    err = tpd_ingest_spool_confined(c->ingest, path, &res, why, sizeof why);
+    free(path);
+    if (err != TP_OK) return tpd_reply_fail(r, err, "%s", why);
+    tpd_reply_int(r, "events", (int64_t)res.events);
+    tpd_reply_int(r, "bad", (int64_t)res.bad);
+    tpd_reply_bool(r, "torn", res.torn);
+    tpd_reply_int(r, "frames", (int64_t)res.frames);
+    tpd_reply_int(r, "dup", (int64_t)res.dup);
+    if (why[0]) tpd_reply_cstr(r, "reason", why);
+    return TP_OK;
+}
+
+static tp_err cmd_query(tpd_control *c, const tpd_req *q, tpd_reply *r)
+{
+    char *what = NULL, why[512];
+    int64_t id = 0;
+    bool has_id;
+    tpd_str out;
+    tp_err err;
+    if ((err = need_str(q, r, "what", &what)) != TP_OK) return err;
+    if ((err = opt_int(q, r, "id", &id, &has_id)) != TP_OK) goto out;
+    if (!has_id && strcmp(what, "runs") != 0) {
+        err = tpd_reply_fail(r, TP_EINVAL, "missing argument 'id'");
+        goto out;
+    }
+    tpd_str_init(&out);
+    err = tpd_query(c->store, what, id, &out, why, sizeof why);
+    if (err == TP_OK && out.oom) {
+        snprintf(why, sizeof why, "out of memory");
+        err = TP_ENOMEM;
+    }
+    if (err == TP_OK)
+        tpd_reply_str(r, "text", tpd_str_cstr(&out), out.len);
+    else
+        tpd_reply_fail(r, err, "%s", why);
+    tpd_str_free(&out);
+out:
+    free(what);
+    return err;
+}
+
+/* opt_f64 reads an optional number (float or integer) into *v. */
+static tp_err opt_f64(const tpd_req *q, tpd_reply *r, const char *k, double *v, bool *has)
+{
+    tp_mpr f;
+    tp_mptype t;
+    int64_t i;
+    *has = false;
+    if (tpd_req_find(q, k, &f) != TP_OK) return TP_OK;
+    if (tp_mpr_peek(&f, &t) == TP_OK && t == TP_MP_INT && tp_mpr_int(&f, &i) == TP_OK) {
+        *v = (double)i;
+    } else if (tp_mpr_f64(&f, v) != TP_OK) {
+        return tpd_reply_fail(r, TP_EINVAL, "argument '%s' is not a number", k);
+    }
+    *has = true;
+    return TP_OK;
+}
+
+static tp_err cmd_verdict(tpd_control *c, const tpd_req *q, tpd_reply *r)
+{
+    int64_t run;
+    tpd_cmp_opts o = {false, 0, 0};
+    bool has_r, has_a;
+    tpd_result res;
+    char why[512];
+    tp_err err;
+    if ((err = need_int(q, r, "run", &run)) != TP_OK) return err;
+    if ((err = opt_f64(q, r, "rtol", &o.rtol, &has_r)) != TP_OK) return err;
+    if ((err = opt_f64(q, r, "atol", &o.atol, &has_a)) != TP_OK) return err;
+    o.tolerance = has_r || has_a;
+    if ((err = tpd_judge(c->store, run, &o, &res, why, sizeof why)) != TP_OK)
+        return tpd_reply_fail(r, err, "%s", why);
+    tpd_reply_cstr(r, "outcome", tpd_outcome_name(res.outcome));
+    tpd_reply_cstr(r, "text", res.text);
+    tpd_reply_cstr(r, "json", res.json);
+    if (res.has_step) tpd_reply_int(r, "step", res.step);
+    tpd_reply_cstr(r, "path", res.path);
+    tpd_result_clear(&res);
+    return TP_OK;
+}
+
+/* cmd_evidence answers "<check>.evidence" for a check that keeps an
+ * evidence file (checks/judge.h): for trainparity-run coverage --evidence F,
+ * a coverage run's every observation, one JSON line per ID.  Files that
+ * large stay out of the stored verdict. */
+static tp_err cmd_evidence(tpd_control *c, const tpd_req *q, tpd_reply *r, const char *check)
+{
+    int64_t run;
+    tpd_run *obs = NULL;
+    char why[512], *text = NULL;
+    tp_err err;
+    if ((err = need_int(q, r, "run", &run)) != TP_OK) return err;
+    if ((err = tpd_obs_load(tpd_store_db(c->store), run, &obs, why, sizeof why)) != TP_OK)
+        return tpd_reply_fail(r, err, "%s", why);
+    err = tpd_judge_evidence(check, obs, &text, why, sizeof why);
+    tpd_obs_free(obs);
+    if (err != TP_OK) return tpd_reply_fail(r, err, "%s", why);
+    tpd_reply_cstr(r, "evidence", text);
+    free(text);
+    return TP_OK;
+}
+
+/* cmd_shutdown stops the daemon now, whoever is attached (an operator's
+ * command; trainparity-run detaches instead). */
+static tp_err cmd_shutdown(tpd_control *c, const tpd_req *q, tpd_reply *r)
+{
+    c->shutdown = true;
+    return TP_OK;
+}
+
+/* cmd_attach makes the process pid a holder of the daemon (lease.h); owner
+ * (optional, false): pid started this daemon, which is to exit when the last
+ * holder has gone. */
+static tp_err cmd_attach(tpd_control *c, const tpd_req *q, tpd_reply *r)
+{
+    int64_t pid;
+    bool owner = false;
+    tp_err err;
+    if ((err = need_int(q, r, "pid", &pid)) != TP_OK) return err;
+    err = tpd_req_bool(q, "owner", &owner);
+    if (err != TP_OK && err != TP_ENOENT)
+        return tpd_reply_fail(r, TP_EINVAL, "argument 'owner' is not a boolean");
+    err = tpd_lease_attach(c->lease, pid, owner);
+    if (err == TP_ENOENT) return tpd_reply_fail(r, err, "no process %lld", (long long)pid);
+    if (err == TP_EFULL)
+        return tpd_reply_fail(r, err, "%d processes attached already", TPD_LEASE_MAX);
+    if (err != TP_OK)
+        return tpd_reply_fail(r, err, "cannot attach pid %lld: %s", (long long)pid,
+                              tp_strerror(err));
+    tpd_reply_int(r, "attached", tpd_lease_count(c->lease));
+    return TP_OK;
+}
+
+/* cmd_detach drops the process pid (and every holder that is gone); an
+ * owned daemon that has no holder left exits after this reply. */
+static tp_err cmd_detach(tpd_control *c, const tpd_req *q, tpd_reply *r)
+{
+    int64_t pid;
+    tp_err err;
+    if ((err = need_int(q, r, "pid", &pid)) != TP_OK) return err;
+    tpd_reply_int(r, "attached", tpd_lease_detach(c->lease, pid));
+    if (tpd_lease_over(c->lease)) c->shutdown = true;
+    tpd_reply_bool(r, "exiting", c->shutdown);
+    return TP_OK;
+}
+
+/* The command table: one row per command. */
+static const struct command {
+    const char *name;
+    tpd_cmd_fn fn;
+} commands[] = {
+    {"ping", cmd_ping},
+    {"run.create", cmd_run_create},
+    {"exec.create", cmd_exec_create},
+    {"exec.finish", cmd_exec_finish},
+    {"seen", cmd_seen},
+    {"ingest", cmd_ingest},
+    {"query", cmd_query},
+    {"verdict", cmd_verdict},
+    {"shutdown", cmd_shutdown},
+    {"attach", cmd_attach},
+    {"detach", cmd_detach},
+};
+
+/* ---- dispatch ---- */
+
+tp_err tpd_control_create(tpd_control **cp, tpd_store *s, tpd_ingest *in, const char *token)
+{
+    tpd_control *c;
+    if (cp == NULL || s == NULL) return TP_EINVAL;
+    c = calloc(1, sizeof *c);
+    if (c == NULL) return TP_ENOMEM;
+    c->store = s;
+    c->ingest = in;
+    if (tpd_lease_create(&c->lease) != TP_OK) {
+        free(c);
+        return TP_ENOMEM;
+    }
+    if (token && token[0] && (c->token = strdup(token)) == NULL) {
+        tpd_lease_destroy(c->lease);
+        free(c);
+        return TP_ENOMEM;
+    }
+    *cp = c;
+    return TP_OK;
+}
+
+void tpd_control_destroy(tpd_control *c)
+{
+    if (c == NULL) return;
+    free(c->token);
+    tpd_lease_destroy(c->lease);
+    free(c);
+}
+
+bool tpd_control_shutdown(const tpd_control *c)
+{
+    return c->shutdown;
+}
+
+void tpd_control_tick(tpd_control *c)
+{
+    struct timespec ts;
+    double now;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    now = (double)ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+    if (now - c->pruned_ms < TPD_LEASE_PRUNE_MS) return;
+    c->pruned_ms = now;
+    tpd_lease_prune(c->lease);
+    if (tpd_lease_over(c->lease)) c->shutdown = true;
+}
+
+void tpd_control_set_backlog(tpd_control *c, tpd_backlog *b)
+{
+    c->backlog = b;
+}
+
+tpd_store *tpd_control_store(tpd_control *c)
+{
+    return c->store;
+}
+
+tpd_ingest *tpd_control_ingest(tpd_control *c)
+{
+    return c->ingest;
+}
+
+/* evidence_of says whether command cmd (n bytes) is "<check>.evidence" for
+ * a check that keeps an evidence file (the check table, checks/judge.h),
+ * and writes that check's name into check (len bytes). */
+static bool evidence_of(const char *cmd, uint32_t n, char *check, size_t len)
+{
+    static const char suffix[] = ".evidence";
+    size_t k = sizeof suffix - 1;
+    if (n <= k || n - k >= len || memcmp(cmd + n - k, suffix, k) != 0) return false;
+    memcpy(check, cmd, n - k);
+    check[n - k] = '\0';
+    return strlen(check) == n - k && tpd_judge_has_evidence(check);
+}
+
+/* run_command checks the request and runs its handler. */
+static tp_err run_command(tpd_control *c, const void *buf, size_t len, tpd_req *q, tpd_reply *r)
+{
+    char check[64];
+    const char *cmd;
+    uint32_t n;
+    tp_err err = parse_req(buf, len, q, r->err, sizeof r->err);
+    if (err != TP_OK) return err;
+    if (c->token) {
+        const char *tok;
+        uint32_t tlen;
+        if (tpd_req_str(q, "tok", &tok, &tlen) != TP_OK ||
+            !tpd_secret_eq(tok, tlen, c->token, strlen(c->token)))
+            return tpd_reply_fail(r, TP_EINVAL, "missing or wrong token");
+    }
+    err = tpd_req_str(q, "cmd", &cmd, &n);
+    if (err == TP_ENOENT) return tpd_reply_fail(r, TP_EINVAL, "missing 'cmd'");
+    if (err != TP_OK) return tpd_reply_fail(r, TP_EINVAL, "'cmd' is not a string");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (tp_mp_str_eq(cmd, n, commands[i].name)) return commands[i].fn(c, q, r);
+    if (evidence_of(cmd, n, check, sizeof check)) return cmd_evidence(c, q, r, check);
+    return tpd_reply_fail(r, TP_EINVAL, "unknown command '%.*s'", (int)(n > 64 ? 64 : n), cmd);
+}
+
+tp_err tpd_control_handle(tpd_control *c, const void *req, size_t len, tp_buf *reply)
+{
+    tpd_reply *r = calloc(1, sizeof *r);
+    tpd_req *q = calloc(1, sizeof *q);
+    tp_err err = TP_ENOMEM;
+    tp_buf_reset(reply);
+    if (r == NULL || q == NULL) goto out;
+    tp_buf_init(&r->body);
+    err = run_command(c, req, len, q, r);
+    if (err == TP_OK && !r->body.oom) {
+        tp_mp_map(reply, r->n + 1);
+        tp_mp_cstr(reply, "ok");
+        tp_mp_bool(reply, true);
+        tp_buf_append(reply, r->body.data, r->body.len);
+    } else {
+        if (err == TP_OK || r->body.oom) snprintf(r->err, sizeof r->err, "out of memory");
+        if (!r->err[0]) snprintf(r->err, sizeof r->err, "%s", tp_strerror(err));
+        tp_buf_reset(reply);
+        tp_mp_map(reply, 2);
+        tp_mp_cstr(reply, "ok");
+        tp_mp_bool(reply, false);
+        tp_mp_cstr(reply, "error");
+        put_text(reply, r->err, strlen(r->err)); /* it may quote the request */
+    }
+    err = reply->oom ? TP_ENOMEM : TP_OK;
+    tp_buf_free(&r->body);
+out:
+    free(r);
+    free(q);
+    return err;
+}
