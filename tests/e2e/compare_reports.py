@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""compare_reports.py BEFORE AFTER -- compares the JSON reports that two
+"""compare_reports.py BEFORE AFTER [ROOT_BEFORE ROOT_AFTER] -- compares the JSON reports that two
 builds wrote for the rows of fixtures/expected.tsv (fixture.sh copies each
 report into $TP_REPORT_DIR as <test>.json), apart from what differs between
 any two runs: times, pids (and the order of an execution's processes, which
 is the order they first reported), and the temporary directories the tests
-run in.
+run in; with the two checkouts' roots given (two builds in two clones),
+paths under them are compared from the root.
 Prints one line per report that differs, with the first difference, and
 exits 1 when any does, or when a report is on one side only."""
 import json
@@ -23,14 +24,16 @@ TMP = re.compile(r"[^\s\"']*/tp-e2e-[^/\"' ]*")
 PID = re.compile(r"\b(pid|process) \d+")
 
 
-def normal(v, key=None):
+def normal(v, root=None, key=None):
     if isinstance(v, dict):
-        return {k: ("<volatile>" if k in VOLATILE else normal(x, k)) for k, x in v.items()}
+        return {k: ("<volatile>" if k in VOLATILE else normal(x, root, k)) for k, x in v.items()}
     if isinstance(v, list):
-        v = [normal(x) for x in v]
+        v = [normal(x, root) for x in v]
         # an execution's processes come in the order they first reported
         return sorted(v, key=json.dumps) if key == "processes" else v
     if isinstance(v, str):
+        if root:
+            v = v.replace(root, "<root>")
         return PID.sub(r"\1 <pid>", TMP.sub("<tmp>", v))
     return v
 
@@ -58,9 +61,10 @@ def first_difference(a, b, at="$"):
 
 
 def main():
-    if len(sys.argv) != 3:
-        sys.exit("usage: compare_reports.py BEFORE_DIR AFTER_DIR")
+    if len(sys.argv) not in (3, 5):
+        sys.exit("usage: compare_reports.py BEFORE_DIR AFTER_DIR [ROOT_BEFORE ROOT_AFTER]")
     before, after = sys.argv[1], sys.argv[2]
+    ra, rb = sys.argv[3:5] if len(sys.argv) == 5 else (None, None)
     names = sorted(set(os.listdir(before)) | set(os.listdir(after)))
     bad = 0
     for n in names:
@@ -71,7 +75,7 @@ def main():
             print("%s: only %s" % (n, "before" if os.path.exists(pa) else "after"))
             bad += 1
             continue
-        d = first_difference(normal(json.load(open(pa))), normal(json.load(open(pb))))
+        d = first_difference(normal(json.load(open(pa)), ra), normal(json.load(open(pb)), rb))
         if d:
             print("%s: %s" % (n, d))
             bad += 1
