@@ -334,11 +334,8 @@ tp_err tp_body_find(const tp_event *e, const char *key, tp_mpr *field)
 /* find_present is tp_body_find that also treats nil as absent. */
 static tp_err find_present(const tp_event *e, const char *key, tp_mpr *f)
 {
-    tp_mptype t;
-    tp_err rc = tp_body_find(e, key, f);
-    if (rc != TP_OK) return rc;
-    if (tp_mpr_peek(f, &t) != TP_OK) return TP_EPROTO;
-    return t == TP_MP_NIL ? TP_ENOENT : TP_OK;
+    tp_err rc = tp_mp_map_value(e->body, e->body_len, key, f);
+    return rc == TP_OK || rc == TP_ENOENT ? rc : TP_EPROTO;
 }
 
 tp_err tp_body_int(const tp_event *e, const char *key, int64_t *v)

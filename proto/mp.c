@@ -502,3 +502,15 @@ tp_err tp_mp_map_find(const void *buf, size_t len, const char *key, tp_mpr *v)
     }
     return TP_ENOENT;
 }
+
+tp_err tp_mp_map_value(const void *buf, size_t len, const char *key, tp_mpr *v)
+{
+    tp_mptype t;
+    tp_mpr r;
+    tp_err rc = tp_mp_map_find(buf, len, key, &r);
+    if (rc != TP_OK) return rc;
+    if ((rc = tp_mpr_peek(&r, &t)) != TP_OK) return rc;
+    if (t == TP_MP_NIL) return TP_ENOENT;
+    *v = r;
+    return TP_OK;
+}

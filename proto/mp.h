@@ -103,5 +103,9 @@ bool tp_mp_str_eq(const char *s, uint32_t n, const char *key);
  * the key is absent (a nil value is found: check it with tp_mpr_peek),
  * TP_EPROTO or another reader error when buf is not a map of string keys. */
 tp_err tp_mp_map_find(const void *buf, size_t len, const char *key, tp_mpr *v);
+/* tp_mp_map_value is tp_mp_map_find where a nil value counts as absent
+ * (TP_ENOENT): the optional arguments and results of requests, replies and
+ * event bodies. */
+tp_err tp_mp_map_value(const void *buf, size_t len, const char *key, tp_mpr *v);
 
 #endif

@@ -356,14 +356,7 @@ void tpt_req_begin(tp_buf *b, const char *cmd, uint32_t nargs)
 
 tp_err tpt_reply_find(const tp_buf *rep, const char *key, tp_mpr *v)
 {
-    tp_mpr r;
-    tp_mptype t;
-    tp_err rc = tp_mp_map_find(rep->data, rep->len, key, &r);
-    if (rc != TP_OK) return rc;
-    if ((rc = tp_mpr_peek(&r, &t)) != TP_OK) return rc;
-    if (t == TP_MP_NIL) return TP_ENOENT;
-    *v = r;
-    return TP_OK;
+    return tp_mp_map_value(rep->data, rep->len, key, v);
 }
 
 tp_err tpt_reply_int(const tp_buf *rep, const char *key, int64_t *v)

@@ -117,14 +117,10 @@ def _patch_optim(torch):
             return
         try:
             _index(S.optimizers, self)
-            for c in type(self).__mro__:
-                if "step" in c.__dict__:
-                    _wrap_opt_step(c)
-                    break
-            for c in type(self).__mro__:
-                if "zero_grad" in c.__dict__:
-                    _wrap_zero_grad(c, "optimizer")
-                    break
+            # the class whose own step / zero_grad the instance runs
+            mro = type(self).__mro__
+            _wrap_opt_step(next(c for c in mro if "step" in c.__dict__))
+            _wrap_zero_grad(next(c for c in mro if "zero_grad" in c.__dict__), "optimizer")
         except Exception:
             _fail("optimizer.__init__")
 

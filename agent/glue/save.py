@@ -86,12 +86,11 @@ def _content(f, recs, use_records, data=None):
     return r[0], via, [list(x) for x in r[3]], r[2]
 
 
-def _observe_save(api, obj, f, recs, error, data=None):
+def _io_body(api, f, recs, use_records, data, error):
+    """The body a save or a load event shares: where, what content, how."""
     target, name = _target(f) if f is not None else ("buffer", None)
-    digest, via, records, nbytes = _content(f, recs, api == "torch", data)
-    at = _cfg["interrupt_at"]
-    armed = at is not None and not S.armed and error is None and S.step >= at
-    body = {
+    digest, via, records, nbytes = _content(f, recs, use_records, data)
+    return {
         "api": api,
         "target": target,
         "name": name,
@@ -100,8 +99,14 @@ def _observe_save(api, obj, f, recs, error, data=None):
         "records": records,
         "bytes": nbytes,
         "error": error,
-        "armed": armed,
     }
+
+
+def _observe_save(api, obj, f, recs, error, data=None):
+    body = _io_body(api, f, recs, api == "torch", data, error)
+    at = _cfg["interrupt_at"]
+    armed = at is not None and not S.armed and error is None and S.step >= at
+    body["armed"] = armed
     _tp.emit("save", body, "manifest", [("", obj)], True)
     if S.save_snap_step != S.step:
         S.save_snap_step = S.step
@@ -111,18 +116,7 @@ def _observe_save(api, obj, f, recs, error, data=None):
 
 
 def _observe_load(api, f, recs, result, error, use_records, data=None):
-    target, name = _target(f) if f is not None else ("buffer", None)
-    digest, via, records, nbytes = _content(f, recs, use_records, data)
-    body = {
-        "api": api,
-        "target": target,
-        "name": name,
-        "digest": digest,
-        "via": via,
-        "records": records,
-        "bytes": nbytes,
-        "error": error,
-    }
+    body = _io_body(api, f, recs, use_records, data, error)
     items = [("", result)] if error is None else []
     seq = _tp.emit("load", body, "manifest", items, True)
     if seq >= 0:

@@ -57,11 +57,8 @@ struct tpd_reply {
 tp_err tpd_req_find(const tpd_req *q, const char *key, tp_mpr *v)
 {
     tp_mpr f, end;
-    tp_mptype t;
-    tp_err err = tp_mp_map_find(q->buf, q->len, key, &f);
-    if (err == TP_ENOENT) return err;
-    if (err != TP_OK || tp_mpr_peek(&f, &t) != TP_OK) return TP_EPROTO;
-    if (t == TP_MP_NIL) return TP_ENOENT;
+    tp_err err = tp_mp_map_value(q->buf, q->len, key, &f);
+    if (err != TP_OK) return err == TP_ENOENT ? err : TP_EPROTO;
     /* the reader ends with the value, as a handler reading it expects */
     end = f;
     if (tp_mpr_skip(&end) != TP_OK) return TP_EPROTO;
