@@ -57,13 +57,13 @@ int tpa_blob_ship(const uint8_t d[16], const void *data, size_t n, const char *d
     if (fresh <= 0) return fresh;
     tp_buf_init(&b);
     tp_mp_map(&b, 4);
-    tp_mp_cstr(&b, "digest");
+    tp_mp_cstr(&b, TP_KEY(blob, digest));
     tp_mp_bin(&b, d, 16);
-    tp_mp_cstr(&b, "data");
+    tp_mp_cstr(&b, TP_KEY(blob, data));
     tp_mp_bin(&b, data, n);
-    tp_mp_cstr(&b, "dtype");
+    tp_mp_cstr(&b, TP_KEY(blob, dtype));
     tp_mp_cstr(&b, dtype);
-    tp_mp_cstr(&b, "shape");
+    tp_mp_cstr(&b, TP_KEY(blob, shape));
     tp_mp_array(&b, (uint32_t)ndim);
     for (int i = 0; i < ndim; i++) tp_mp_int(&b, shape[i]);
     tpa_emit_commit(TP_K_BLOB, &b);

@@ -141,7 +141,7 @@ static PyObject *py_emit(PyObject *self, PyObject *args)
         return NULL;
     }
     if (!tpa_emit_enabled()) return P.PyLong_FromLongLong(-1);
-    gnorm = tk == TP_K_STEP && keys != NULL && strcmp(keys, "grads") == 0;
+    gnorm = tk == TP_K_STEP && keys != NULL && strcmp(keys, TP_KEY(step, grads)) == 0;
     tp_buf_init(&b);
     tp_mp_map(&b, (uint32_t)(P.PyDict_Size(body) + (keys != NULL) + gnorm));
     while (P.PyDict_Next(body, &pos, &k, &v))
@@ -168,7 +168,7 @@ static PyObject *py_emit(PyObject *self, PyObject *args)
         }
         tpa_flat_end(&f);
         if (gnorm) {
-            tp_mp_cstr(&b, "gnorm");
+            tp_mp_cstr(&b, TP_KEY(step, gnorm));
             if (job && tpa_job_count(job) > 0)
                 tpa_job_gnorm(job, tpa_put_f64_fixed(&b, 0), f.sq_sum);
             else
@@ -356,22 +356,22 @@ void tpa_bridge_bye(const char *reason, int has_code, long long code, const char
     tpa_send_drain(15000);
     tp_buf_init(&b);
     tp_mp_map(&b, 7);
-    tp_mp_cstr(&b, "reason");
+    tp_mp_cstr(&b, TP_KEY(bye, reason));
     tp_mp_cstr(&b, reason);
-    tp_mp_cstr(&b, "code");
+    tp_mp_cstr(&b, TP_KEY(bye, code));
     if (has_code)
         tp_mp_int(&b, code);
     else
         tp_mp_nil(&b);
-    tp_mp_cstr(&b, "sent");
+    tp_mp_cstr(&b, TP_KEY(bye, sent));
     tp_mp_uint(&b, tpa_emit_count() + 1);
-    tp_mp_cstr(&b, "dropped");
+    tp_mp_cstr(&b, TP_KEY(bye, dropped));
     tp_mp_uint(&b, tpa_emit_dropped() + tpa_send_dropped());
-    tp_mp_cstr(&b, "errors");
+    tp_mp_cstr(&b, TP_KEY(bye, errors));
     tp_mp_uint(&b, errors);
-    tp_mp_cstr(&b, "spooled");
+    tp_mp_cstr(&b, TP_KEY(bye, spooled));
     tp_mp_bool(&b, tpa_send_spooled());
-    tp_mp_cstr(&b, "exc");
+    tp_mp_cstr(&b, TP_KEY(bye, exc));
     tp_mp_cstr(&b, exc);
     tpa_emit_commit(TP_K_BYE, &b);
     tp_buf_free(&b);
@@ -433,9 +433,9 @@ static PyObject *py_error(PyObject *self, PyObject *args)
     TPA_LOG("hook error in %s: %s", w, m);
     tp_buf_init(&b);
     tp_mp_map(&b, 2);
-    tp_mp_cstr(&b, "where");
+    tp_mp_cstr(&b, TP_KEY(error, where));
     tp_mp_str(&b, w, (size_t)n1);
-    tp_mp_cstr(&b, "msg");
+    tp_mp_cstr(&b, TP_KEY(error, msg));
     tp_mp_str(&b, m, (size_t)(n2 > 4000 ? 4000 : n2));
     tpa_emit_commit(TP_K_ERROR, &b);
     tp_buf_free(&b);

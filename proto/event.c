@@ -7,24 +7,16 @@
 
 #include "proto/event.h"
 
-static const char *const kind_names[TP_K__COUNT] = {
-    [TP_K_HELLO] = "hello",       [TP_K_BYE] = "bye",     [TP_K_SNAPSHOT] = "snapshot",
-    [TP_K_BACKWARD] = "backward", [TP_K_STEP] = "step",   [TP_K_SCHED] = "sched",
-    [TP_K_SAVE] = "save",         [TP_K_LOAD] = "load",   [TP_K_RESTORE] = "restore",
-    [TP_K_BATCH] = "batch",       [TP_K_AMP] = "amp",     [TP_K_CLIP] = "clip",
-    [TP_K_BLOB] = "blob",         [TP_K_ERROR] = "error", [TP_K_ZERO_GRAD] = "zero_grad",
-};
-
 const char *tp_kind_name(tp_kind k)
 {
     if (k <= TP_K_NONE || k >= TP_K__COUNT) return NULL;
-    return kind_names[k];
+    return tp_kinds[k].name;
 }
 
 tp_kind tp_kind_parse(const char *s, size_t n)
 {
     for (int k = TP_K_NONE + 1; k < TP_K__COUNT; k++)
-        if (strlen(kind_names[k]) == n && memcmp(kind_names[k], s, n) == 0) return (tp_kind)k;
+        if (tp_mp_str_eq(s, (uint32_t)n, tp_kinds[k].name)) return (tp_kind)k;
     return TP_K_NONE;
 }
 
@@ -325,50 +317,65 @@ void tp_batch_free(tp_batch *b)
 
 /* ---- body access ---- */
 
-tp_err tp_body_find(const tp_event *e, const char *key, tp_mpr *field)
+/* key_of is field f's key when f belongs to e's kind, else NULL. */
+static const char *key_of(const tp_event *e, tp_field f)
 {
-    tp_err rc = tp_mp_map_find(e->body, e->body_len, key, field);
+    if ((unsigned)f >= TPF__COUNT || e->kind <= TP_K_NONE || e->kind >= TP_K__COUNT ||
+        tp_fields[f].body != tp_kinds[e->kind].body)
+        return NULL;
+    return tp_fields[f].key;
+}
+
+tp_err tp_body_find(const tp_event *e, tp_field f, tp_mpr *field)
+{
+    const char *key = key_of(e, f);
+    tp_err rc;
+    if (key == NULL) return TP_EINVAL;
+    rc = tp_mp_map_find(e->body, e->body_len, key, field);
     return rc == TP_OK || rc == TP_ENOENT ? rc : TP_EPROTO;
 }
 
 /* find_present is tp_body_find that also treats nil as absent. */
-static tp_err find_present(const tp_event *e, const char *key, tp_mpr *f)
+static tp_err find_present(const tp_event *e, tp_field f, tp_mpr *v)
 {
-    tp_err rc = tp_mp_map_value(e->body, e->body_len, key, f);
+    const char *key = key_of(e, f);
+    tp_err rc;
+    if (key == NULL) return TP_EINVAL;
+    rc = tp_mp_map_value(e->body, e->body_len, key, v);
     return rc == TP_OK || rc == TP_ENOENT ? rc : TP_EPROTO;
 }
 
-tp_err tp_body_int(const tp_event *e, const char *key, int64_t *v)
+tp_err tp_body_int(const tp_event *e, tp_field f, int64_t *v)
 {
-    tp_mpr f;
-    tp_err rc = find_present(e, key, &f);
-    return rc != TP_OK ? rc : tp_mpr_int(&f, v);
+    tp_mpr r;
+    tp_err rc = find_present(e, f, &r);
+    return rc != TP_OK ? rc : tp_mpr_int(&r, v);
 }
 
-tp_err tp_body_f64(const tp_event *e, const char *key, double *v)
+tp_err tp_body_f64(const tp_event *e, tp_field f, double *v)
 {
-    tp_mpr f;
-    tp_err rc = find_present(e, key, &f);
-    return rc != TP_OK ? rc : read_number(&f, v);
+    tp_mpr r;
+    tp_err rc = find_present(e, f, &r);
+    return rc != TP_OK ? rc : read_number(&r, v);
 }
 
-tp_err tp_body_bool(const tp_event *e, const char *key, bool *v)
+tp_err tp_body_bool(const tp_event *e, tp_field f, bool *v)
 {
-    tp_mpr f;
-    tp_err rc = find_present(e, key, &f);
-    return rc != TP_OK ? rc : tp_mpr_bool(&f, v);
+    tp_mpr r;
+    tp_err rc = find_present(e, f, &r);
+    return rc != TP_OK ? rc : tp_mpr_bool(&r, v);
 }
 
-tp_err tp_body_str(const tp_event *e, const char *key, const char **s, uint32_t *n)
+tp_err tp_body_str(const tp_event *e, tp_field f, const char **s, uint32_t *n)
 {
-    tp_mpr f;
-    tp_err rc = find_present(e, key, &f);
-    return rc != TP_OK ? rc : tp_mpr_str(&f, s, n);
+    tp_mpr r;
+    tp_err rc = find_present(e, f, &r);
+    return rc != TP_OK ? rc : tp_mpr_str(&r, s, n);
 }
 
-tp_err tp_body_digest(const tp_event *e, const char *key, uint8_t d[16])
+tp_err tp_body_digest(const tp_event *e, tp_field f, uint8_t d[16])
 {
-    tp_mpr f;
-    tp_err rc = find_present(e, key, &f);
-    return rc != TP_OK ? rc : read_digest(&f, d);
+    tp_mpr r;
+    tp_err rc = find_present(e, f, &r);
+    return rc != TP_OK ? rc : read_digest(&r, d);
 }

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "proto/mp.h"
+#include "proto/schema.h"
 #include "proto/tp_err.h"
 
 #define TP_SCHEMA_VERSION  1
@@ -26,26 +27,6 @@
 #define TP_MAX_DIMS        16
 #define TP_DIGEST_LEN      16
 #define TP_KEY_MAX         64 /* bytes of a batch's "key"; longer is malformed */
-
-typedef enum tp_kind {
-    TP_K_NONE = 0,
-    TP_K_HELLO,     /* boot: versions, argv, cwd, role, rank/world */
-    TP_K_BYE,       /* exit: reason, events sent, dropped */
-    TP_K_SNAPSHOT,  /* training state: model, optimizer, scheduler, scaler, rng */
-    TP_K_BACKWARD,  /* each backward(): loss value, count since last step */
-    TP_K_STEP,      /* optimizer.step() pre and post */
-    TP_K_SCHED,     /* each scheduler step: flattened state */
-    TP_K_SAVE,      /* torch.save / safetensors save */
-    TP_K_LOAD,      /* torch.load / safetensors load */
-    TP_K_RESTORE,   /* load_state_dict, RNG setters and seeding */
-    TP_K_BATCH,     /* each DataLoader batch: sample ids */
-    TP_K_AMP,       /* GradScaler scale/unscale_/step/update */
-    TP_K_CLIP,      /* clip_grad_norm_ / clip_grad_value_ */
-    TP_K_BLOB,      /* tensor bytes for the blob store (capture=values) */
-    TP_K_ERROR,     /* an agent hook caught an error */
-    TP_K_ZERO_GRAD, /* Optimizer.zero_grad / Module.zero_grad, once per user call */
-    TP_K__COUNT
-} tp_kind;
 
 /* tp_kind_name returns the wire name of k ("snapshot"), or NULL. */
 const char *tp_kind_name(tp_kind k);
@@ -149,16 +130,17 @@ tp_err tp_batch_decode(const void *buf, size_t len, tp_batch *out, char *why, si
 /* tp_batch_free releases what tp_batch_decode allocated.  NULL is a no-op. */
 void tp_batch_free(tp_batch *b);
 
-/* tp_body_find positions *field at the value of key in a validated body.
- * TP_ENOENT when the key is absent. */
-tp_err tp_body_find(const tp_event *e, const char *key, tp_mpr *field);
+/* tp_body_find positions *field at the value of field f (TPF_<body>_<key>,
+ * proto/events.def) in a validated body.  TP_ENOENT when the key is absent,
+ * TP_EINVAL when f is not a field of the event's kind (a reader's bug). */
+tp_err tp_body_find(const tp_event *e, tp_field f, tp_mpr *field);
 /* Typed getters over tp_body_find.  TP_ENOENT when absent or nil, TP_EPROTO on
  * a type mismatch (cannot happen for a body the schema validated). */
-tp_err tp_body_int(const tp_event *e, const char *key, int64_t *v);
-tp_err tp_body_f64(const tp_event *e, const char *key, double *v);
-tp_err tp_body_bool(const tp_event *e, const char *key, bool *v);
-tp_err tp_body_str(const tp_event *e, const char *key, const char **s, uint32_t *n);
-tp_err tp_body_digest(const tp_event *e, const char *key, uint8_t d[16]);
+tp_err tp_body_int(const tp_event *e, tp_field f, int64_t *v);
+tp_err tp_body_f64(const tp_event *e, tp_field f, double *v);
+tp_err tp_body_bool(const tp_event *e, tp_field f, bool *v);
+tp_err tp_body_str(const tp_event *e, tp_field f, const char **s, uint32_t *n);
+tp_err tp_body_digest(const tp_event *e, tp_field f, uint8_t d[16]);
 
 /* tp_leaf_read reads one leaf (validated or not) from r. */
 tp_err tp_leaf_read(tp_mpr *r, tp_leaf *out);

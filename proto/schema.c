@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT
- * schema.c -- schema version 1: the keys and types of every event body, and
- * the validator that holds a body to them.  Unknown keys, duplicate keys,
+ * schema.c -- schema version 1: the tables of proto/events.def (every
+ * event kind, every body key with its types), and the validator that holds
+ * a body to them.  Unknown keys, duplicate keys,
  * missing required keys and wrong types are all TP_EPROTO: agent and daemon
  * ship together, so a body the schema does not describe is a bug or hostile. */
 #include <stdio.h>
@@ -8,126 +9,47 @@
 
 #include "proto/event.h"
 
-enum {
-    F_NIL = 1 << 0,
-    F_BOOL = 1 << 1,
-    F_INT = 1 << 2,      /* integer fitting int64 */
-    F_UINT = 1 << 3,     /* non-negative integer */
-    F_F64 = 1 << 4,      /* float, or an integer */
-    F_STR = 1 << 5,      /* UTF-8 text, at most TP_MAX_STR bytes */
-    F_BIN = 1 << 6,      /* bytes */
-    F_DIGEST = 1 << 7,   /* 16 bytes */
-    F_LEAVES = 1 << 8,   /* array of leaves */
-    F_STRS = 1 << 9,     /* array of str */
-    F_INTS = 1 << 10,    /* array of int */
-    F_F64S = 1 << 11,    /* array of float or int */
-    F_RECORDS = 1 << 12, /* array of [name str, size uint, digest] */
-    F_IDS = 1 << 13      /* array of int, or array of str (sample IDs: one kind) */
-};
-
-#define REQ         1
 #define TP_MAX_STR  (1u << 20)
 #define TP_MAX_PATH 4096u
 #define TP_MAX_ID   1024u /* bytes of a string sample ID (the agent refuses longer) */
 
-typedef struct field {
-    const char *key;
-    unsigned types;
-    int required;
-} field;
-
-static const field hello_f[] = {{"schema", F_UINT, REQ},     {"agent", F_STR, REQ},
-                                {"python", F_STR, REQ},      {"torch", F_STR | F_NIL, 0},
-                                {"numpy", F_STR | F_NIL, 0}, {"argv", F_STRS, REQ},
-                                {"cwd", F_STR, REQ},         {"exe", F_STR | F_NIL, 0},
-                                {"role", F_STR, REQ},        {"rank", F_INT, REQ},
-                                {"world", F_INT, REQ},       {"local_rank", F_INT, 0},
-                                {"ppid", F_INT, REQ},        {"interrupt_at", F_INT | F_NIL, 0},
-                                {"capture", F_STR, 0},       {"cxx", F_STR, 0},
-                                {"hash_threads", F_UINT, 0}, {NULL, 0, 0}};
-static const field bye_f[] = {{"reason", F_STR, REQ},    {"code", F_INT | F_NIL, 0},
-                              {"sent", F_UINT, REQ},     {"dropped", F_UINT, REQ},
-                              {"errors", F_UINT, REQ},   {"spooled", F_BOOL, 0},
-                              {"exc", F_STR | F_NIL, 0}, {NULL, 0, 0}};
-static const field snapshot_f[] = {{"why", F_STR, REQ}, {"leaves", F_LEAVES, REQ}, {NULL, 0, 0}};
-static const field backward_f[] = {{"loss", F_F64 | F_NIL, REQ},     {"dtype", F_STR | F_NIL, 0},
-                                   {"count", F_UINT, REQ},           {"numel", F_UINT, 0},
-                                   {"mean_over", F_UINT | F_NIL, 0}, {NULL, 0, 0}};
-static const field step_f[] = {{"phase", F_STR, REQ},
-                               {"opt", F_UINT, REQ},
-                               {"cls", F_STR, REQ},
-                               {"lrs", F_F64S, 0},
-                               {"grads", F_LEAVES, 0},
-                               {"gnorm", F_F64 | F_NIL, 0},
-                               {"unorm", F_F64 | F_NIL, 0},
-                               {"changed", F_BOOL | F_NIL, 0},
-                               {"skipped", F_BOOL, 0},
-                               {"nparams", F_UINT, 0},
-                               {"ngrads", F_UINT, 0},
-                               {"via", F_STR, 0},
-                               {NULL, 0, 0}};
-static const field sched_f[] = {{"sched", F_UINT, REQ},
-                                {"cls", F_STR, REQ},
-                                {"leaves", F_LEAVES, REQ},
-                                {"metric", F_F64 | F_NIL, 0},
-                                {NULL, 0, 0}};
-static const field saveload_f[] = {{"api", F_STR, REQ},
-                                   {"target", F_STR, REQ},
-                                   {"name", F_STR | F_NIL, 0},
-                                   {"digest", F_DIGEST | F_NIL, 0},
-                                   {"via", F_STR, REQ},
-                                   {"records", F_RECORDS, 0},
-                                   {"manifest", F_LEAVES, 0},
-                                   {"bytes", F_UINT | F_NIL, 0},
-                                   {"error", F_STR | F_NIL, 0},
-                                   {"armed", F_BOOL, 0},
-                                   {NULL, 0, 0}};
-static const field restore_f[] = {{"what", F_STR, REQ},       {"obj", F_STR, REQ},
-                                  {"op", F_STR, REQ},         {"load", F_INT | F_NIL, 0},
-                                  {"missing", F_STRS, 0},     {"unexpected", F_STRS, 0},
-                                  {"seed", F_INT | F_NIL, 0}, {"caller", F_STR | F_NIL, 0},
-                                  {"manifest", F_LEAVES, 0},  {NULL, 0, 0}};
-static const field batch_f[] = {{"loader", F_UINT, REQ},
-                                {"epoch", F_UINT, REQ},
-                                {"pos", F_UINT, REQ},
-                                {"ids", F_IDS | F_NIL, REQ},
-                                {"worker", F_INT | F_NIL, REQ},
-                                {"size", F_UINT | F_NIL, 0},
-                                {"dataset_len", F_INT | F_NIL, 0},
-                                {"sampler", F_STR | F_NIL, 0},
-                                {"rank", F_INT, 0},
-                                {"world", F_INT, 0},
-                                {"total_size", F_INT | F_NIL, 0},
-                                {"drop_last", F_BOOL, 0},
-                                {"id_source", F_STR, 0},
-                                {"end", F_BOOL, 0},
-                                {NULL, 0, 0}};
-static const field amp_f[] = {{"op", F_STR, REQ},
-                              {"scale", F_F64 | F_NIL, 0},
-                              {"found_inf", F_BOOL | F_NIL, 0},
-                              {"opt", F_INT | F_NIL, 0},
-                              {NULL, 0, 0}};
-static const field clip_f[] = {{"op", F_STR, REQ},
-                               {"max", F_F64 | F_NIL, 0},
-                               {"norm", F_F64 | F_NIL, 0},
-                               {"nparams", F_UINT, 0},
-                               {NULL, 0, 0}};
-static const field blob_f[] = {{"digest", F_DIGEST, REQ},
-                               {"data", F_BIN, REQ},
-                               {"dtype", F_STR, 0},
-                               {"shape", F_INTS, 0},
-                               {NULL, 0, 0}};
-static const field error_f[] = {{"where", F_STR, REQ}, {"msg", F_STR, REQ}, {NULL, 0, 0}};
-static const field zero_grad_f[] = {
-    {"which", F_STR, REQ}, {"opt", F_UINT, 0}, {"set_to_none", F_BOOL | F_NIL, 0}, {NULL, 0, 0}};
-
-static const field *const bodies[TP_K__COUNT] = {
-    [TP_K_HELLO] = hello_f,       [TP_K_BYE] = bye_f,       [TP_K_SNAPSHOT] = snapshot_f,
-    [TP_K_BACKWARD] = backward_f, [TP_K_STEP] = step_f,     [TP_K_SCHED] = sched_f,
-    [TP_K_SAVE] = saveload_f,     [TP_K_LOAD] = saveload_f, [TP_K_RESTORE] = restore_f,
-    [TP_K_BATCH] = batch_f,       [TP_K_AMP] = amp_f,       [TP_K_CLIP] = clip_f,
-    [TP_K_BLOB] = blob_f,         [TP_K_ERROR] = error_f,   [TP_K_ZERO_GRAD] = zero_grad_f,
+/* The tables, from proto/events.def. */
+#define REQ 1
+#define OPT 0
+const tp_field_def tp_fields[TPF__COUNT] = {
+#define TP_FIELD(body, key, types, need, doc)                                                      \
+    [TPF_##body##_##key] = {#key, types, need, doc, TPB_##body},
+#include "proto/events.def"
 };
+
+const tp_body_def tp_bodies[TPB__COUNT] = {
+#define TP_BODY(body, doc) [TPB_##body] = {#body, doc, TPF_##body##__first},
+#include "proto/events.def"
+};
+
+const tp_kind_def tp_kinds[TP_K__COUNT] = {
+#define TP_EVENT(NAME, name, body, doc) [TP_K_##NAME] = {#name, doc, TPB_##body},
+#include "proto/events.def"
+};
+
+/* firsts[b] is body b's first field, firsts[b + 1] the one after its last. */
+static const tp_field firsts[TPB__COUNT + 1] = {
+#define TP_BODY(body, doc) TPF_##body##__first,
+#include "proto/events.def"
+    TPF__COUNT};
+
+unsigned tp_body_nfields(tp_body_id b)
+{
+    return (unsigned)b < TPB__COUNT ? (unsigned)(firsts[b + 1] - firsts[b]) : 0;
+}
+
+int tp_field_of(tp_body_id b, const char *key, uint32_t n)
+{
+    if ((unsigned)b >= TPB__COUNT) return -1;
+    for (int f = firsts[b]; f < firsts[b + 1]; f++)
+        if (tp_mp_str_eq(key, n, tp_fields[f].key)) return f;
+    return -1;
+}
 
 #define BAD(...)                                                                                   \
     do {                                                                                           \
@@ -181,11 +103,11 @@ static tp_err check_array_of(tp_mpr *r, unsigned elem)
         int64_t iv;
         double dv;
         tp_err rc = TP_EPROTO;
-        if (elem == F_STR)
+        if (elem == TP_T_STR)
             rc = check_str(r, TP_MAX_STR);
-        else if (elem == F_INT)
+        else if (elem == TP_T_INT)
             rc = tp_mpr_int(r, &iv);
-        else if (elem == F_F64) {
+        else if (elem == TP_T_F64) {
             tp_mptype t;
             if (tp_mpr_peek(r, &t) == TP_OK && t == TP_MP_INT)
                 rc = tp_mpr_int(r, &iv);
@@ -234,32 +156,32 @@ static tp_err check_value(tp_mpr *r, unsigned types, char *why, size_t whylen)
     if (tp_mpr_peek(r, &t) != TP_OK) return TP_EPROTO;
     switch (t) {
     case TP_MP_NIL:
-        if (types & F_NIL) return tp_mpr_nil(r);
+        if (types & TP_T_NIL) return tp_mpr_nil(r);
         break;
     case TP_MP_BOOL:
-        if (types & F_BOOL) return tp_mpr_bool(r, &bv);
+        if (types & TP_T_BOOL) return tp_mpr_bool(r, &bv);
         break;
     case TP_MP_INT:
-        if (types & F_UINT) return tp_mpr_uint(r, &uv);
-        if (types & (F_INT | F_F64)) return tp_mpr_int(r, &iv);
+        if (types & TP_T_UINT) return tp_mpr_uint(r, &uv);
+        if (types & (TP_T_INT | TP_T_F64)) return tp_mpr_int(r, &iv);
         break;
     case TP_MP_FLOAT:
-        if (types & F_F64) return tp_mpr_f64(r, &dv);
+        if (types & TP_T_F64) return tp_mpr_f64(r, &dv);
         break;
     case TP_MP_STR:
-        if (types & F_STR) return check_str(r, TP_MAX_STR);
+        if (types & TP_T_STR) return check_str(r, TP_MAX_STR);
         break;
     case TP_MP_BIN:
-        if (types & F_DIGEST) return check_digest(r);
-        if (types & F_BIN) return tp_mpr_bin(r, &p, &n);
+        if (types & TP_T_DIGEST) return check_digest(r);
+        if (types & TP_T_BIN) return tp_mpr_bin(r, &p, &n);
         break;
     case TP_MP_ARRAY:
-        if (types & F_LEAVES) return check_leaves(r, why, whylen);
-        if (types & F_STRS) return check_array_of(r, F_STR);
-        if (types & F_INTS) return check_array_of(r, F_INT);
-        if (types & F_IDS) return check_ids(r);
-        if (types & F_F64S) return check_array_of(r, F_F64);
-        if (types & F_RECORDS) return check_records(r);
+        if (types & TP_T_LEAVES) return check_leaves(r, why, whylen);
+        if (types & TP_T_STRS) return check_array_of(r, TP_T_STR);
+        if (types & TP_T_INTS) return check_array_of(r, TP_T_INT);
+        if (types & TP_T_IDS) return check_ids(r);
+        if (types & TP_T_F64S) return check_array_of(r, TP_T_F64);
+        if (types & TP_T_RECORDS) return check_records(r);
         break;
     default:
         break;
@@ -269,37 +191,40 @@ static tp_err check_value(tp_mpr *r, unsigned types, char *why, size_t whylen)
 
 tp_err tp_body_validate(tp_kind k, const uint8_t *p, size_t len, char *why, size_t whylen)
 {
-    const field *fs;
+    tp_body_id b;
+    tp_field first;
     tp_mpr r;
     uint32_t n;
     uint64_t seen = 0;
+    unsigned nf;
     if (why && whylen) why[0] = '\0';
     if (k <= TP_K_NONE || k >= TP_K__COUNT) BAD("unknown event kind");
-    fs = bodies[k];
+    b = tp_kinds[k].body;
+    first = tp_bodies[b].first;
+    nf = tp_body_nfields(b);
     tp_mpr_init(&r, p, len);
     if (tp_mpr_map(&r, &n) != TP_OK) BAD("%s: body is not a map", tp_kind_name(k));
     for (uint32_t i = 0; i < n; i++) {
         const char *key;
         uint32_t klen;
-        int j;
+        int f, j;
         if (tp_mpr_str(&r, &key, &klen) != TP_OK)
             BAD("%s: body key is not a string", tp_kind_name(k));
-        for (j = 0; fs[j].key; j++)
-            if (tp_mp_str_eq(key, klen, fs[j].key)) break;
-        if (fs[j].key == NULL)
+        if ((f = tp_field_of(b, key, klen)) < 0)
             BAD("%s: unknown key '%.*s'", tp_kind_name(k), (int)(klen > 64 ? 64 : klen), key);
-        if (seen & (1ull << j)) BAD("%s: duplicate key '%s'", tp_kind_name(k), fs[j].key);
+        j = f - (int)first;
+        if (seen & (1ull << j)) BAD("%s: duplicate key '%s'", tp_kind_name(k), tp_fields[f].key);
         seen |= 1ull << j;
-        if (check_value(&r, fs[j].types, why, whylen) != TP_OK) {
+        if (check_value(&r, tp_fields[f].types, why, whylen) != TP_OK) {
             char inner[160] = "";
             if (why) snprintf(inner, sizeof inner, "%s", why);
-            BAD("%s.%s: wrong type or malformed%s%s", tp_kind_name(k), fs[j].key,
+            BAD("%s.%s: wrong type or malformed%s%s", tp_kind_name(k), tp_fields[f].key,
                 inner[0] ? ": " : "", inner);
         }
     }
     if (tp_mpr_left(&r) != 0) BAD("%s: trailing bytes after body", tp_kind_name(k));
-    for (int j = 0; fs[j].key; j++)
-        if (fs[j].required && !(seen & (1ull << j)))
-            BAD("%s: missing key '%s'", tp_kind_name(k), fs[j].key);
+    for (unsigned j = 0; j < nf; j++)
+        if (tp_fields[first + j].required && !(seen & (1ull << j)))
+            BAD("%s: missing key '%s'", tp_kind_name(k), tp_fields[first + j].key);
     return TP_OK;
 }

@@ -9,6 +9,7 @@
  * relation; the daemon tests it (daemon/checks/accum/verdict.c). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,9 +125,21 @@ static int run_one(tpt_session *s, int64_t run, const char *role, char **argv, c
     return failed ? -1 : 0;
 }
 
+/* params_json is the run's params (daemon/checks/accum/verdict.h) as JSON,
+ * malloc'ed; NULL when out of memory. */
+static char *params_json(const plan *p)
+{
+    json_t *o = json_pack("{s:I, s:I, s:b, s:f, s:f}", "micro", (json_int_t)p->micro, "updates",
+                          (json_int_t)p->updates, "disable_dropout", no_dropout != NULL, "rtol",
+                          p->rtol, "atol", p->atol);
+    char *s = o != NULL ? json_dumps(o, JSON_PRESERVE_ORDER) : NULL;
+    json_decref(o);
+    return s;
+}
+
 int tpt_cmd_accum(int argc, char **argv)
 {
-    char err[TPT_ERR_LEN], params[512];
+    char err[TPT_ERR_LEN], *params;
     /* values: the gradients and weights are compared within a tolerance;
      * loss counts: the elements each mean-reduced loss averaged over */
     char *env[] = {"TRAINPARITY_CAPTURE=values", "TRAINPARITY_LOSS_COUNTS=1", NULL, NULL};
@@ -138,12 +151,14 @@ int tpt_cmd_accum(int argc, char **argv)
 
     if ((st = parse_plan(&p, argc, argv)) >= 0) return st;
     if (no_dropout != NULL) env[2] = "TRAINPARITY_DISABLE_DROPOUT=1";
-    snprintf(params, sizeof params,
-             "{\"micro\": %lld, \"updates\": %lld, \"disable_dropout\": %s, \"rtol\": %.17g, "
-             "\"atol\": %.17g}",
-             p.micro, p.updates, no_dropout ? "true" : "false", p.rtol, p.atol);
+    if ((params = params_json(&p)) == NULL) {
+        tpt_error("accum: out of memory");
+        free(p.full);
+        return TPT_EXIT_ERROR;
+    }
     if (tpt_session_open(&s, err) != TP_OK) {
         tpt_error("%s", err);
+        free(params);
         free(p.full);
         return TPT_EXIT_ERROR;
     }
@@ -161,6 +176,7 @@ int tpt_cmd_accum(int argc, char **argv)
     st = tpt_judge(tpt_session_client(s), run, &tol, p.o.json);
 done:
     if (tpt_session_close(s, err) != TP_OK) tpt_error("%s", err);
+    free(params);
     free(p.full);
     return st;
 }

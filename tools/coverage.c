@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,63 +157,61 @@ out:
     return -1;
 }
 
-/* put_str appends s to the buffer as a JSON string. */
-static void put_str(FILE *f, const char *s)
+/* set_str sets key of o to the string s, given by option opt: 0, or an
+ * exit status (said): usage when s is not UTF-8, which a JSON string must
+ * be; ERROR when out of memory. */
+static int set_str(json_t *o, const char *key, const char *opt, const char *s)
 {
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c == '\n')
-            fputs("\\n", f);
-        else if (c == '\t')
-            fputs("\\t", f);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
+    json_t *v = json_string(s);
+    if (v == NULL) {
+        tpt_error("coverage: %s is not UTF-8 text (the run's params are JSON)", opt);
+        return TPT_EXIT_USAGE;
     }
-    fputc('"', f);
+    if (json_object_set_new(o, key, v) != 0) {
+        tpt_error("coverage: out of memory");
+        return TPT_EXIT_ERROR;
+    }
+    return 0;
 }
 
-/* params writes the declaration (daemon/checks/coverage/decl.h) into a malloc'ed string. */
-static char *params(const char *policy, const char *sample_id, long long universe,
-                    const int64_t *ids, size_t nids, long long padding, long long epochs,
-                    long long loader, long long examples)
+/* params writes the declaration (daemon/checks/coverage/decl.h) as JSON,
+ * keys in the order of decl.h, into *out (malloc'ed): 0, or an exit status
+ * (said). */
+static int params(const char *policy, const char *sample_id, long long universe, const int64_t *ids,
+                  size_t nids, long long padding, long long epochs, long long loader,
+                  long long examples, char **out)
 {
-    char *s = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&s, &len);
-    if (f == NULL) return NULL;
-    fprintf(f, "{\"policy\": \"%s\", \"loader\": %lld", policy, loader);
-    if (epochs > 0) fprintf(f, ", \"epochs\": %lld", epochs);
-    if (universe >= 0) fprintf(f, ", \"universe\": %lld", universe);
-    if (padding >= 0) fprintf(f, ", \"padding\": %lld", padding);
-    if (exact_s) fputs(", \"padding_exact\": true", f);
-    if (examples >= 0) fprintf(f, ", \"examples\": %lld", examples);
-    if (sample_id) {
-        fputs(", \"sample_id\": ", f);
-        put_str(f, sample_id);
-    }
-    if (ids != NULL) {
-        fputs(", \"universe_file\": ", f);
-        put_str(f, universe_file);
-        fputs(", \"universe_ranges\": [", f);
-        for (size_t i = 0; i < nids;) {
+    json_t *o = json_object(), *r;
+    int st = TPT_EXIT_ERROR, bad = o == NULL;
+    if (!bad && (st = set_str(o, "policy", "--policy", policy)) != 0) goto out;
+    bad = bad || json_object_set_new(o, "loader", json_integer(loader));
+    if (epochs > 0) bad = bad || json_object_set_new(o, "epochs", json_integer(epochs));
+    if (universe >= 0) bad = bad || json_object_set_new(o, "universe", json_integer(universe));
+    if (padding >= 0) bad = bad || json_object_set_new(o, "padding", json_integer(padding));
+    if (exact_s) bad = bad || json_object_set_new(o, "padding_exact", json_true());
+    if (examples >= 0) bad = bad || json_object_set_new(o, "examples", json_integer(examples));
+    if (!bad && sample_id && (st = set_str(o, "sample_id", "--sample-id", sample_id)) != 0)
+        goto out;
+    if (!bad && ids != NULL) {
+        if ((st = set_str(o, "universe_file", "--universe-file", universe_file)) != 0) goto out;
+        /* sorted ranges: a dense universe costs a few bytes, whatever its size */
+        bad = (r = json_array()) == NULL || json_object_set_new(o, "universe_ranges", r);
+        for (size_t i = 0; !bad && i < nids;) {
             size_t j = i;
             while (j + 1 < nids && ids[j + 1] == ids[j] + 1) j++;
-            fprintf(f, "%s[%" PRId64 ", %" PRId64 "]", i ? ", " : "", ids[i], ids[j]);
+            bad = json_array_append_new(
+                r, json_pack("[I, I]", (json_int_t)ids[i], (json_int_t)ids[j]));
             i = j + 1;
         }
-        fputs("]", f);
     }
-    fputs("}", f);
-    if (fclose(f) != 0) {
-        free(s);
-        return NULL;
-    }
-    return s;
+    st = TPT_EXIT_ERROR;
+    if (!bad && (*out = json_dumps(o, JSON_PRESERVE_ORDER)) != NULL)
+        st = 0;
+    else
+        tpt_error("coverage: out of memory");
+out:
+    json_decref(o);
+    return st;
 }
 
 /* parse checks the options; returns an exit status, or -1 to go on. */
@@ -315,10 +314,11 @@ int tpt_cmd_coverage(int argc, char **argv)
     if ((st = parse(argc, argv, &o, &universe, &padding, &epochs, &loader, &examples)) >= 0)
         return st;
     if (universe_file && read_ids(universe_file, &ids, &nids) != 0) return TPT_EXIT_USAGE;
-    par = params(policy_s, o.sample_id, universe, ids, nids, padding, epochs, loader, examples);
+    st =
+        params(policy_s, o.sample_id, universe, ids, nids, padding, epochs, loader, examples, &par);
     free(ids);
-    if (par == NULL ||
-        (o.sample_id && asprintf(&env[0], "TRAINPARITY_SAMPLE_ID=%s", o.sample_id) < 0)) {
+    if (st != 0) return st;
+    if (o.sample_id && asprintf(&env[0], "TRAINPARITY_SAMPLE_ID=%s", o.sample_id) < 0) {
         tpt_error("coverage: out of memory");
         free(par);
         return TPT_EXIT_ERROR;

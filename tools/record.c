@@ -5,6 +5,7 @@
  * whole. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,9 +108,19 @@ static int code(const tpt_exec_result *r, int failed)
     return tpt_exit_code(&r->exit);
 }
 
+/* params_json is the run's params as JSON, malloc'ed; NULL when out of
+ * memory. */
+static char *params_json(const char *capture)
+{
+    json_t *o = json_pack("{s:s}", "capture", capture);
+    char *s = o != NULL ? json_dumps(o, JSON_PRESERVE_ORDER) : NULL;
+    json_decref(o);
+    return s;
+}
+
 int tpt_cmd_record(int argc, char **argv)
 {
-    char err[TPT_ERR_LEN], shown[512], capture[64], params[128], lacks[1024];
+    char err[TPT_ERR_LEN], shown[512], capture[64], *params, lacks[1024];
     char *env[2] = {capture, NULL};
     tpt_exec_result res;
     tpt_session *s = NULL;
@@ -124,16 +135,21 @@ int tpt_cmd_record(int argc, char **argv)
     memset(&res, 0, sizeof(res));
     tpt_argv_join(o.cmd, shown, sizeof(shown));
     snprintf(capture, sizeof(capture), "TRAINPARITY_CAPTURE=%s", o.capture);
-    snprintf(params, sizeof(params), "{\"capture\": \"%s\"}", o.capture);
+    if ((params = params_json(o.capture)) == NULL) {
+        tpt_error("record: out of memory");
+        return TPT_EXIT_ERROR;
+    }
 
     if ((rc = tpt_session_open(&s, err)) != TP_OK) {
         tpt_error("%s", err);
+        free(params);
         return TPT_EXIT_ERROR;
     }
     if (tpt_daemon_started(tpt_session_daemon(s)))
         tpt_progress("record", "started daemon at %s", tpt_daemon_ingest(tpt_session_daemon(s)));
-    if ((rc = tpt_run_create(tpt_session_client(s), o.name, "record", params, &run, err)) !=
-        TP_OK) {
+    rc = tpt_run_create(tpt_session_client(s), o.name, "record", params, &run, err);
+    free(params);
+    if (rc != TP_OK) {
         tpt_error("cannot create a run: %s", err);
         tpt_session_close(s, NULL);
         return TPT_EXIT_ERROR;

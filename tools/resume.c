@@ -9,6 +9,7 @@
  * The daemon then judges the run (daemon/checks/resume/verdict.c). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -247,18 +248,21 @@ static int parse_plan(plan *p, int argc, char **argv)
     return -1;
 }
 
-static void params_json(const plan *p, char *out, size_t n)
+/* params_json is the run's params as JSON, malloc'ed; NULL when out of
+ * memory. */
+static char *params_json(const plan *p)
 {
-    snprintf(out, n,
-             "{\"at\": %lld, \"capture\": \"%s\", \"tolerance\": %s, \"rtol\": %.17g, "
-             "\"atol\": %.17g}",
-             p->at, p->o.capture, p->o.rtol_set || p->o.atol_set ? "true" : "false", p->o.rtol,
-             p->o.atol);
+    json_t *o = json_pack("{s:I, s:s, s:b, s:f, s:f}", "at", (json_int_t)p->at, "capture",
+                          p->o.capture, "tolerance", p->o.rtol_set || p->o.atol_set, "rtol",
+                          p->o.rtol, "atol", p->o.atol);
+    char *s = o != NULL ? json_dumps(o, JSON_PRESERVE_ORDER) : NULL;
+    json_decref(o);
+    return s;
 }
 
 int tpt_cmd_resume(int argc, char **argv)
 {
-    char err[TPT_ERR_LEN], params[512];
+    char err[TPT_ERR_LEN], *params = NULL;
     char *ienv[4], *renv[3];
     tpt_session *s = NULL;
     tpt_exec_result res;
@@ -277,10 +281,11 @@ int tpt_cmd_resume(int argc, char **argv)
     }
     ienv[0] = p.capture, ienv[1] = p.interrupt, ienv[2] = p.sample, ienv[3] = NULL;
     renv[0] = p.capture, renv[1] = p.sample, renv[2] = NULL;
-    params_json(&p, params, sizeof params);
-    if (tpt_session_open(&s, err) != TP_OK) {
+    if ((params = params_json(&p)) == NULL) snprintf(err, sizeof err, "resume: out of memory");
+    if (params == NULL || tpt_session_open(&s, err) != TP_OK) {
         tpt_error("%s", err);
         tpt_snapshot_free(&tool);
+        free(params);
         free(p.owned);
         free(p.sample);
         return TPT_EXIT_ERROR;
@@ -310,6 +315,7 @@ done:
     if (tpt_session_close(s, err) != TP_OK) tpt_error("%s", err);
     tpt_snapshot_free(&tool);
     tpt_snapshot_free(&before_b);
+    free(params);
     free(p.owned);
     free(p.sample);
     return st;

@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 say() { printf 'setup: %s\n' "$*" >&2; }
 
 debs=(pkg-config libnng-dev libmsgpack-dev check libsubunit-dev libxxhash-dev
-      libsqlite3-dev python3-torch python3-numpy clang-format)
+      libjansson-dev libsqlite3-dev python3-torch python3-numpy clang-format)
 # make fuzz: Debian's clang and the runtime that holds libFuzzer
 # (libclang_rt.fuzzer), of clang's own version (bookworm: 14)
 clang_major=$(clang --version 2>/dev/null | sed -n 's/.*clang version \([0-9][0-9]*\).*/\1/p' ||

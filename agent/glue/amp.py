@@ -5,6 +5,7 @@
 from .core import (
     _tp, S, _arg0, _depth, _enter, _fail, _index, _indexed, _interrupt, _is_wrapped, _leave,
     _live, _off, _wrap_method, _wraps)
+from . import events as _ev
 from .restore import _emit_restore
 from .optim import _step_post
 
@@ -34,7 +35,7 @@ def _patch_scaler(torch):
 
     def after_scale(self, r, a, k):
         if self.is_enabled():
-            _tp.emit("amp", {"op": "scale", "scale": _scale_of(self)})
+            _tp.emit("amp", _ev.amp("scale", scale=_scale_of(self)))
 
     def after_unscale(self, r, a, k):
         if not self.is_enabled():
@@ -44,11 +45,11 @@ def _patch_scaler(torch):
         st = getattr(self, "_per_optimizer_states", {}).get(id(opt))
         if st and st.get("found_inf_per_device"):
             found = any(float(v) != 0.0 for v in st["found_inf_per_device"].values())
-        _tp.emit("amp", {"op": "unscale", "found_inf": found, "opt": _index(S.optimizers, opt)})
+        _tp.emit("amp", _ev.amp("unscale", found_inf=found, opt=_index(S.optimizers, opt)))
 
     def after_update(self, r, a, k):
         if self.is_enabled():
-            _tp.emit("amp", {"op": "update", "scale": _scale_of(self)})
+            _tp.emit("amp", _ev.amp("update", scale=_scale_of(self)))
 
     for c in classes:
         if "__init__" in c.__dict__:
@@ -76,16 +77,12 @@ def _patch_scaler(torch):
                 try:
                     skipped = S.step == before
                     if self.is_enabled():
-                        _tp.emit("amp", {"op": "step", "found_inf": skipped, "opt": _index(S.optimizers, optimizer)})
+                        _tp.emit("amp", _ev.amp("step", found_inf=skipped, opt=_index(S.optimizers, optimizer)))
                     if skipped:
-                        body = {
-                            "phase": "pre",
-                            "opt": _index(S.optimizers, optimizer),
-                            "cls": type(optimizer).__name__,
-                            "lrs": [float(g["lr"]) for g in optimizer.param_groups],
-                            "skipped": True,
-                            "via": "scaler",
-                        }
+                        body = _ev.step("pre", _index(S.optimizers, optimizer),
+                                        type(optimizer).__name__,
+                                        lrs=[float(g["lr"]) for g in optimizer.param_groups],
+                                        skipped=True, via="scaler")
                         _tp.emit("step", body, "grads", [])
                         _step_post(optimizer, None, skipped=True)
                 except Exception:

@@ -6,6 +6,7 @@
 from .core import (
     _tp, S, _depth, _enter, _fail, _interrupt, _is_wrapped, _leave, _off, _wrap_function,
     _wraps)
+from . import events as _ev
 from .config import _cfg
 from .state import _snapshot
 
@@ -22,16 +23,9 @@ def _before_backward(loss):
         torch = S.torch
         v = loss.detach() if isinstance(loss, torch.Tensor) else None
         numel = v.numel() if v is not None else 0
-        _tp.emit(
-            "backward",
-            {
-                "loss": float(v) if numel == 1 else None,
-                "dtype": str(v.dtype) if v is not None else None,
-                "count": S.bwd,
-                "numel": numel,
-                "mean_over": _take_mean_over(),
-            },
-        )
+        _tp.emit("backward", _ev.backward(float(v) if numel == 1 else None, S.bwd,
+                                          dtype=str(v.dtype) if v is not None else None,
+                                          numel=numel, mean_over=_take_mean_over()))
     except Exception:
         _fail("backward")
 

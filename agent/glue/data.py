@@ -6,6 +6,7 @@
 import operator
 import weakref
 
+from . import events as _ev
 from .core import _tp, S, _fail, _index, _is_wrapped, _off, _wrap_method, _wraps
 from .config import _cfg
 from .dist import _rank_world
@@ -94,13 +95,14 @@ def _on_batch(it, data):
     body = _loader_body(it, pos)
     body.update(ids=ids, worker=worker, size=len(ids) if ids is not None else None,
                 id_source=source)
-    _tp.emit("batch", body)
+    _tp.emit("batch", _ev.batch(**body))
 
 
 def _loader_body(it, pos):
     """What a batch event and an epoch's end share: the loader, its epoch,
     the position, rank and world, and what the DataLoader says of its
-    dataset and sampler (nothing when it is gone)."""
+    dataset and sampler (nothing when it is gone); keyword arguments of
+    events.batch."""
     li = it.__dict__.get("_tp_loader")
     li = li if li is not None else -1
     rank, world = _rank_world()
@@ -162,7 +164,7 @@ def _on_loader_end(it):
         it._tp_ended = True
         body = _loader_body(it, it.__dict__.get("_tp_pos", 0))
         body.update(ids=None, worker=None, end=True)
-        _tp.emit("batch", body)
+        _tp.emit("batch", _ev.batch(**body))
     except Exception:
         _fail("DataLoader end")
 

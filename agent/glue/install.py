@@ -7,6 +7,7 @@ import atexit
 import os
 import sys
 
+from . import events as _ev
 from .core import _tp, Digest, S, _fail, _off
 from .config import _cfg
 from .state import _snapshot
@@ -30,27 +31,13 @@ def _hello(torch):
     argv = list(getattr(sys, "orig_argv", None) or sys.argv)
     spawned = any("multiprocessing" in str(x) and "spawn" in str(x) for x in argv) or "--multiprocessing-fork" in argv
     rank, world, local_rank = _launcher()
-    _tp.emit(
-        "hello",
-        {
-            "schema": 1,
-            "agent": AGENT_VERSION,
-            "python": sys.version.split()[0],
-            "torch": str(torch.__version__),
-            "numpy": str(npm.__version__) if npm is not None and hasattr(npm, "__version__") else None,
-            "argv": [str(x) for x in argv],
-            "cwd": os.getcwd(),
-            "exe": sys.executable,
-            "role": "spawned" if spawned else "main",
-            "rank": rank,
-            "world": world,
-            "local_rank": local_rank,
-            "ppid": os.getppid(),
-            "interrupt_at": _cfg["interrupt_at"],
-            "capture": _cfg["capture"],
-            "hash_threads": _tp.hash_threads(),
-        },
-    )
+    _tp.emit("hello", _ev.hello(
+        1, AGENT_VERSION, sys.version.split()[0], [str(x) for x in argv], os.getcwd(),
+        "spawned" if spawned else "main", rank, world, os.getppid(),
+        torch=str(torch.__version__),
+        numpy=str(npm.__version__) if npm is not None and hasattr(npm, "__version__") else None,
+        exe=sys.executable, local_rank=local_rank, interrupt_at=_cfg["interrupt_at"],
+        capture=_cfg["capture"], hash_threads=_tp.hash_threads()))
     S.hello = True
 
 

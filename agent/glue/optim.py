@@ -6,6 +6,7 @@
 from .core import (
     _tp, S, _advance, _arg0, _depth, _enter, _fail, _index, _interrupt, _is_wrapped, _leave,
     _off, _wrap_function, _wrap_method, _wraps)
+from . import events as _ev
 from .config import _cfg
 from .state import _param_names
 from .restore import _restore_hook
@@ -21,15 +22,9 @@ def _step_pre(opt, via):
             if p.grad is not None:
                 grads.append(("grad." + names.get(id(p), "p%d" % k), p.grad))
             k += 1
-        body = {
-            "phase": "pre",
-            "opt": _index(S.optimizers, opt),
-            "cls": type(opt).__name__,
-            "lrs": [float(g["lr"]) for g in opt.param_groups],
-            "nparams": len(params),
-            "ngrads": len(grads),
-            "via": via,
-        }
+        body = _ev.step("pre", _index(S.optimizers, opt), type(opt).__name__,
+                        lrs=[float(g["lr"]) for g in opt.param_groups], nparams=len(params),
+                        ngrads=len(grads), via=via)
         _tp.emit("step", body, "grads", grads)
         if _cfg["update_norm"]:
             _tp.update_begin(params)
@@ -41,13 +36,14 @@ def _step_pre(opt, via):
 
 def _step_post(opt, params, skipped=False):
     try:
-        body = {"phase": "post", "opt": _index(S.optimizers, opt), "cls": type(opt).__name__}
+        idx, cls = _index(S.optimizers, opt), type(opt).__name__
         if skipped:
-            body["skipped"] = True
+            body = _ev.step("post", idx, cls, skipped=True)
         elif _cfg["update_norm"] and params is not None:
             norm, changed = _tp.update_end(params)
-            body["unorm"] = norm
-            body["changed"] = changed
+            body = _ev.step("post", idx, cls, unorm=norm, changed=changed)
+        else:
+            body = _ev.step("post", idx, cls)
         _tp.emit("step", body)
     except Exception:
         _fail("optimizer.step")
@@ -156,9 +152,11 @@ def _wrap_zero_grad(cls, which):
 
     def after(self, r, a, k):
         v = a[0] if a else k.get("set_to_none", default)
-        body = {"which": which, "set_to_none": v if isinstance(v, bool) else None}
+        stn = v if isinstance(v, bool) else None
         if which == "optimizer":
-            body["opt"] = _index(S.optimizers, self)
+            body = _ev.zero_grad(which, opt=_index(S.optimizers, self), set_to_none=stn)
+        else:
+            body = _ev.zero_grad(which, set_to_none=stn)
         _tp.emit("zero_grad", body)
 
     _wrap_method(cls, "zero_grad", after, "zero_grad")
@@ -180,11 +178,11 @@ def _patch_clip(torch):
 
     def norm_after(r, a, k):
         mx = a[1] if len(a) > 1 else k.get("max_norm")
-        _tp.emit("clip", {"op": "norm", "max": float(mx) if mx is not None else None, "norm": float(r)})
+        _tp.emit("clip", _ev.clip("norm", max=float(mx) if mx is not None else None, norm=float(r)))
 
     def value_after(r, a, k):
         mx = a[1] if len(a) > 1 else k.get("clip_value")
-        _tp.emit("clip", {"op": "value", "max": float(mx) if mx is not None else None, "norm": None})
+        _tp.emit("clip", _ev.clip("value", max=float(mx) if mx is not None else None, norm=None))
 
     for name, after in (("clip_grad_norm_", norm_after), ("clip_grad_value_", value_after)):
         w = _wrap_function(cg, name, after, "clip") if cg is not None else None

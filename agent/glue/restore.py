@@ -4,6 +4,7 @@
 # called it, with a manifest of what was restored so that the daemon can
 # tell a checkpoint's content from state kept elsewhere.
 from .core import _tp, S, _arg0, _caller, _index, _indexed, _live
+from . import events as _ev
 from .state import _module_path
 
 
@@ -17,13 +18,14 @@ def _emit_restore(what, obj, op, missing=None, unexpected=None, seed=None, arg=_
     object's own state, a state saved in memory)."""
     if not S.hello:
         return
-    body = {"what": what, "obj": obj, "op": op, "load": S.last_load, "caller": _caller()}
+    kw = {}
     if missing:
-        body["missing"] = [str(x) for x in missing][:200]
+        kw["missing"] = [str(x) for x in missing][:200]
     if unexpected:
-        body["unexpected"] = [str(x) for x in unexpected][:200]
+        kw["unexpected"] = [str(x) for x in unexpected][:200]
     if seed is not None:
-        body["seed"] = seed
+        kw["seed"] = seed
+    body = _ev.restore(what, obj, op, load=S.last_load, caller=_caller(), **kw)
     if arg is not _NO_ARG:
         try:
             _tp.emit("restore", body, "manifest", [("", arg)], True)

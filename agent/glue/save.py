@@ -7,6 +7,7 @@
 import os
 
 from .core import _tp, S, _depth, _enter, _fail, _is_wrapped, _leave, _off, _wrap_function, _wraps
+from . import events as _ev
 from .config import _cfg
 from .state import _snapshot
 
@@ -87,7 +88,8 @@ def _content(f, recs, use_records, data=None):
 
 
 def _io_body(api, f, recs, use_records, data, error):
-    """The body a save or a load event shares: where, what content, how."""
+    """What a save and a load event share: where, what content, how
+    (keyword arguments of events.save and events.load)."""
     target, name = _target(f) if f is not None else ("buffer", None)
     digest, via, records, nbytes = _content(f, recs, use_records, data)
     return {
@@ -106,8 +108,7 @@ def _observe_save(api, obj, f, recs, error, data=None):
     body = _io_body(api, f, recs, api == "torch", data, error)
     at = _cfg["interrupt_at"]
     armed = at is not None and not S.armed and error is None and S.step >= at
-    body["armed"] = armed
-    _tp.emit("save", body, "manifest", [("", obj)], True)
+    _tp.emit("save", _ev.save(armed=armed, **body), "manifest", [("", obj)], True)
     if S.save_snap_step != S.step:
         S.save_snap_step = S.step
         _snapshot("save")
@@ -118,7 +119,7 @@ def _observe_save(api, obj, f, recs, error, data=None):
 def _observe_load(api, f, recs, result, error, use_records, data=None):
     body = _io_body(api, f, recs, use_records, data, error)
     items = [("", result)] if error is None else []
-    seq = _tp.emit("load", body, "manifest", items, True)
+    seq = _tp.emit("load", _ev.load(**body), "manifest", items, True)
     if seq >= 0:
         S.last_load = seq
 

@@ -2,6 +2,7 @@
 # sched.py -- LR schedulers: a `sched` event with the scheduler's state
 # after each step the user makes (not the one its constructor makes), the
 # metric of ReduceLROnPlateau, and load_state_dict restores.
+from . import events as _ev
 from .core import (
     _tp, S, _depth, _enter, _fail, _index, _indexed, _is_wrapped, _leave, _live, _off,
     _wrap_method, _wraps)
@@ -31,7 +32,7 @@ def _sched_step_wrapper(cls):
                 metric = float(m) if m is not None else None
             _tp.emit(
                 "sched",
-                {"sched": idx, "cls": type(self).__name__, "metric": metric},
+                _ev.sched(idx, type(self).__name__, metric=metric),
                 "leaves",
                 [(_indexed("scheduler", idx, len(_live(scheds))), self.state_dict())],
             )

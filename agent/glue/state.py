@@ -6,6 +6,7 @@
 import sys
 import weakref
 
+from . import events as _ev
 from .core import _tp, Digest, S, _indexed, _live
 
 
@@ -117,7 +118,7 @@ def _snapshot(why):
     npr = sys.modules.get("numpy.random")
     if S.seeded["numpy"] and npr is not None:
         items.append(("rng.numpy", Digest(npr.get_state())))
-    _tp.emit("snapshot", {"why": why}, "leaves", items)
+    _tp.emit("snapshot", _ev.snapshot(why), "leaves", items)
     return names
 
 

@@ -4,10 +4,10 @@
  * Per message: decode and check everything (proto), then SAVEPOINT, make
  * sure the (exec, pid) process row exists, insert each event (a conflict on
  * (exec_id, pid, seq) is a duplicate and skipped with all it implies), then
- * per new event: hello and bye fill the process row, snapshot/sched/step/
- * save/load bodies are flattened into leaves, blob bytes go to the blob
- * store; finally the process's nevents and max_seq, and RELEASE.  All
- * statements are prepared once; strings are bound straight from the
+ * per new event: hello and bye fill the process row, blob bytes go to the
+ * blob store (every other body is stored as it came: the one copy, which
+ * readers decode); finally the process's nevents and max_seq, and RELEASE.
+ * All statements are prepared once; strings are bound straight from the
  * message buffer (SQLITE_STATIC), which outlives each step.
  *
  * Before any of that a batch must name an execution the daemon created, of
@@ -38,7 +38,6 @@ enum {
     S_PROC,
     S_PROC_COUNT,
     S_EVENT,
-    S_LEAF,
     S_HELLO,
     S_BYE,
     S_BLOB,
@@ -58,10 +57,6 @@ static const char *const sqls[S__COUNT] = {
                      " WHERE exec_id = ?1 AND pid = ?2",
     [S_EVENT] = "INSERT INTO events(exec_id, pid, seq, time_ns, step, kind, body)"
                 " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT(exec_id, pid, seq) DO NOTHING",
-    [S_LEAF] =
-        "INSERT INTO leaves(event_id, ord, path, kind, dtype, shape, digest, sum, l2,"
-        " maxabs, nonfinite, value, vtype, nitems, device, blob, src)"
-        " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
     [S_HELLO] = "UPDATE processes SET ppid = ?3, rank = ?4, world = ?5, local_rank = ?6,"
                 " role = ?7, agent = ?8, python = ?9, torch = ?10, numpy = ?11, argv = ?12,"
                 " cwd = ?13, exe = ?14, capture = ?15, cxx = ?16, interrupt_at = ?17,"
@@ -175,7 +170,7 @@ static void bind_str(sqlite3_stmt *st, int i, const char *s, uint32_t n)
         sqlite3_bind_null(st, i);
 }
 
-static void bind_body_str(sqlite3_stmt *st, int i, const tp_event *e, const char *key)
+static void bind_body_str(sqlite3_stmt *st, int i, const tp_event *e, tp_field key)
 {
     const char *s = NULL;
     uint32_t n = 0;
@@ -183,7 +178,7 @@ static void bind_body_str(sqlite3_stmt *st, int i, const tp_event *e, const char
     bind_str(st, i, s, n);
 }
 
-static void bind_body_int(sqlite3_stmt *st, int i, const tp_event *e, const char *key)
+static void bind_body_int(sqlite3_stmt *st, int i, const tp_event *e, tp_field key)
 {
     int64_t v;
     if (tp_body_int(e, key, &v) == TP_OK)
@@ -193,7 +188,7 @@ static void bind_body_int(sqlite3_stmt *st, int i, const tp_event *e, const char
 }
 
 /* bind_body_uint binds an unsigned field, clamped to INT64_MAX. */
-static void bind_body_uint(sqlite3_stmt *st, int i, const tp_event *e, const char *key)
+static void bind_body_uint(sqlite3_stmt *st, int i, const tp_event *e, tp_field key)
 {
     tp_mpr f;
     uint64_t v;
@@ -203,7 +198,7 @@ static void bind_body_uint(sqlite3_stmt *st, int i, const tp_event *e, const cha
         sqlite3_bind_null(st, i);
 }
 
-static void bind_body_bool(sqlite3_stmt *st, int i, const tp_event *e, const char *key)
+static void bind_body_bool(sqlite3_stmt *st, int i, const tp_event *e, tp_field key)
 {
     bool v;
     if (tp_body_bool(e, key, &v) == TP_OK)
@@ -212,8 +207,7 @@ static void bind_body_bool(sqlite3_stmt *st, int i, const tp_event *e, const cha
         sqlite3_bind_null(st, i);
 }
 
-/* shape_text writes "[3,4]" into out (at least TP_MAX_DIMS * 21 + 3 bytes):
- * by hand, as printf showed up in profiles at ~400 leaves per batch. */
+/* shape_text writes "[3,4]" into out (at least TP_MAX_DIMS * 21 + 3 bytes). */
 static const char *shape_text(char *out, size_t n, const int64_t *shape, uint32_t ndim)
 {
     char *p = out;
@@ -242,26 +236,26 @@ static int store_hello(tpd_ingest *in, const tp_batch *b, const tp_event *e)
     tp_mpr f;
     sqlite3_bind_int64(st, 1, b->hdr.exec);
     sqlite3_bind_int64(st, 2, b->hdr.pid);
-    bind_body_int(st, 3, e, "ppid");
-    bind_body_int(st, 4, e, "rank");
-    bind_body_int(st, 5, e, "world");
-    bind_body_int(st, 6, e, "local_rank");
-    bind_body_str(st, 7, e, "role");
-    bind_body_str(st, 8, e, "agent");
-    bind_body_str(st, 9, e, "python");
-    bind_body_str(st, 10, e, "torch");
-    bind_body_str(st, 11, e, "numpy");
+    bind_body_int(st, 3, e, TPF_hello_ppid);
+    bind_body_int(st, 4, e, TPF_hello_rank);
+    bind_body_int(st, 5, e, TPF_hello_world);
+    bind_body_int(st, 6, e, TPF_hello_local_rank);
+    bind_body_str(st, 7, e, TPF_hello_role);
+    bind_body_str(st, 8, e, TPF_hello_agent);
+    bind_body_str(st, 9, e, TPF_hello_python);
+    bind_body_str(st, 10, e, TPF_hello_torch);
+    bind_body_str(st, 11, e, TPF_hello_numpy);
     tpd_str_reset(&in->json);
-    if (tp_body_find(e, "argv", &f) == TP_OK && tpd_json_strs(&in->json, &f) == TP_OK &&
+    if (tp_body_find(e, TPF_hello_argv, &f) == TP_OK && tpd_json_strs(&in->json, &f) == TP_OK &&
         !in->json.oom)
         sqlite3_bind_text(st, 12, tpd_str_cstr(&in->json), (int)in->json.len, SQLITE_STATIC);
     else
         sqlite3_bind_null(st, 12);
-    bind_body_str(st, 13, e, "cwd");
-    bind_body_str(st, 14, e, "exe");
-    bind_body_str(st, 15, e, "capture");
-    bind_body_str(st, 16, e, "cxx");
-    bind_body_int(st, 17, e, "interrupt_at");
+    bind_body_str(st, 13, e, TPF_hello_cwd);
+    bind_body_str(st, 14, e, TPF_hello_exe);
+    bind_body_str(st, 15, e, TPF_hello_capture);
+    bind_body_str(st, 16, e, TPF_hello_cxx);
+    bind_body_int(st, 17, e, TPF_hello_interrupt_at);
     sqlite3_bind_int64(st, 18, (int64_t)e->time_ns);
     return step(st);
 }
@@ -271,74 +265,15 @@ static int store_bye(tpd_ingest *in, const tp_batch *b, const tp_event *e)
     sqlite3_stmt *st = stmt(in, S_BYE);
     sqlite3_bind_int64(st, 1, b->hdr.exec);
     sqlite3_bind_int64(st, 2, b->hdr.pid);
-    bind_body_str(st, 3, e, "reason");
-    bind_body_int(st, 4, e, "code");
-    bind_body_uint(st, 5, e, "sent");
-    bind_body_uint(st, 6, e, "dropped");
-    bind_body_uint(st, 7, e, "errors");
-    bind_body_bool(st, 8, e, "spooled");
-    bind_body_str(st, 9, e, "exc");
+    bind_body_str(st, 3, e, TPF_bye_reason);
+    bind_body_int(st, 4, e, TPF_bye_code);
+    bind_body_uint(st, 5, e, TPF_bye_sent);
+    bind_body_uint(st, 6, e, TPF_bye_dropped);
+    bind_body_uint(st, 7, e, TPF_bye_errors);
+    bind_body_bool(st, 8, e, TPF_bye_spooled);
+    bind_body_str(st, 9, e, TPF_bye_exc);
     sqlite3_bind_int64(st, 10, (int64_t)e->time_ns);
     return step(st);
-}
-
-/* store_leaves writes the leaves under key of event id. */
-static int store_leaves(tpd_ingest *in, const tp_event *e, int64_t id, const char *key)
-{
-    tp_mpr r;
-    uint32_t n;
-    char shape[TP_MAX_DIMS * 24 + 4];
-    if (tp_body_find(e, key, &r) != TP_OK) return SQLITE_OK;
-    if (tp_mpr_array(&r, &n) != TP_OK) return SQLITE_OK; /* nil cannot pass the schema */
-    for (uint32_t i = 0; i < n; i++) {
-        sqlite3_stmt *st = stmt(in, S_LEAF);
-        tp_leaf l;
-        int rc;
-        if (tp_leaf_read(&r, &l) != TP_OK) return SQLITE_MISMATCH; /* validated: cannot be */
-        sqlite3_clear_bindings(st);
-        sqlite3_bind_int64(st, 1, id);
-        sqlite3_bind_int64(st, 2, i);
-        bind_str(st, 3, l.path, l.path_len);
-        sqlite3_bind_text(st, 4, &l.kind, 1, SQLITE_TRANSIENT);
-        if (l.kind == 't') {
-            bind_str(st, 5, l.dtype, l.dtype_len);
-            sqlite3_bind_text(st, 6, shape_text(shape, sizeof shape, l.shape, l.ndim), -1,
-                              SQLITE_TRANSIENT);
-            sqlite3_bind_blob(st, 7, l.digest, TP_DIGEST_LEN, SQLITE_TRANSIENT);
-            sqlite3_bind_double(st, 8, l.stats.sum);
-            sqlite3_bind_double(st, 9, l.stats.l2);
-            sqlite3_bind_double(st, 10, l.stats.maxabs);
-            sqlite3_bind_int64(
-                st, 11, l.stats.nonfinite > INT64_MAX ? INT64_MAX : (int64_t)l.stats.nonfinite);
-            bind_str(st, 15, l.device, l.device_len);
-            sqlite3_bind_int(st, 16, l.blob);
-        } else if (l.kind == 'd') {
-            sqlite3_bind_blob(st, 7, l.digest, TP_DIGEST_LEN, SQLITE_TRANSIENT);
-            sqlite3_bind_int64(st, 14, l.nitems > INT64_MAX ? INT64_MAX : (int64_t)l.nitems);
-        } else {
-            static const char *const vt[] = {"nil", "bool", "int", "float", "str"};
-            switch (l.vtype) {
-            case TP_V_NIL:
-                break;
-            case TP_V_BOOL:
-                sqlite3_bind_int(st, 12, l.b);
-                break;
-            case TP_V_INT:
-                sqlite3_bind_int64(st, 12, l.i);
-                break;
-            case TP_V_FLOAT:
-                sqlite3_bind_double(st, 12, l.f);
-                break;
-            case TP_V_STR:
-                bind_str(st, 12, l.s, l.s_len);
-                break;
-            }
-            sqlite3_bind_text(st, 13, vt[l.vtype], -1, SQLITE_STATIC);
-        }
-        sqlite3_bind_text(st, 17, key, -1, SQLITE_STATIC);
-        if ((rc = step(st)) != SQLITE_OK) return rc;
-    }
-    return SQLITE_OK;
 }
 
 /* blob_body rewrites a blob event's body without its bytes:
@@ -352,11 +287,11 @@ static void blob_body(tpd_ingest *in, const tp_event *e, char *shape_txt, size_t
     int64_t shape[TP_MAX_DIMS];
     tp_mpr f;
     bool has_shape = false;
-    tp_body_digest(e, "digest", d);
-    if (tp_body_find(e, "data", &f) == TP_OK) tp_mpr_bin(&f, &data, &size);
-    if (tp_body_str(e, "dtype", &dtype, &klen) != TP_OK) dtype = NULL;
+    tp_body_digest(e, TPF_blob_digest, d);
+    if (tp_body_find(e, TPF_blob_data, &f) == TP_OK) tp_mpr_bin(&f, &data, &size);
+    if (tp_body_str(e, TPF_blob_dtype, &dtype, &klen) != TP_OK) dtype = NULL;
     shape_txt[0] = '\0';
-    if (tp_body_find(e, "shape", &f) == TP_OK && tp_mpr_array(&f, &ndim) == TP_OK) {
+    if (tp_body_find(e, TPF_blob_shape, &f) == TP_OK && tp_mpr_array(&f, &ndim) == TP_OK) {
         uint32_t k = 0;
         for (; k < ndim && k < TP_MAX_DIMS; k++)
             if (tp_mpr_int(&f, &shape[k]) != TP_OK) break;
@@ -391,8 +326,8 @@ static tp_err store_blob(tpd_ingest *in, const tp_event *e, const char *shape_tx
     sqlite3_stmt *st;
     tp_err err;
     int rc;
-    if (tp_body_digest(e, "digest", d) != TP_OK || tp_body_find(e, "data", &f) != TP_OK ||
-        tp_mpr_bin(&f, &data, &size) != TP_OK)
+    if (tp_body_digest(e, TPF_blob_digest, d) != TP_OK ||
+        tp_body_find(e, TPF_blob_data, &f) != TP_OK || tp_mpr_bin(&f, &data, &size) != TP_OK)
         return TP_EPROTO; /* validated: cannot be */
     if ((err = tpd_blob_put(in->blobs, d, data, size, NULL)) != TP_OK) {
         snprintf(why, whylen, "cannot write a blob file: %s", tp_strerror(err));
@@ -401,7 +336,7 @@ static tp_err store_blob(tpd_ingest *in, const tp_event *e, const char *shape_tx
     st = stmt(in, S_BLOB);
     sqlite3_bind_blob(st, 1, d, sizeof d, SQLITE_TRANSIENT);
     sqlite3_bind_int64(st, 2, size);
-    bind_body_str(st, 3, e, "dtype");
+    bind_body_str(st, 3, e, TPF_blob_dtype);
     if (shape_txt[0])
         sqlite3_bind_text(st, 4, shape_txt, -1, SQLITE_TRANSIENT);
     else
@@ -421,7 +356,6 @@ static tp_err store_event(tpd_ingest *in, const tp_batch *b, const tp_event *e, 
     sqlite3_stmt *st = stmt(in, S_EVENT);
     const char *kname = tp_kind_name(e->kind);
     char shape_txt[TP_MAX_DIMS * 24 + 4] = "";
-    int64_t id;
     int rc = SQLITE_OK;
     *fresh = false;
     sqlite3_bind_int64(st, 1, b->hdr.exec);
@@ -440,24 +374,12 @@ static tp_err store_event(tpd_ingest *in, const tp_batch *b, const tp_event *e, 
     if ((rc = step(st)) != SQLITE_OK) goto dbfail;
     if (sqlite3_changes(in->db) == 0) return TP_OK; /* duplicate */
     *fresh = true;
-    id = sqlite3_last_insert_rowid(in->db);
     switch (e->kind) {
     case TP_K_HELLO:
         rc = store_hello(in, b, e);
         break;
     case TP_K_BYE:
         rc = store_bye(in, b, e);
-        break;
-    case TP_K_SNAPSHOT:
-    case TP_K_SCHED:
-        rc = store_leaves(in, e, id, "leaves");
-        break;
-    case TP_K_STEP:
-        rc = store_leaves(in, e, id, "grads");
-        break;
-    case TP_K_SAVE:
-    case TP_K_LOAD:
-        rc = store_leaves(in, e, id, "manifest");
         break;
     case TP_K_BLOB:
         return store_blob(in, e, shape_txt, why, whylen);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT
- * ingest.h -- agent batches into rows: events, processes, leaves, blobs.
+ * ingest.h -- agent batches into rows: events (their bodies whole), processes, blobs.
  *
  * A message is decoded and checked whole (proto/event.h) before anything is
  * written, so a malformed message leaves no trace but counters.malformed;

@@ -9,7 +9,7 @@
 
 #include "daemon/obs/obs.h"
 
-static const char *op_of(tpd_arena *a, const tp_event *e, const char *key, bool *oom)
+static const char *op_of(tpd_arena *a, const tp_event *e, tp_field key, bool *oom)
 {
     const char *s;
     uint32_t n;
@@ -27,7 +27,8 @@ static bool first_lr(const tp_event *e, double *lr)
     tp_mptype t;
     uint32_t n;
     int64_t i;
-    if (tp_body_find(e, "lrs", &r) != TP_OK || tp_mpr_peek(&r, &t) != TP_OK || t != TP_MP_ARRAY)
+    if (tp_body_find(e, TPF_step_lrs, &r) != TP_OK || tp_mpr_peek(&r, &t) != TP_OK ||
+        t != TP_MP_ARRAY)
         return false;
     if (tp_mpr_array(&r, &n) != TP_OK || n == 0 || tp_mpr_peek(&r, &t) != TP_OK) return false;
     if (t == TP_MP_INT) {
@@ -48,37 +49,37 @@ tp_err tpd_proc_add_mark(tpd_arena *a, tpd_proc *p, const tp_event *e)
     m.kind = e->kind;
     switch (e->kind) {
     case TP_K_BACKWARD:
-        if (tp_body_int(e, "count", &m.n) != TP_OK) m.n = 0;
-        m.has_f = tp_body_f64(e, "loss", &m.f) == TP_OK;
-        if (tp_body_int(e, "mean_over", &m.mean_over) != TP_OK) m.mean_over = -1;
+        if (tp_body_int(e, TPF_backward_count, &m.n) != TP_OK) m.n = 0;
+        m.has_f = tp_body_f64(e, TPF_backward_loss, &m.f) == TP_OK;
+        if (tp_body_int(e, TPF_backward_mean_over, &m.mean_over) != TP_OK) m.mean_over = -1;
         break;
     case TP_K_STEP:
-        m.op = op_of(a, e, "phase", &oom);
-        if (tp_body_int(e, "opt", &m.n) != TP_OK) m.n = 0;
-        m.flag = tp_body_bool(e, "skipped", &b) == TP_OK && b;
+        m.op = op_of(a, e, TPF_step_phase, &oom);
+        if (tp_body_int(e, TPF_step_opt, &m.n) != TP_OK) m.n = 0;
+        m.flag = tp_body_bool(e, TPF_step_skipped, &b) == TP_OK && b;
         m.has_f = m.op != NULL && strcmp(m.op, "pre") == 0 && first_lr(e, &m.f);
         break;
     case TP_K_SCHED:
-        if (tp_body_int(e, "sched", &m.n) != TP_OK) m.n = 0;
+        if (tp_body_int(e, TPF_sched_sched, &m.n) != TP_OK) m.n = 0;
         break;
     case TP_K_AMP:
-        m.op = op_of(a, e, "op", &oom);
-        m.has_f = tp_body_f64(e, "scale", &m.f) == TP_OK;
-        m.flag = tp_body_bool(e, "found_inf", &b) == TP_OK && b;
+        m.op = op_of(a, e, TPF_amp_op, &oom);
+        m.has_f = tp_body_f64(e, TPF_amp_scale, &m.f) == TP_OK;
+        m.flag = tp_body_bool(e, TPF_amp_found_inf, &b) == TP_OK && b;
         break;
     case TP_K_CLIP:
-        m.op = op_of(a, e, "op", &oom);
-        m.has_f = tp_body_f64(e, "norm", &m.f) == TP_OK;
-        m.has_max = tp_body_f64(e, "max", &m.max) == TP_OK;
+        m.op = op_of(a, e, TPF_clip_op, &oom);
+        m.has_f = tp_body_f64(e, TPF_clip_norm, &m.f) == TP_OK;
+        m.has_max = tp_body_f64(e, TPF_clip_max, &m.max) == TP_OK;
         break;
     case TP_K_ZERO_GRAD:
-        m.op = op_of(a, e, "which", &oom);
-        if (tp_body_int(e, "opt", &m.n) != TP_OK) m.n = -1; /* a module's */
-        m.flag = tp_body_bool(e, "set_to_none", &b) == TP_OK && b;
+        m.op = op_of(a, e, TPF_zero_grad_which, &oom);
+        if (tp_body_int(e, TPF_zero_grad_opt, &m.n) != TP_OK) m.n = -1; /* a module's */
+        m.flag = tp_body_bool(e, TPF_zero_grad_set_to_none, &b) == TP_OK && b;
         break;
     case TP_K_BATCH:
-        if (tp_body_bool(e, "end", &b) == TP_OK && b) return TP_OK; /* an epoch's end */
-        if (tp_body_int(e, "size", &m.n) != TP_OK) m.n = -1;
+        if (tp_body_bool(e, TPF_batch_end, &b) == TP_OK && b) return TP_OK; /* an epoch's end */
+        if (tp_body_int(e, TPF_batch_size, &m.n) != TP_OK) m.n = -1;
         break;
     default:
         return TP_OK;

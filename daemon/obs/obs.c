@@ -106,7 +106,7 @@ tp_err tpd_leaves_add(tpd_arena *a, tpd_items *l, tp_mpr *r, int64_t step, uint6
     return TP_OK;
 }
 
-static const char *body_str(tpd_arena *a, const tp_event *e, const char *key)
+static const char *body_str(tpd_arena *a, const tp_event *e, tp_field key)
 {
     const char *s;
     uint32_t n;
@@ -114,7 +114,7 @@ static const char *body_str(tpd_arena *a, const tp_event *e, const char *key)
     return tpd_arena_strndup(a, s, n);
 }
 
-static int64_t body_int(const tp_event *e, const char *key, int64_t dflt)
+static int64_t body_int(const tp_event *e, tp_field key, int64_t dflt)
 {
     int64_t v;
     return tp_body_int(e, key, &v) == TP_OK ? v : dflt;
@@ -137,9 +137,9 @@ static tp_err push_value(tpd_arena *a, tpd_proc *p, const tp_event *e, const cha
 static tp_err add_snapshot(tpd_arena *a, tpd_proc *p, const tp_event *e)
 {
     tp_mpr r;
-    const char *why = body_str(a, e, "why");
+    const char *why = body_str(a, e, TPF_snapshot_why);
     tpd_snap *s;
-    if (why == NULL || tp_body_find(e, "leaves", &r) != TP_OK) return TP_EPROTO;
+    if (why == NULL || tp_body_find(e, TPF_snapshot_leaves, &r) != TP_OK) return TP_EPROTO;
     if (strcmp(why, "backward") == 0)
         return tpd_leaves_add(a, &p->timeline, &r, e->step, ORD(e->seq));
     if (strcmp(why, "final") == 0) {
@@ -162,11 +162,11 @@ static tp_err add_snapshot(tpd_arena *a, tpd_proc *p, const tp_event *e)
 static tp_err add_backward(tpd_arena *a, tpd_proc *p, const tp_event *e)
 {
     char path[32];
-    int64_t count = body_int(e, "count", 1);
+    int64_t count = body_int(e, TPF_backward_count, 1);
     tpd_val v;
     memset(&v, 0, sizeof v);
     v.kind = 'v';
-    if (tp_body_f64(e, "loss", &v.f) == TP_OK)
+    if (tp_body_f64(e, TPF_backward_loss, &v.f) == TP_OK)
         v.vtype = TP_V_FLOAT;
     else
         v.vtype = TP_V_NIL;
@@ -179,25 +179,25 @@ static tp_err add_backward(tpd_arena *a, tpd_proc *p, const tp_event *e)
 
 static tp_err add_step(tpd_arena *a, tpd_proc *p, const tp_event *e)
 {
-    const char *phase = body_str(a, e, "phase");
+    const char *phase = body_str(a, e, TPF_step_phase);
     tp_mpr r;
     tpd_val v;
     bool b;
     tp_err rc;
     if (phase == NULL) return TP_EPROTO;
     if (strcmp(phase, "pre") == 0) {
-        if (tp_body_find(e, "grads", &r) == TP_OK)
+        if (tp_body_find(e, TPF_step_grads, &r) == TP_OK)
             return tpd_leaves_add(a, &p->timeline, &r, e->step, ORD(e->seq));
         return TP_OK;
     }
     if (e->step + 1 > p->steps) p->steps = e->step + 1;
     memset(&v, 0, sizeof v);
     v.kind = 'v';
-    if (tp_body_f64(e, "unorm", &v.f) == TP_OK) {
+    if (tp_body_f64(e, TPF_step_unorm, &v.f) == TP_OK) {
         v.vtype = TP_V_FLOAT;
         if ((rc = push_value(a, p, e, "update.norm", &v, 0)) != TP_OK) return rc;
     }
-    if (tp_body_bool(e, "skipped", &b) == TP_OK && b) {
+    if (tp_body_bool(e, TPF_step_skipped, &b) == TP_OK && b) {
         v.vtype = TP_V_BOOL;
         v.b = true;
         if ((rc = push_value(a, p, e, "update.skipped", &v, 1)) != TP_OK) return rc;
@@ -218,14 +218,14 @@ static tp_err add_ckpt(tpd_arena *a, tpd_proc *p, const tp_event *e, bool load)
     c->seq = e->seq;
     c->step = e->step;
     c->load = load;
-    c->api = body_str(a, e, "api");
-    c->target = body_str(a, e, "target");
-    c->name = body_str(a, e, "name");
-    c->via = body_str(a, e, "via");
-    c->error = body_str(a, e, "error");
-    c->has_digest = tp_body_digest(e, "digest", c->digest) == TP_OK;
-    c->armed = tp_body_bool(e, "armed", &b) == TP_OK && b;
-    if (tp_body_find(e, "manifest", &r) == TP_OK)
+    c->api = body_str(a, e, TPF_saveload_api);
+    c->target = body_str(a, e, TPF_saveload_target);
+    c->name = body_str(a, e, TPF_saveload_name);
+    c->via = body_str(a, e, TPF_saveload_via);
+    c->error = body_str(a, e, TPF_saveload_error);
+    c->has_digest = tp_body_digest(e, TPF_saveload_digest, c->digest) == TP_OK;
+    c->armed = tp_body_bool(e, TPF_saveload_armed, &b) == TP_OK && b;
+    if (tp_body_find(e, TPF_saveload_manifest, &r) == TP_OK)
         return tpd_leaves_add(a, &c->manifest, &r, e->step, 0);
     return TP_OK;
 }
@@ -240,13 +240,13 @@ static tp_err add_restore(tpd_arena *a, tpd_proc *p, const tp_event *e)
     memset(r, 0, sizeof *r);
     r->seq = e->seq;
     r->step = e->step;
-    r->what = body_str(a, e, "what");
-    r->obj = body_str(a, e, "obj");
-    r->op = body_str(a, e, "op");
-    r->caller = body_str(a, e, "caller");
-    r->has_load = tp_body_int(e, "load", &r->load) == TP_OK;
-    r->has_seed = tp_body_int(e, "seed", &r->seed) == TP_OK;
-    if (tp_body_find(e, "manifest", &m) == TP_OK) {
+    r->what = body_str(a, e, TPF_restore_what);
+    r->obj = body_str(a, e, TPF_restore_obj);
+    r->op = body_str(a, e, TPF_restore_op);
+    r->caller = body_str(a, e, TPF_restore_caller);
+    r->has_load = tp_body_int(e, TPF_restore_load, &r->load) == TP_OK;
+    r->has_seed = tp_body_int(e, TPF_restore_seed, &r->seed) == TP_OK;
+    if (tp_body_find(e, TPF_restore_manifest, &m) == TP_OK) {
         r->has_manifest = true;
         return tpd_leaves_add(a, &r->manifest, &m, e->step, 0);
     }
@@ -259,16 +259,16 @@ tp_err tpd_proc_add_event(tpd_arena *a, tpd_proc *p, const tp_event *e)
     if (mrc != TP_OK) return mrc;
     switch (e->kind) {
     case TP_K_HELLO:
-        p->has_interrupt_at = tp_body_int(e, "interrupt_at", &p->interrupt_at) == TP_OK;
-        if (p->role == NULL) p->role = body_str(a, e, "role");
+        p->has_interrupt_at = tp_body_int(e, TPF_hello_interrupt_at, &p->interrupt_at) == TP_OK;
+        if (p->role == NULL) p->role = body_str(a, e, TPF_hello_role);
         return TP_OK;
     case TP_K_BYE:
         p->has_bye = true;
-        p->bye_reason = body_str(a, e, "reason");
-        p->bye_exc = body_str(a, e, "exc");
-        p->sent = body_int(e, "sent", 0);
-        p->dropped = body_int(e, "dropped", 0);
-        p->errors = body_int(e, "errors", 0);
+        p->bye_reason = body_str(a, e, TPF_bye_reason);
+        p->bye_exc = body_str(a, e, TPF_bye_exc);
+        p->sent = body_int(e, TPF_bye_sent, 0);
+        p->dropped = body_int(e, TPF_bye_dropped, 0);
+        p->errors = body_int(e, TPF_bye_errors, 0);
         return TP_OK;
     case TP_K_SNAPSHOT:
         return add_snapshot(a, p, e);
@@ -288,7 +288,7 @@ tp_err tpd_proc_add_event(tpd_arena *a, tpd_proc *p, const tp_event *e)
         return add_restore(a, p, e);
     case TP_K_ERROR:
         if (p->first_error == NULL) {
-            const char *w = body_str(a, e, "where"), *m = body_str(a, e, "msg");
+            const char *w = body_str(a, e, TPF_error_where), *m = body_str(a, e, TPF_error_msg);
             size_t n = (w ? strlen(w) : 0) + (m ? strlen(m) : 0) + 3;
             char *s = tpd_arena_alloc(a, n);
             if (s == NULL) return TP_ENOMEM;

@@ -11,6 +11,7 @@
 
 #include "daemon/base/text.h"
 #include "daemon/checks/judge.h"
+#include "daemon/checks/params.h"
 #include "daemon/serve/control.h"
 #include "daemon/serve/lease.h"
 #include "daemon/store/query.h"
@@ -280,7 +281,8 @@ static tp_err opt_int(const tpd_req *q, tpd_reply *r, const char *k, int64_t *v,
  * wall time a report gives, checks/render.h): started_ago_ns (optional) says how
  * long ago, on the tool's monotonic clock, the tool started it; a duration
  * rather than a time, so that a daemon on another host, whose clock differs,
- * still places it right. */
+ * still places it right.  params (optional), the check's declaration, is
+ * stored as given once it parses as a JSON object. */
 static tp_err cmd_run_create(tpd_control *c, const tpd_req *q, tpd_reply *r)
 {
     char *name = NULL, *check = NULL, *params = NULL;
@@ -290,6 +292,18 @@ static tp_err cmd_run_create(tpd_control *c, const tpd_req *q, tpd_reply *r)
     if ((err = opt_str(q, r, "name", &name)) != TP_OK) goto out;
     if ((err = need_str(q, r, "check", &check)) != TP_OK) goto out;
     if ((err = opt_str(q, r, "params", &params)) != TP_OK) goto out;
+    if (params != NULL) {
+        /* the checks read the params as a JSON object (checks/params.h):
+         * what they could not read is refused now, not at the verdict */
+        char why[256];
+        tpd_params par;
+        err = tpd_params_parse(&par, params, why, sizeof why);
+        tpd_params_clear(&par);
+        if (err != TP_OK) {
+            tpd_reply_fail(r, err, "argument 'params': %s", why);
+            goto out;
+        }
+    }
     if ((err = opt_int(q, r, "started_ago_ns", &ago, &has_ago)) != TP_OK) goto out;
     if (ago < 0 || ago > now) {
         err = tpd_reply_fail(r, TP_EINVAL, "argument 'started_ago_ns' is out of range");

@@ -292,18 +292,18 @@ static void row_add(step_row *r, const tp_event *e)
     uint32_t n;
     if (e->kind == TP_K_BACKWARD) {
         r->nback++;
-        if (tp_body_f64(e, "loss", &v) == TP_OK) {
+        if (tp_body_f64(e, TPF_backward_loss, &v) == TP_OK) {
             r->loss += v;
             r->has_loss = true;
         }
         return;
     }
-    if (tp_body_str(e, "phase", &phase, &plen) != TP_OK) return;
+    if (tp_body_str(e, TPF_step_phase, &phase, &plen) != TP_OK) return;
     if (tp_mp_str_eq(phase, plen, "pre")) {
         r->nopt++;
-        has = tp_body_f64(e, "gnorm", &v) == TP_OK;
+        has = tp_body_f64(e, TPF_step_gnorm, &v) == TP_OK;
         list_num(&r->gnorm, has, v);
-        if (tp_body_find(e, "lrs", &f) == TP_OK && tp_mpr_array(&f, &n) == TP_OK) {
+        if (tp_body_find(e, TPF_step_lrs, &f) == TP_OK && tp_mpr_array(&f, &n) == TP_OK) {
             for (uint32_t i = 0; i < n; i++) {
                 tp_mptype t;
                 int64_t iv;
@@ -318,7 +318,7 @@ static void row_add(step_row *r, const tp_event *e)
             }
         }
     } else if (tp_mp_str_eq(phase, plen, "post")) {
-        has = tp_body_f64(e, "unorm", &v) == TP_OK;
+        has = tp_body_f64(e, TPF_step_unorm, &v) == TP_OK;
         list_num(&r->unorm, has, v);
     }
 }
@@ -424,21 +424,22 @@ tp_err tpd_query_saves(tpd_store *s, int64_t exec, tpd_str *out, char *why, size
         e.kind = TP_K_SAVE;
         e.body = sqlite3_column_blob(st, 0);
         e.body_len = (size_t)sqlite3_column_bytes(st, 0);
-        if (e.body == NULL || tp_body_str(&e, "target", &target, &tlen) != TP_OK) continue;
+        if (e.body == NULL || tp_body_str(&e, TPF_saveload_target, &target, &tlen) != TP_OK)
+            continue;
         /* A buffer's bytes end up in a file the agent never sees (Lightning
          * writes them through fsspec): "buffer <digest> <size>" lets the tool
          * find that file by its content. */
         if (tlen == 6 && memcmp(target, "buffer", 6) == 0) {
-            if (tp_body_str(&e, "error", &error, &elen) == TP_OK ||
-                tp_body_digest(&e, "digest", d) != TP_OK ||
-                tp_body_int(&e, "bytes", &size) != TP_OK || size <= 0)
+            if (tp_body_str(&e, TPF_saveload_error, &error, &elen) == TP_OK ||
+                tp_body_digest(&e, TPF_saveload_digest, d) != TP_OK ||
+                tp_body_int(&e, TPF_saveload_bytes, &size) != TP_OK || size <= 0)
                 continue;
             tpd_str_puts(out, "buffer ");
             for (int i = 0; i < 16; i++) tpd_str_printf(out, "%02x", d[i]);
             tpd_str_printf(out, " %lld\n", (long long)size);
             continue;
         }
-        if (tp_body_str(&e, "name", &name, &nlen) != TP_OK) continue;
+        if (tp_body_str(&e, TPF_saveload_name, &name, &nlen) != TP_OK) continue;
         if (nlen == 0 || name[0] != '/' || memchr(name, '\n', nlen) != NULL) continue;
         tpd_str_append(out, name, nlen);
         tpd_str_puts(out, "\n");

@@ -1,7 +1,11 @@
 -- SPDX-License-Identifier: MIT
--- schema.sql -- the daemon's database, version 1 (PRAGMA user_version = 1).
+-- schema.sql -- the daemon's database, version 2 (PRAGMA user_version = 2).
 -- store.c runs this once on an empty database, inside the migration
--- transaction.  A later version adds a migration; it never edits this file.
+-- transaction.  A database of an older version is brought to this one by a
+-- step of store.c's migrate, never by running this file again: version 1
+-- (tests/unit/store_v1.sql) also had a table of leaves, copied out of the
+-- bodies of snapshot, sched, step, save and load events; version 2 drops
+-- it, and every reader decodes events.body, the one copy.
 
 -- A run is one check (resume, accum, ...) and the executions it planned.
 CREATE TABLE runs (
@@ -22,7 +26,12 @@ CREATE TABLE executions (
     created_ns INTEGER NOT NULL,
     finished_ns INTEGER,                   -- the first exec.finish call
     exit_status INTEGER,                   -- NULL if none
-    exit_signal INTEGER                    -- NULL if none
+    exit_signal INTEGER,                   -- NULL if none
+    key TEXT                               -- exec.create's secret (32 hex digits):
+                                           -- a batch is stored only when its "key"
+                                           -- equals it.  NULL in an execution made
+                                           -- before keys (version 1): it takes no
+                                           -- more batches
 );
 CREATE INDEX executions_run ON executions (run_id);
 
@@ -63,6 +72,8 @@ CREATE TABLE processes (
 -- Events; a seq stored twice (spool and socket) is kept once.  body is the
 -- raw MessagePack body, except for blob events, whose body is rewritten to
 -- {"digest", "size", ["dtype"], ["shape"]} (the bytes are in the blob store).
+-- It is the only copy of what an event says: the leaves of a snapshot, a
+-- step's grads, a manifest are read from it (proto's tp_leaf_read).
 CREATE TABLE events (
     id INTEGER PRIMARY KEY,
     exec_id INTEGER NOT NULL,
@@ -74,30 +85,6 @@ CREATE TABLE events (
     body BLOB NOT NULL,
     UNIQUE (exec_id, pid, seq)
 );
-
--- One row per leaf of snapshot/sched "leaves", step "grads" and save/load
--- "manifest" (src).  value holds a 'v' leaf (NULL, integer, real or text;
--- a bool is 0/1 with vtype 'bool'); nitems a 'd' leaf's item count.
-CREATE TABLE leaves (
-    event_id INTEGER NOT NULL,
-    ord INTEGER NOT NULL,
-    path TEXT NOT NULL,
-    kind TEXT NOT NULL,                    -- 't', 'v', 'd'
-    dtype TEXT,
-    shape TEXT,                            -- "[3,4]"
-    digest BLOB,
-    sum REAL,
-    l2 REAL,
-    maxabs REAL,
-    nonfinite INTEGER,
-    value,
-    vtype TEXT,                            -- 'nil','bool','int','float','str'
-    nitems INTEGER,
-    device TEXT,
-    blob INTEGER,
-    src TEXT NOT NULL                      -- 'leaves', 'grads', 'manifest'
-);
-CREATE INDEX leaves_event ON leaves (event_id);
 
 -- Missing sequence ranges, recomputed when an execution finishes and after
 -- a spool file is ingested.
@@ -134,9 +121,3 @@ CREATE TABLE counters (
     name TEXT PRIMARY KEY,
     value INTEGER NOT NULL
 );
-
--- Added to version 1 later, by store.c (add_columns) when a database opened
--- for writing lacks it; readers never need it:
---   executions.key TEXT: the execution's secret (32 hex digits) made by
---   exec.create; a batch is stored only when its "key" equals it.  NULL for
---   executions made before keys existed: they take no more batches.

@@ -6,11 +6,14 @@
  * (PRAGMA user_version) fails with SQLITE_NOTADB on a file that is not
  * SQLite, a version above TPD_STORE_VERSION is refused, and an unversioned
  * file that already holds tables belongs to someone else.  Only then is WAL
- * switched on and the schema created, in one transaction.  Columns added to
- * version 1 later (executions.key) are added to a database that lacks them
- * when it is opened for writing; readers never need them.  Counter deltas
- * are kept in memory during a transaction so that ingesting a message costs
- * no counter UPDATE; commit writes them.
+ * switched on and the schema created, or an older version migrated, in one
+ * transaction: all of it happens or none.  Version 1 (its schema is kept as
+ * tests/unit/store_v1.sql) also copied the leaves of event bodies into a
+ * table; version 2 drops it and adds executions.key where a version 1 file
+ * predates it.  Only a database opened for writing is migrated: a reader
+ * refuses an older version, whose tables it cannot trust to be this
+ * version's.  Counter deltas are kept in memory during a transaction so that
+ * ingesting a message costs no counter UPDATE; commit writes them.
  *
  * A database file this code creates is 0600 whatever the umask (it holds
  * the commands' argv, where tokens and API keys may be), and SQLite gives
@@ -29,7 +32,9 @@
 #include "daemon/store/secret.h"
 #include "daemon/store/store.h"
 
-extern const char tpd_schema_v1[]; /* daemon/store/schema.sql, embedded */
+/* daemon/store/schema.sql, embedded (the symbol is named in
+ * daemon/CMakeLists.txt): version TPD_STORE_VERSION's schema, whole */
+extern const char tpd_schema[];
 
 #define NCOUNTERS 16
 #define BUSY_MS   5000
@@ -158,12 +163,28 @@ static tp_err check_ours(tpd_store *s, int64_t *ver, char *why, size_t whylen)
     return TP_OK;
 }
 
-/* migrate brings a database of version ver to TPD_STORE_VERSION, in one
- * transaction that re-reads the version under the write lock (another
- * process may have migrated meanwhile). */
-static tp_err migrate(tpd_store *s, char *why, size_t whylen)
+/* v1_to_v2 is the step from version 1 to 2: executions.key, which builds
+ * of version 1 added only from some point on (add it where it is missing,
+ * before anything else), and no leaves table (events.body holds the same;
+ * the table's index goes with it). */
+static int v1_to_v2(sqlite3 *db)
 {
-    int64_t ver = 0;
+    static const char has_key[] =
+        "SELECT count(*) FROM pragma_table_info('executions') WHERE name = 'key'";
+    int64_t n = 0;
+    int rc = pragma_int(db, has_key, &n);
+    if (rc == SQLITE_OK && n == 0)
+        rc = sqlite3_exec(db, "ALTER TABLE executions ADD COLUMN key TEXT", NULL, NULL, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_exec(db, "DROP TABLE IF EXISTS leaves", NULL, NULL, NULL);
+    return rc;
+}
+
+/* migrate brings a database of version ver (0: empty) to TPD_STORE_VERSION,
+ * in one transaction that re-reads the version under the write lock
+ * (another process may have migrated meanwhile).  On failure nothing is
+ * changed. */
+static tp_err migrate(tpd_store *s, int64_t ver, char *why, size_t whylen)
+{
     char sql[96];
     int rc = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
     if (rc == SQLITE_OK) rc = pragma_int(s->db, "PRAGMA user_version", &ver);
@@ -174,8 +195,12 @@ static tp_err migrate(tpd_store *s, char *why, size_t whylen)
                  (long long)ver, TPD_STORE_VERSION);
         return TP_EVERSION;
     }
-    if (ver == 0) rc = sqlite3_exec(s->db, tpd_schema_v1, NULL, NULL, NULL);
-    /* a version 2 adds: if (rc == SQLITE_OK && ver < 2) rc = exec(v1_to_v2); */
+    if (ver == 0) {
+        rc = sqlite3_exec(s->db, tpd_schema, NULL, NULL, NULL); /* the latest, at once */
+    } else {
+        if (ver < 2) rc = v1_to_v2(s->db);
+        /* a version 3 adds: if (rc == SQLITE_OK && ver < 3) rc = v2_to_v3(s->db); */
+    }
     if (rc != SQLITE_OK) goto fail;
     snprintf(sql, sizeof sql, "PRAGMA user_version = %d; PRAGMA application_id = %d",
              TPD_STORE_VERSION, TPD_STORE_APP_ID);
@@ -184,27 +209,11 @@ static tp_err migrate(tpd_store *s, char *why, size_t whylen)
     if (rc != SQLITE_OK) goto fail;
     return TP_OK;
 fail:
-    snprintf(why, whylen, "cannot create the schema: %s", sqlite3_errmsg(s->db));
-    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-    return tpd_sqlite_err(rc) == TP_OK ? TP_EDB : tpd_sqlite_err(rc);
-}
-
-/* add_columns adds executions.key to a version 1 database made before it,
- * re-reading under the write lock (another process may have added it). */
-static tp_err add_columns(tpd_store *s, char *why, size_t whylen)
-{
-    static const char has_key[] =
-        "SELECT count(*) FROM pragma_table_info('executions') WHERE name = 'key'";
-    int64_t n = 0;
-    int rc = pragma_int(s->db, has_key, &n);
-    if (rc == SQLITE_OK && n > 0) return TP_OK;
-    if (rc == SQLITE_OK) rc = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-    if (rc == SQLITE_OK) rc = pragma_int(s->db, has_key, &n);
-    if (rc == SQLITE_OK && n == 0)
-        rc = sqlite3_exec(s->db, "ALTER TABLE executions ADD COLUMN key TEXT", NULL, NULL, NULL);
-    if (rc == SQLITE_OK) rc = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
-    if (rc == SQLITE_OK) return TP_OK;
-    snprintf(why, whylen, "cannot add the executions' key column: %s", sqlite3_errmsg(s->db));
+    if (ver == 0)
+        snprintf(why, whylen, "cannot create the schema: %s", sqlite3_errmsg(s->db));
+    else
+        snprintf(why, whylen, "cannot migrate the database from version %lld to %d: %s",
+                 (long long)ver, TPD_STORE_VERSION, sqlite3_errmsg(s->db));
     if (!sqlite3_get_autocommit(s->db)) sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
     return tpd_sqlite_err(rc) == TP_OK ? TP_EDB : tpd_sqlite_err(rc);
 }
@@ -262,6 +271,16 @@ tp_err tpd_store_open(tpd_store **sp, const char *path, unsigned flags, char *wh
     }
     sqlite3_extended_result_codes(s->db, 1);
     sqlite3_busy_timeout(s->db, BUSY_MS);
+    /* a file this process may not write, SQLite opens read-only instead;
+     * its first read would leave -wal and -shm files beside it, as
+     * unwritable as the database, that stop the next writer: refuse first */
+    if (!(flags & TPD_STORE_READONLY) && sqlite3_db_readonly(s->db, "main") == 1) {
+        snprintf(why, whylen,
+                 "cannot open the database for writing (the file or its file system is "
+                 "read-only)");
+        err = TP_EIO;
+        goto fail;
+    }
     err = check_ours(s, &ver, why, whylen);
     if (err != TP_OK) goto fail;
     if (!(flags & TPD_STORE_READONLY)) {
@@ -278,11 +297,11 @@ tp_err tpd_store_open(tpd_store **sp, const char *path, unsigned flags, char *wh
             err = tpd_sqlite_err(rc) == TP_OK ? TP_EDB : tpd_sqlite_err(rc);
             goto fail;
         }
-        if (ver < TPD_STORE_VERSION && (err = migrate(s, why, whylen)) != TP_OK) goto fail;
-        if ((err = add_columns(s, why, whylen)) != TP_OK) goto fail;
+        if (ver < TPD_STORE_VERSION && (err = migrate(s, ver, why, whylen)) != TP_OK) goto fail;
     } else if (ver < TPD_STORE_VERSION) {
         snprintf(why, whylen,
-                 "database version %lld is older than %d; run serve once to migrate it",
+                 "database version %lld is older than this build reads (%d); "
+                 "run trainparity-daemon serve on it once to migrate it",
                  (long long)ver, TPD_STORE_VERSION);
         err = TP_EVERSION;
         goto fail;

@@ -3,9 +3,11 @@
  *
  * One database file per daemon, in WAL mode, versioned with PRAGMA
  * user_version and marked with PRAGMA application_id; daemon/store/schema.sql is
- * version 1 and names the tables (runs, executions, processes, events,
- * leaves, gaps, blobs, verdicts, counters) that verdict engines read with
- * plain SQL through tpd_store_db().  Every statement binds its parameters.
+ * version 2 and names the tables (runs, executions, processes, events, gaps,
+ * blobs, verdicts, counters) that verdict engines read with plain SQL through
+ * tpd_store_db().  What an event says is in events.body alone (MessagePack,
+ * read with proto's tp_body_* and tp_leaf_read).  Every statement binds its
+ * parameters.
  *
  * A database this code creates is 0600 (and so are its -wal and -shm).
  *
@@ -24,7 +26,7 @@
 #include "proto/control.h"
 #include "proto/tp_err.h"
 
-#define TPD_STORE_VERSION 1          /* PRAGMA user_version this build writes */
+#define TPD_STORE_VERSION 2          /* PRAGMA user_version this build writes */
 #define TPD_STORE_APP_ID  0x54507231 /* PRAGMA application_id: "TPr1" */
 
 typedef struct tpd_store tpd_store; /* opaque; one per daemon or query */
@@ -34,12 +36,15 @@ enum tpd_store_flags {
 };
 
 /* tpd_store_open opens (creating it unless TPD_STORE_READONLY) and migrates
- * the database at path.  On success *sp owns the store; on error *sp is
- * untouched and why receives a one-line reason without the path, e.g. "not a
- * TrainParity database (file is not a database)".
+ * the database at path: an empty file gets version TPD_STORE_VERSION, an
+ * older one is brought to it in one transaction that keeps every row (or
+ * changes nothing when it fails).  On success *sp owns the store; on error
+ * *sp is untouched and why receives a one-line reason without the path, e.g.
+ * "not a TrainParity database (file is not a database)".
  * Errors: TP_ENOMEM, TP_ENOENT (read-only and missing or empty), TP_EIO,
- * TP_EVERSION (written by a newer build), TP_ECORRUPT (not a TrainParity
- * database, or damaged), TP_EDB. */
+ * TP_EVERSION (written by a newer build, or TPD_STORE_READONLY and older:
+ * reading never migrates), TP_ECORRUPT (not a TrainParity database, or
+ * damaged), TP_EDB. */
 tp_err tpd_store_open(tpd_store **sp, const char *path, unsigned flags, char *why, size_t whylen);
 
 /* tpd_store_close rolls back an open transaction and releases s.  Statements

@@ -4,7 +4,11 @@
 # agent/CMakeLists.txt lists, each registered in sys.modules first), with a
 # fake C bridge in place of _trainparity_agent: the events the hooks emit
 # are kept in a list, not encoded and sent.  torch is the real one, imported
-# after the boot, as under the agent.  A test process boots once.
+# after the boot, as under the agent.  A test process boots once.  The
+# `events` module (the body builders) is generated from proto/events.def at
+# build time: TP_GLUE_EVENTS names it (tests/agent/CMakeLists.txt), and the
+# fake bridge holds every body to its KEYS and REQUIRED as the daemon's
+# validator would.
 import hashlib
 import os
 import re
@@ -15,14 +19,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 GLUE = os.path.join(ROOT, "agent", "glue")
 PACKAGE = "_trainparity_glue"
 
-# The event kinds of proto/event.h.
-KINDS = {"hello", "bye", "snapshot", "backward", "step", "sched", "save", "load", "restore",
-         "batch", "amp", "clip", "blob", "error", "zero_grad"}
+EVENTS = os.environ.get("TP_GLUE_EVENTS") or os.path.join(ROOT, "build", "agent", "glue",
+                                                           "events.py")
 
 
 def modules():
     """The glue's modules in boot order (agent/CMakeLists.txt, glue_modules)."""
-    text = open(os.path.join(ROOT, "agent", "CMakeLists.txt")).read()
+    with open(os.path.join(ROOT, "agent", "CMakeLists.txt")) as f:
+        text = f.read()
     m = re.search(r"set\(glue_modules([^)]*)\)", text)
     return m.group(1).split()
 
@@ -57,8 +61,13 @@ class Bridge(types.ModuleType):
         self.interrupts = 0
 
     def emit(self, kind, body, key=None, items=None, manifest=False):
-        if kind not in KINDS or not isinstance(body, dict):
+        ev = sys.modules[PACKAGE + ".events"]
+        if kind not in ev.KEYS or not isinstance(body, dict):
             raise TypeError("emit(kind: str, body: dict, key=None, items=None, manifest=False)")
+        given = set(body) | ({key} if key is not None else set())
+        if not given <= ev.KEYS[kind] or not ev.REQUIRED[kind] <= given:
+            raise TypeError("a %s body the schema refuses: unknown %s, missing %s" % (
+                kind, sorted(given - ev.KEYS[kind]), sorted(ev.REQUIRED[kind] - given)))
         if not _plain(body):
             raise TypeError("unsupported value in an event body: %r" % (body,))
         if key is not None and not (isinstance(items, list) and
@@ -172,7 +181,7 @@ def boot(**cfg):
             sys.modules[mod.__name__] = mod
             setattr(pkg, name, mod)
         mod.__package__ = PACKAGE
-        path = os.path.join(GLUE, name + ".py")
+        path = EVENTS if name == "events" else os.path.join(GLUE, name + ".py")
         with open(path) as f:
             exec(compile(f.read(), path, "exec"), mod.__dict__)
     return pkg, bridge

@@ -1,16 +1,17 @@
 # SPDX-License-Identifier: MIT
 # install_test.py -- agent/glue/install.py and config.py: the boot order
 # (each module of agent/CMakeLists.txt's list imports only modules before
-# it), the hooks installed when torch is imported after the boot, the
-# `hello` event with the configuration, a module imported later (NumPy)
-# patched on import, and the final snapshot and `bye` at exit.
+# it), the generated body builders, the hooks installed when torch is
+# imported after the boot, the `hello` event with the configuration, a
+# module imported later (NumPy) patched on import, and the final snapshot
+# and `bye` at exit.
 import ast
 import os
 import subprocess
 import sys
 import unittest
 
-from glue_boot import GLUE, boot, modules, run
+from glue_boot import EVENTS, GLUE, boot, modules, run
 
 glue, tp = boot(interrupt_at=5, capture="values")
 import torch  # noqa: E402 -- after the glue, as under the agent
@@ -20,12 +21,45 @@ class InstallTest(unittest.TestCase):
     def test_boot_order(self):
         order = modules()
         self.assertEqual((order[0], order[-1]), ("__init__", "install"))
-        self.assertEqual(sorted(order), sorted(f[:-3] for f in os.listdir(GLUE) if f.endswith(".py")))
+        # every module of agent/glue, and events, generated from proto/events.def
+        self.assertEqual(sorted(order), sorted([f[:-3] for f in os.listdir(GLUE) if f.endswith(".py")] +
+                                               ["events"]))
         for i, name in enumerate(order):
-            tree = ast.parse(open(os.path.join(GLUE, name + ".py")).read())
+            path = EVENTS if name == "events" else os.path.join(GLUE, name + ".py")
+            with open(path) as f:
+                tree = ast.parse(f.read())
             for n in ast.walk(tree):
                 if isinstance(n, ast.ImportFrom) and n.level:
-                    self.assertIn(n.module, order[1:i], "%s imports %s, not before it" % (name, n.module))
+                    for m in [n.module] if n.module else [a.name for a in n.names]:
+                        self.assertIn(m, order[1:i], "%s imports %s, not before it" % (name, m))
+
+    def test_builders(self):
+        """The body builders events.def generates: optional keys left out
+        unless given, a key it does not declare or a required one missing
+        is a TypeError where the body is written."""
+        ev = glue.events
+        self.assertEqual(ev.step("post", 0, "SGD"), {"phase": "post", "opt": 0, "cls": "SGD"})
+        self.assertEqual(ev.step("post", 0, "SGD", unorm=None), {"phase": "post", "opt": 0, "cls": "SGD",
+                                                                  "unorm": None})
+        with self.assertRaises(TypeError):
+            ev.step("post", 0, "SGD", unrom=1.0)
+        with self.assertRaises(TypeError):
+            ev.backward(loss=1.0)  # count is required
+        self.assertEqual(ev.KEYS["save"], ev.KEYS["load"])  # one body
+        self.assertIn("leaves", ev.REQUIRED["snapshot"])  # filled by emit's items
+
+    def test_no_literal_bodies(self):
+        """No glue module hands emit a dict literal: every body goes
+        through a builder."""
+        for name in modules():
+            if name == "events":
+                continue
+            with open(os.path.join(GLUE, name + ".py")) as f:
+                tree = ast.parse(f.read())
+            for n in ast.walk(tree):
+                if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and
+                        n.func.attr == "emit" and len(n.args) > 1):
+                    self.assertNotIsInstance(n.args[1], ast.Dict, "%s.py:%d" % (name, n.lineno))
 
     def test_config(self):
         cfg = glue.config._cfg

@@ -2,7 +2,7 @@
  * fuzz_ingest.c -- libFuzzer target: bytes as an ingest message.  The
  * strict decoder first (proto/event.c: tp_batch_decode, then every body
  * and leaf read back as the daemon reads them), then the whole ingest path
- * (daemon/ingest/ingest.c: checks, rows, leaves, blob files) on the scratch store
+ * (daemon/ingest/ingest.c: checks, rows, blob files) on the scratch store
  * of fuzz_store.h, where batches of execution 1 with its key are stored. */
 #include <stddef.h>
 #include <stdint.h>
@@ -12,17 +12,20 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* read_back reads what a decoded batch offers, as the daemon does. */
+/* read_back reads what a decoded batch offers, as the daemon does: every
+ * field of type leaves (proto/events.def), leaf by leaf. */
 static void read_back(const tp_batch *b)
 {
-    static const char *const keys[] = {"leaves", "grads", "manifest"};
     for (size_t i = 0; i < b->n; i++) {
         const tp_event *e = &b->ev[i];
-        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        const tp_body_def *bd = &tp_bodies[tp_kinds[e->kind].body];
+        for (unsigned k = 0; k < tp_body_nfields(tp_kinds[e->kind].body); k++) {
+            tp_field f = (tp_field)(bd->first + k);
             tp_mpr r;
             uint32_t n;
             tp_leaf l;
-            if (tp_body_find(e, keys[k], &r) != TP_OK || tp_mpr_array(&r, &n) != TP_OK) continue;
+            if (!(tp_fields[f].types & TP_T_LEAVES)) continue;
+            if (tp_body_find(e, f, &r) != TP_OK || tp_mpr_array(&r, &n) != TP_OK) continue;
             for (uint32_t j = 0; j < n && tp_leaf_read(&r, &l) == TP_OK; j++) {}
         }
     }

@@ -77,14 +77,13 @@ tpd_store *fuzz_store(void)
         tpd_store_exec_create(store, run, "main", "[\"python\",\"train.py\"]", &exec) != TP_OK ||
         exec != FUZZ_EXEC)
         die("store", "cannot create run 1 and execution 1");
-    /* a fixed key, so that the seed batches carry the right one; a schema
-     * without keys has nothing to set */
+    /* a fixed key, so that the seed batches carry the right one */
     if (sqlite3_prepare_v2(tpd_store_db(store), "UPDATE executions SET key = ?1 WHERE id = ?2", -1,
-                           &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_text(st, 1, FUZZ_KEY, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, exec);
-        if (sqlite3_step(st) != SQLITE_DONE) die("store", "cannot set the key");
-    }
+                           &st, NULL) != SQLITE_OK)
+        die("store", sqlite3_errmsg(tpd_store_db(store)));
+    sqlite3_bind_text(st, 1, FUZZ_KEY, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, exec);
+    if (sqlite3_step(st) != SQLITE_DONE) die("store", "cannot set the key");
     sqlite3_finalize(st);
     return store;
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT
  * cli_test.c -- the trainparity-daemon program as a user meets it: exit
  * statuses (0, 1, 64), help, the corrupt-database message with the file left
- * alone, offline ingest then query, and serve stopped by SIGTERM and by the
- * shutdown command.  TPD_BIN is the built program (set by CMake). */
+ * alone, offline ingest then query, serve stopped by SIGTERM and by the
+ * shutdown command, and run.create refusing params that are not a JSON
+ * object.  TPD_BIN is the built program (set by CMake). */
 #define _DEFAULT_SOURCE
 #include <check.h>
 #include <fcntl.h>
@@ -371,6 +372,67 @@ START_TEST(test_cli_token_and_directories)
 }
 END_TEST
 
+/* create_run sends run.create (check "record") with params as a string,
+ * or without them when NULL, and returns the reply's key in val. */
+static void create_run(nng_socket s, const char *params, const char *key, char *val, size_t n)
+{
+    tp_buf b;
+    tp_buf_init(&b);
+    tp_mp_map(&b, params ? 3 : 2), tp_mp_cstr(&b, "cmd"), tp_mp_cstr(&b, "run.create");
+    tp_mp_cstr(&b, "check"), tp_mp_cstr(&b, "record");
+    if (params) tp_mp_cstr(&b, "params"), tp_mp_cstr(&b, params);
+    ask(s, &b, key, val, n);
+    tp_buf_free(&b);
+}
+
+START_TEST(test_cli_run_params_must_be_object)
+{
+    /* the checks read a run's params as a JSON object: run.create refuses
+     * anything else with a reason, and stores no run for it */
+    static const struct {
+        const char *params, *why;
+    } bad[] = {
+        {"", "argument 'params': the params are not JSON"},
+        {"capture=values", "the params are not JSON"},
+        {"{\"capture\": \"values\"", "the params are not JSON"},
+        {"{\"capture\": \"values\"} {}", "the params are not JSON"},
+        {"{\"capture\": \"values\", \"capture\": \"digests\"}", "duplicate"},
+        {"[\"capture\", \"values\"]", "argument 'params': the params are not a JSON object"},
+        {"4", "the params are not a JSON object"},
+        {"null", "the params are not a JSON object"},
+    };
+    char val[512];
+    nng_socket req;
+    tp_buf b;
+    pid_t pid = spawn((const char *const[]){"serve", NULL});
+    req = dial_control();
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        create_run(req, bad[i].params, "run", val, sizeof val);
+        ck_assert_msg(val[0] == '\0', "'%s' made run %s", bad[i].params, val);
+        create_run(req, bad[i].params, "error", val, sizeof val);
+        ck_assert_msg(strstr(val, bad[i].why), "'%s': %s", bad[i].params, val);
+    }
+    tp_buf_init(&b); /* a params that is not a string at all */
+    tp_mp_map(&b, 3), tp_mp_cstr(&b, "cmd"), tp_mp_cstr(&b, "run.create");
+    tp_mp_cstr(&b, "check"), tp_mp_cstr(&b, "record");
+    tp_mp_cstr(&b, "params"), tp_mp_int(&b, 4);
+    ask(req, &b, "error", val, sizeof val);
+    ck_assert_msg(strstr(val, "argument 'params' is not a string"), "%s", val);
+    tp_buf_free(&b);
+    /* an object is stored as given; no params at all is still a run */
+    create_run(req, "{\"capture\": \"values\", \"rtol\": 0.0001}", "run", val, sizeof val);
+    ck_assert_str_eq(val, "1");
+    create_run(req, NULL, "run", val, sizeof val);
+    ck_assert_str_eq(val, "2");
+    ck_assert(control(req, "shutdown"));
+    nng_close(req);
+    ck_assert_int_eq(wait_exit(pid), 0);
+    ck_assert_int_eq(RUN("query", "run", "1"), 0);
+    ck_assert_msg(strstr(out, "  params {\"capture\": \"values\", \"rtol\": 0.0001}\n"), "%s", out);
+    ck_assert_int_eq(RUN("query", "run", "3"), 1);
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
@@ -382,6 +444,7 @@ static Suite *cli_suite(void)
     tcase_add_test(tc, test_cli_ingest_then_query);
     tcase_add_test(tc, test_cli_serve_signal_and_shutdown);
     tcase_add_test(tc, test_cli_token_and_directories);
+    tcase_add_test(tc, test_cli_run_params_must_be_object);
     suite_add_tcase(s, tc);
     return s;
 }

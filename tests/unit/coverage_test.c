@@ -3,14 +3,17 @@
  * batches: every policy, every violation path, the order that decides
  * "first", universes of ranges and unknown ones, whole counts and examples
  * past the first violation, exact padding, string IDs, and the verdict's
- * ERROR / ABSTAIN / PASS rules. */
+ * ERROR / ABSTAIN / PASS rules; the declaration read from the run's params
+ * (decl.h) and the params reader it is built on (checks/params.h). */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "daemon/checks/coverage/audit.h"
+#include "daemon/checks/coverage/decl.h"
 #include "daemon/checks/coverage/verdict.h"
+#include "daemon/checks/params.h"
 #include "daemon/obs/batch.h"
 
 /* ---- one epoch built by hand ---- */
@@ -696,6 +699,192 @@ START_TEST(test_coverage_verdict_counts_and_rule)
 }
 END_TEST
 
+/* ---- the declaration, from the run's params ---- */
+
+START_TEST(test_coverage_decl_reads_every_key)
+{
+    tpd_arena *a = tpd_arena_create();
+    tpd_cov_decl d;
+    char why[256] = "", json[512];
+    /* the example of decl.h; the tree is gone when the strings are read */
+    snprintf(json, sizeof json, "%s",
+             "{\"policy\": \"expected_padding\", \"loader\": 1, \"epochs\": 2, \"universe\": 10,"
+             " \"universe_file\": \"ids.txt\", \"universe_ranges\": [[0, 4], [7, 11]],"
+             " \"padding\": 2, \"padding_exact\": true, \"examples\": 7,"
+             " \"sample_id\": \"batch[\\\"id\\\"]\\n\\u00e9\"}");
+    ck_assert_int_eq(tpd_cov_decl_parse(a, json, &d, why, sizeof why), TP_OK);
+    memset(json, 'x', sizeof json - 1);
+    ck_assert_int_eq(d.policy, TPD_COV_EXPECTED_PADDING);
+    ck_assert_int_eq(d.loader, 1);
+    ck_assert_int_eq(d.epochs, 2);
+    ck_assert(d.has_universe);
+    ck_assert_int_eq(d.universe, 10); /* the ranges' count: 5 + 5 */
+    ck_assert_uint_eq(d.nranges, 2);
+    ck_assert_int_eq(d.ranges[0].lo, 0);
+    ck_assert_int_eq(d.ranges[0].hi, 4);
+    ck_assert_int_eq(d.ranges[1].lo, 7);
+    ck_assert_int_eq(d.ranges[1].hi, 11);
+    ck_assert_str_eq(d.universe_file, "ids.txt");
+    ck_assert(d.has_padding);
+    ck_assert_int_eq(d.padding, 2);
+    ck_assert(d.padding_exact);
+    ck_assert_int_eq(d.examples, 7);
+    ck_assert_str_eq(d.sample_id, "batch[\"id\"]\n\xc3\xa9");
+    /* nulls and defaults; unknown keys with scalar values are skipped */
+    ck_assert_int_eq(tpd_cov_decl_parse(a,
+                                        "{\"x\": 1, \"policy\": \"no_cross_rank_overlap\", "
+                                        "\"universe\": null, \"padding\": null, \"examples\": "
+                                        "null, \"padding_exact\": null, \"sample_id\": null, "
+                                        "\"universe_ranges\": null, \"y\": \"s\", \"z\": null, "
+                                        "\"w\": false, \"v\": -3}",
+                                        &d, why, sizeof why),
+                     TP_OK);
+    ck_assert_int_eq(d.policy, TPD_COV_NO_CROSS_RANK_OVERLAP);
+    ck_assert(!d.has_universe && !d.has_padding && !d.padding_exact);
+    ck_assert_int_eq(d.loader, 0);
+    ck_assert_int_eq(d.epochs, 0);
+    ck_assert_int_eq(d.examples, TPD_COV_EXAMPLES);
+    ck_assert_ptr_null(d.ranges);
+    ck_assert_ptr_null(d.sample_id);
+    ck_assert_ptr_null(d.universe_file);
+    /* an empty array of ranges declares none: the universe stays 0..N-1 */
+    ck_assert_int_eq(tpd_cov_decl_parse(a,
+                                        "{\"policy\":\"exactly_once\",\"universe\":4,"
+                                        "\"universe_ranges\":[]}",
+                                        &d, why, sizeof why),
+                     TP_OK);
+    ck_assert_ptr_null(d.ranges);
+    ck_assert(d.has_universe);
+    ck_assert_int_eq(d.universe, 4);
+    /* why may be NULL */
+    ck_assert_int_eq(tpd_cov_decl_parse(a, "{\"policy\": \"at_least_once\"}", &d, NULL, 0), TP_OK);
+    ck_assert_int_eq(d.policy, TPD_COV_AT_LEAST_ONCE);
+    ck_assert_int_eq(tpd_cov_decl_parse(a, "[]", &d, NULL, 0), TP_EINVAL);
+    tpd_arena_destroy(a);
+}
+END_TEST
+
+START_TEST(test_coverage_decl_refuses_malformed)
+{
+    /* each is refused with a reason that says what is wrong, and *d is
+     * left as it was */
+    static const struct {
+        const char *json, *why;
+    } bad[] = {
+        {NULL, "no params"},
+        {"", "not JSON"},
+        {"{", "not JSON"},
+        {"{\"policy\": \"exactly_once\",}", "not JSON"},
+        {"{\"policy\": \"exactly_once\"} x", "not JSON"},
+        {"{'policy': 'exactly_once'}", "not JSON"},
+        {"[\"policy\"]", "not a JSON object"},
+        {"\"exactly_once\"", "not a JSON object"},
+        {"5", "not a JSON object"},
+        {"null", "not a JSON object"},
+        {"{}", "no policy"},
+        {"{\"loader\": 0}", "no policy"},
+        {"{\"policy\": \"sometimes\"}", "unknown policy 'sometimes'"},
+        {"{\"policy\": null}", "unknown policy 'null'"},
+        {"{\"policy\": 3}", "\"policy\""},
+        {"{\"policy\": \"exactly_once\", \"policy\": \"at_least_once\"}", "duplicate"},
+        {"{\"policy\": \"exactly_once\", \"loader\": -1}", "\"loader\" wants an integer >= 0"},
+        {"{\"policy\": \"exactly_once\", \"epochs\": 0}", "\"epochs\" wants an integer >= 1"},
+        {"{\"policy\": \"exactly_once\", \"universe\": 1.5}", "\"universe\" wants an integer"},
+        {"{\"policy\": \"exactly_once\", \"universe\": 2.0}", "\"universe\" wants an integer"},
+        {"{\"policy\": \"exactly_once\", \"universe\": 1e3}", "\"universe\" wants an integer"},
+        {"{\"policy\": \"exactly_once\", \"padding\": \"2\"}", "\"padding\" wants an integer"},
+        {"{\"policy\": \"exactly_once\", \"universe\": 99999999999999999999}", "not JSON"},
+        {"{\"policy\": \"exactly_once\", \"examples\": 1000001}", "at most 1000000"},
+        {"{\"policy\": \"exactly_once\", \"padding_exact\": 1}", "\"padding_exact\" wants true"},
+        {"{\"policy\": \"exactly_once\", \"sample_id\": 5}", "\"sample_id\" wants a string"},
+        {"{\"policy\": \"exactly_once\", \"universe_file\": []}", "\"universe_file\" wants"},
+        {"{\"policy\": \"exactly_once\", \"sample_id\": \"a\\u0000b\"}", "not JSON"},
+        {"{\"policy\": \"exactly_once\", \"sample_id\": \"\xff\"}", "not JSON"},
+        {"{\"policy\": \"exactly_once\", \"universe_ranges\": 5}", "an array of [lo, hi]"},
+        {"{\"policy\": \"exactly_once\", \"universe_ranges\": [0, 4]}", "[lo, hi] pairs"},
+        {"{\"policy\": \"exactly_once\", \"universe_ranges\": [[0]]}", "[lo, hi] pairs"},
+        {"{\"policy\": \"exactly_once\", \"universe_ranges\": [[0, 1, 2]]}", "[lo, hi] pairs"},
+        {"{\"policy\": \"exactly_once\", \"universe_ranges\": [[0, \"1\"]]}", "integer [lo, hi]"},
+        {"{\"policy\": \"exactly_once\", \"universe_ranges\": [[0.5, 1]]}", "integer [lo, hi]"},
+        {"{\"policy\": \"exactly_once\", \"universe_ranges\": [[3, 1]]}", "sorted, disjoint"},
+        {"{\"policy\": \"exactly_once\", \"universe_ranges\": [[0, 4], [4, 5]]}",
+         "sorted, disjoint"},
+        {"{\"policy\": \"exactly_once\", \"universe_ranges\": [[5, 6], [0, 1]]}",
+         "sorted, disjoint"},
+        {"{\"policy\": \"exactly_once\", \"universe_ranges\": "
+         "[[-9223372036854775808, 9223372036854775807]]}",
+         "too large"},
+        {"{\"policy\": \"exactly_once\", \"universe_ranges\": "
+         "[[-9223372036854775808, 0], [1, 9223372036854775807]]}",
+         "too large"},
+        {"{\"policy\": \"exactly_once\", \"x\": 1.5}", "\"x\" is not a key"},
+        {"{\"policy\": \"exactly_once\", \"x\": [1]}", "\"x\" is not a key"},
+        {"{\"policy\": \"exactly_once\", \"x\": {}}", "\"x\" is not a key"},
+    };
+    tpd_arena *a = tpd_arena_create();
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        tpd_cov_decl d;
+        char why[256] = "";
+        memset(&d, 0x5a, sizeof d);
+        ck_assert_msg(tpd_cov_decl_parse(a, bad[i].json, &d, why, sizeof why) == TP_EINVAL,
+                      "accepted %s", bad[i].json);
+        ck_assert_msg(strstr(why, bad[i].why) != NULL, "%s: why is '%s', not '%s'", bad[i].json,
+                      why, bad[i].why);
+        ck_assert_int_eq(d.loader, 0x5a5a5a5a5a5a5a5a);
+    }
+    tpd_arena_destroy(a);
+}
+END_TEST
+
+/* ---- the params reader ---- */
+
+START_TEST(test_coverage_params_read_by_key)
+{
+    tpd_params p;
+    char why[256] = "";
+    ck_assert_int_eq(tpd_params_parse(&p,
+                                      "{\"micro\": 4, \"rtol\": 0.0001, \"atol\": "
+                                      "9.9999999999999995e-7, \"big\": 1e300, \"half\": -2.5, "
+                                      "\"on\": true, \"off\": false, \"s\": \"x\", \"n\": null}",
+                                      why, sizeof why),
+                     TP_OK);
+    ck_assert(tpd_params_num(&p, "micro", 1) == 4);
+    ck_assert(tpd_params_num(&p, "rtol", 1) == 1e-4); /* exact: the same double */
+    ck_assert(tpd_params_num(&p, "atol", 1) == 1e-6);
+    ck_assert(tpd_params_num(&p, "s", 7) == 7);
+    ck_assert(tpd_params_num(&p, "n", 7) == 7);
+    ck_assert(tpd_params_num(&p, "absent", 7) == 7);
+    ck_assert_int_eq(tpd_params_int(&p, "micro", 1), 4);
+    ck_assert_int_eq(tpd_params_int(&p, "half", 1), -2); /* truncated, as a cast */
+    ck_assert_int_eq(tpd_params_int(&p, "big", 1), 1);   /* does not fit: the default */
+    ck_assert_int_eq(tpd_params_int(&p, "on", 1), 1);
+    ck_assert(tpd_params_bool(&p, "on", false));
+    ck_assert(!tpd_params_bool(&p, "off", true));
+    ck_assert(tpd_params_bool(&p, "micro", true));
+    ck_assert(!tpd_params_bool(&p, "absent", false));
+    ck_assert_str_eq(tpd_params_str(&p, "s"), "x");
+    ck_assert_ptr_null(tpd_params_str(&p, "micro"));
+    ck_assert_ptr_null(tpd_params_str(&p, "absent"));
+    tpd_params_clear(&p);
+    ck_assert_ptr_null(p.root);
+    tpd_params_clear(&p); /* twice: a no-op */
+    /* what does not parse reads as empty: every getter gives its default */
+    ck_assert_int_eq(tpd_params_parse(&p, "{\"micro\": 4", why, sizeof why), TP_EINVAL);
+    ck_assert_msg(strstr(why, "not JSON"), "%s", why);
+    ck_assert_int_eq(tpd_params_int(&p, "micro", 1), 1);
+    tpd_params_clear(&p);
+    ck_assert_int_eq(tpd_params_parse(&p, "[4]", NULL, 0), TP_EINVAL);
+    ck_assert(tpd_params_num(&p, "micro", 1.5) == 1.5);
+    tpd_params_clear(&p);
+    ck_assert_int_eq(tpd_params_parse(&p, NULL, why, sizeof why), TP_EINVAL);
+    ck_assert(!tpd_params_bool(&p, "on", false));
+    tpd_params_clear(&p);
+    ck_assert_int_eq(tpd_params_parse(&p, "{\"a\": 1, \"a\": 2}", why, sizeof why), TP_EINVAL);
+    ck_assert_msg(strstr(why, "duplicate"), "%s", why);
+    tpd_params_clear(&p);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("coverage");
@@ -720,6 +909,11 @@ static Suite *suite(void)
     tcase_add_test(t, test_coverage_verdict_errors);
     tcase_add_test(t, test_coverage_verdict_string_ids);
     tcase_add_test(t, test_coverage_verdict_counts_and_rule);
+    suite_add_tcase(s, t);
+    t = tcase_create("decl");
+    tcase_add_test(t, test_coverage_decl_reads_every_key);
+    tcase_add_test(t, test_coverage_decl_refuses_malformed);
+    tcase_add_test(t, test_coverage_params_read_by_key);
     suite_add_tcase(s, t);
     return s;
 }

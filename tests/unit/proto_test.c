@@ -32,7 +32,14 @@ static const tp_event *find_kind(const tp_batch *b, tp_kind k, int nth)
     return NULL;
 }
 
-static void assert_str(const tp_event *e, const char *key, const char *want)
+/* fld is e's field named key (-1, which every reader refuses, when its
+ * kind has none): the wire names the tests write, as readers' field ids. */
+static tp_field fld(const tp_event *e, const char *key)
+{
+    return (tp_field)tp_field_of(tp_kinds[e->kind].body, key, (uint32_t)strlen(key));
+}
+
+static void assert_str(const tp_event *e, tp_field key, const char *want)
 {
     const char *s;
     uint32_t n;
@@ -41,19 +48,63 @@ static void assert_str(const tp_event *e, const char *key, const char *want)
     ck_assert(memcmp(s, want, n) == 0);
 }
 
-static void assert_int(const tp_event *e, const char *key, int64_t want)
+static void assert_int(const tp_event *e, tp_field key, int64_t want)
 {
     int64_t v;
     ck_assert_int_eq(tp_body_int(e, key, &v), TP_OK);
     ck_assert_int_eq(v, want);
 }
 
-static void assert_f64(const tp_event *e, const char *key, double want)
+static void assert_f64(const tp_event *e, tp_field key, double want)
 {
     double v;
     ck_assert_int_eq(tp_body_f64(e, key, &v), TP_OK);
     ck_assert_double_eq(v, want);
 }
+
+/* The tables proto/events.def makes: every kind has a body and a wire name
+ * that parses back, every body's keys are unique and at most 64 (the
+ * validator's bit set), a field is read only from its own kind's events. */
+START_TEST(test_proto_schema_tables)
+{
+    tb t;
+    tp_batch b;
+    tp_mpr r;
+    double v;
+    for (int k = TP_K_NONE + 1; k < TP_K__COUNT; k++) {
+        const char *name = tp_kind_name((tp_kind)k);
+        ck_assert_ptr_nonnull(name);
+        ck_assert_int_eq(tp_kind_parse(name, strlen(name)), k);
+        ck_assert_uint_gt(tp_body_nfields(tp_kinds[k].body), 0);
+    }
+    for (int bd = 0; bd < TPB__COUNT; bd++) {
+        unsigned n = tp_body_nfields((tp_body_id)bd);
+        ck_assert_uint_le(n, 64);
+        for (unsigned i = 0; i < n; i++) {
+            const tp_field_def *f = &tp_fields[tp_bodies[bd].first + i];
+            ck_assert_int_eq(f->body, bd);
+            ck_assert_int_eq(tp_field_of((tp_body_id)bd, f->key, (uint32_t)strlen(f->key)),
+                             (int)(tp_bodies[bd].first + i));
+            ck_assert_ptr_nonnull(f->doc);
+        }
+    }
+    ck_assert_int_eq(tp_field_of(TPB_step, "nope", 4), -1);
+    ck_assert_str_eq(TP_KEY(step, unorm), "unorm");
+    ck_assert_str_eq(tp_fields[TPF_saveload_armed].key, "armed");
+
+    tb_begin(&t, 1, 2, 3, -1, NULL);
+    tb_backward(&t, 0, 0, 0.5, 1);
+    tb_end(&t);
+    b = decode_ok(&t.buf);
+    ck_assert_int_eq(tp_body_f64(&b.ev[0], TPF_backward_loss, &v), TP_OK);
+    ck_assert_double_eq(v, 0.5);
+    /* a step's key on a backward event: the reader's bug, not the body's */
+    ck_assert_int_eq(tp_body_f64(&b.ev[0], TPF_step_unorm, &v), TP_EINVAL);
+    ck_assert_int_eq(tp_body_find(&b.ev[0], TPF__COUNT, &r), TP_EINVAL);
+    tp_batch_free(&b);
+    tb_free(&t);
+}
+END_TEST
 
 START_TEST(test_proto_roundtrip_every_kind)
 {
@@ -87,26 +138,26 @@ START_TEST(test_proto_roundtrip_every_kind)
     for (int k = TP_K_HELLO; k < TP_K__COUNT; k++) find_kind(&b, (tp_kind)k, 0);
 
     e = find_kind(&b, TP_K_HELLO, 0);
-    assert_str(e, "python", "3.11.7");
-    assert_str(e, "torch", "2.13.0");
-    assert_str(e, "cwd", "/home/u/proj");
-    assert_str(e, "role", "main");
-    assert_int(e, "world", 2);
-    assert_int(e, "interrupt_at", 4);
-    ck_assert_int_eq(tp_body_str(e, "numpy", (const char **)&p, &n), TP_ENOENT); /* nil */
-    ck_assert_int_eq(tp_body_find(e, "argv", &f), TP_OK);
+    assert_str(e, fld(e, "python"), "3.11.7");
+    assert_str(e, fld(e, "torch"), "2.13.0");
+    assert_str(e, fld(e, "cwd"), "/home/u/proj");
+    assert_str(e, fld(e, "role"), "main");
+    assert_int(e, fld(e, "world"), 2);
+    assert_int(e, fld(e, "interrupt_at"), 4);
+    ck_assert_int_eq(tp_body_str(e, fld(e, "numpy"), (const char **)&p, &n), TP_ENOENT); /* nil */
+    ck_assert_int_eq(tp_body_find(e, fld(e, "argv"), &f), TP_OK);
     ck_assert_int_eq(tp_mpr_array(&f, &n), TP_OK);
     ck_assert_int_eq(n, 4);
 
     e = find_kind(&b, TP_K_BYE, 0);
-    assert_str(e, "reason", "exit");
-    assert_int(e, "code", 0);
-    ck_assert_int_eq(tp_body_bool(e, "spooled", &bv), TP_OK);
+    assert_str(e, fld(e, "reason"), "exit");
+    assert_int(e, fld(e, "code"), 0);
+    ck_assert_int_eq(tp_body_bool(e, fld(e, "spooled"), &bv), TP_OK);
     ck_assert(!bv);
 
     e = find_kind(&b, TP_K_SNAPSHOT, 0);
-    assert_str(e, "why", "backward");
-    ck_assert_int_eq(tp_body_find(e, "leaves", &f), TP_OK);
+    assert_str(e, fld(e, "why"), "backward");
+    ck_assert_int_eq(tp_body_find(e, fld(e, "leaves"), &f), TP_OK);
     ck_assert_int_eq(tp_mpr_array(&f, &n), TP_OK);
     ck_assert_int_eq(n, 3 + 6);
     for (uint32_t i = 0; i < n; i++) {
@@ -133,7 +184,7 @@ START_TEST(test_proto_roundtrip_every_kind)
         }
     }
     f = (tp_mpr){0};
-    ck_assert_int_eq(tp_body_find(e, "leaves", &f), TP_OK);
+    ck_assert_int_eq(tp_body_find(e, fld(e, "leaves"), &f), TP_OK);
     tp_mpr_array(&f, &n);
     {
         tp_leaf l;
@@ -155,56 +206,56 @@ START_TEST(test_proto_roundtrip_every_kind)
     }
 
     e = find_kind(&b, TP_K_BACKWARD, 0);
-    assert_f64(e, "loss", 2.5);
-    assert_int(e, "count", 1);
-    assert_str(e, "dtype", "float32");
+    assert_f64(e, fld(e, "loss"), 2.5);
+    assert_int(e, fld(e, "count"), 1);
+    assert_str(e, fld(e, "dtype"), "float32");
 
     e = find_kind(&b, TP_K_STEP, 0);
-    assert_str(e, "phase", "pre");
-    assert_f64(e, "gnorm", 1.25);
-    ck_assert_int_eq(tp_body_f64(e, "unorm", &(double){0}), TP_ENOENT);
-    ck_assert_int_eq(tp_body_find(e, "lrs", &f), TP_OK);
+    assert_str(e, fld(e, "phase"), "pre");
+    assert_f64(e, fld(e, "gnorm"), 1.25);
+    ck_assert_int_eq(tp_body_f64(e, fld(e, "unorm"), &(double){0}), TP_ENOENT);
+    ck_assert_int_eq(tp_body_find(e, fld(e, "lrs"), &f), TP_OK);
     ck_assert_int_eq(tp_mpr_array(&f, &n), TP_OK);
     ck_assert_int_eq(n, 2);
     e = find_kind(&b, TP_K_STEP, 1);
-    assert_str(e, "phase", "post");
-    assert_f64(e, "unorm", 0.01);
+    assert_str(e, fld(e, "phase"), "post");
+    assert_f64(e, fld(e, "unorm"), 0.01);
 
     e = find_kind(&b, TP_K_SCHED, 0);
-    assert_str(e, "cls", "StepLR");
+    assert_str(e, fld(e, "cls"), "StepLR");
     e = find_kind(&b, TP_K_SAVE, 0);
     tb_digest(want, 99);
-    ck_assert_int_eq(tp_body_digest(e, "digest", d), TP_OK);
+    ck_assert_int_eq(tp_body_digest(e, fld(e, "digest"), d), TP_OK);
     ck_assert(memcmp(d, want, 16) == 0);
-    assert_str(e, "via", "records");
-    assert_int(e, "bytes", 4096);
-    ck_assert_int_eq(tp_body_bool(e, "armed", &bv), TP_OK);
+    assert_str(e, fld(e, "via"), "records");
+    assert_int(e, fld(e, "bytes"), 4096);
+    ck_assert_int_eq(tp_body_bool(e, fld(e, "armed"), &bv), TP_OK);
     ck_assert(bv);
     e = find_kind(&b, TP_K_LOAD, 0);
-    assert_str(e, "name", "ckpt.pt");
+    assert_str(e, fld(e, "name"), "ckpt.pt");
     e = find_kind(&b, TP_K_RESTORE, 0);
-    assert_str(e, "obj", "model");
-    assert_int(e, "load", 7);
+    assert_str(e, fld(e, "obj"), "model");
+    assert_int(e, fld(e, "load"), 7);
     e = find_kind(&b, TP_K_BATCH, 0);
-    assert_int(e, "dataset_len", 100);
-    ck_assert_int_eq(tp_body_find(e, "ids", &f), TP_OK);
+    assert_int(e, fld(e, "dataset_len"), 100);
+    ck_assert_int_eq(tp_body_find(e, fld(e, "ids"), &f), TP_OK);
     ck_assert_int_eq(tp_mpr_array(&f, &n), TP_OK);
     ck_assert_int_eq(n, 3);
     e = find_kind(&b, TP_K_AMP, 0);
-    assert_f64(e, "scale", 65536.0);
+    assert_f64(e, fld(e, "scale"), 65536.0);
     e = find_kind(&b, TP_K_CLIP, 0);
-    assert_f64(e, "max", 1.0); /* an int read as a float */
+    assert_f64(e, fld(e, "max"), 1.0); /* an int read as a float */
     e = find_kind(&b, TP_K_BLOB, 0);
-    ck_assert_int_eq(tp_body_find(e, "data", &f), TP_OK);
+    ck_assert_int_eq(tp_body_find(e, fld(e, "data"), &f), TP_OK);
     ck_assert_int_eq(tp_mpr_bin(&f, &p, &n), TP_OK);
     ck_assert_int_eq(n, 100);
     ck_assert_int_eq(p[0], 0x5a);
     e = find_kind(&b, TP_K_ERROR, 0);
-    assert_str(e, "msg", "ValueError: boom");
+    assert_str(e, fld(e, "msg"), "ValueError: boom");
     e = find_kind(&b, TP_K_ZERO_GRAD, 0);
-    assert_str(e, "which", "optimizer");
-    assert_int(e, "opt", 0);
-    ck_assert_int_eq(tp_body_bool(e, "set_to_none", &bv), TP_OK);
+    assert_str(e, fld(e, "which"), "optimizer");
+    assert_int(e, fld(e, "opt"), 0);
+    ck_assert_int_eq(tp_body_bool(e, fld(e, "set_to_none"), &bv), TP_OK);
     ck_assert(bv);
     tp_batch_free(&b);
     tp_batch_free(NULL);
@@ -829,14 +880,15 @@ static void exercise(const tp_batch *b)
         const char *s;
         uint32_t n;
         uint8_t d[16];
-        tp_body_int(e, "rank", &iv);
-        tp_body_f64(e, "loss", &dv);
-        tp_body_str(e, "python", &s, &n);
-        tp_body_digest(e, "digest", d);
+        tp_body_int(e, fld(e, "rank"), &iv);
+        tp_body_f64(e, fld(e, "loss"), &dv);
+        tp_body_str(e, fld(e, "python"), &s, &n);
+        tp_body_digest(e, fld(e, "digest"), d);
         for (int k = 0; k < 3; k++) {
             tp_mpr r;
             tp_leaf l;
-            if (tp_body_find(e, keys[k], &r) != TP_OK || tp_mpr_array(&r, &n) != TP_OK) continue;
+            if (tp_body_find(e, fld(e, keys[k]), &r) != TP_OK || tp_mpr_array(&r, &n) != TP_OK)
+                continue;
             for (uint32_t j = 0; j < n; j++) ck_assert_int_eq(tp_leaf_read(&r, &l), TP_OK);
         }
     }
@@ -893,6 +945,7 @@ static Suite *proto_suite(void)
     Suite *s = suite_create("proto");
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_proto_schema_tables);
     tcase_add_test(tc, test_proto_roundtrip_every_kind);
     tcase_add_test(tc, test_proto_empty_batch_and_kind_names);
     tcase_add_test(tc, test_proto_url_control);

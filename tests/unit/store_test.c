@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT
  * store_test.c -- the daemon's store, ingest and query code on real database
- * files: creation and migration, refusing newer and foreign files without
- * touching them, rows from every event kind, duplicates, gaps, tokens, spool
- * files and the text views. */
+ * files: creation, migration of a real version 1 file (tests/unit/store_v1.sql)
+ * and refusing it read-only, refusing newer and foreign files without
+ * touching them, what every event kind stores, duplicates, gaps, tokens,
+ * spool files and the text views. */
 #define _POSIX_C_SOURCE 200809L
 #include <check.h>
 #include <stdio.h>
@@ -72,6 +73,63 @@ static void raw_exec(const char *path, const char *sql)
     sqlite3_close(h);
 }
 
+/* A leaf decoded from the stored bodies, its strings copied. */
+typedef struct got_leaves {
+    int n;       /* leaves under the key in all the bodies read */
+    int matched; /* ... of which had the path asked for */
+    tp_leaf l;   /* the last of those; its strings point below */
+    char path[96], dtype[16], device[16], str[16];
+} got_leaves;
+
+/* body_leaves decodes the leaves array under key ("leaves", "grads",
+ * "manifest") in the body of every stored event of the given kinds (an SQL
+ * condition), as the readers do (daemon/obs/obs.c): events.body is the only
+ * copy.  Counts them and keeps the last whose path is path (NULL: none). */
+static got_leaves body_leaves(tpd_store *s, const char *kinds, const char *key, const char *path)
+{
+    got_leaves g;
+    sqlite3_stmt *st = NULL;
+    char sql[256];
+    memset(&g, 0, sizeof g);
+    snprintf(sql, sizeof sql, "SELECT body FROM events WHERE %s ORDER BY id", kinds);
+    ck_assert_int_eq(sqlite3_prepare_v2(tpd_store_db(s), sql, -1, &st, NULL), SQLITE_OK);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        tp_mpr r;
+        uint32_t n;
+        if (tp_mp_map_value(sqlite3_column_blob(st, 0), (size_t)sqlite3_column_bytes(st, 0), key,
+                            &r) != TP_OK)
+            continue;
+        ck_assert_int_eq(tp_mpr_array(&r, &n), TP_OK);
+        for (uint32_t i = 0; i < n; i++) {
+            tp_leaf l;
+            ck_assert_int_eq(tp_leaf_read(&r, &l), TP_OK);
+            g.n++;
+            if (path == NULL || l.path_len != strlen(path) || memcmp(l.path, path, l.path_len))
+                continue;
+            g.matched++;
+            g.l = l;
+            snprintf(g.path, sizeof g.path, "%.*s", (int)l.path_len, l.path);
+            snprintf(g.dtype, sizeof g.dtype, "%.*s", (int)l.dtype_len, l.dtype ? l.dtype : "");
+            snprintf(g.device, sizeof g.device, "%.*s", (int)l.device_len,
+                     l.device ? l.device : "");
+            snprintf(g.str, sizeof g.str, "%.*s", (int)l.s_len, l.s ? l.s : "");
+            g.l.path = g.path, g.l.dtype = g.dtype, g.l.device = g.device, g.l.s = g.str;
+        }
+    }
+    sqlite3_finalize(st);
+    return g;
+}
+
+/* all_leaves counts the leaves the stored bodies hold: snapshot and sched
+ * "leaves", step "grads", save and load "manifest" (what version 1 also
+ * copied into its leaves table). */
+static int all_leaves(tpd_store *s)
+{
+    return body_leaves(s, "kind IN ('snapshot', 'sched')", "leaves", NULL).n +
+           body_leaves(s, "kind = 'step'", "grads", NULL).n +
+           body_leaves(s, "kind IN ('save', 'load')", "manifest", NULL).n;
+}
+
 /* keyed_exec creates a run and an execution of it with its key; in a
  * fresh database both are 1. */
 static int64_t keyed_exec(tpd_store *s, int64_t *run, char key[TP_EXEC_KEY_LEN + 1])
@@ -91,12 +149,13 @@ static void ingest_ok(tpd_ingest *in, const tb *t, tpd_ingest_result *res)
 
 /* ---- open, migrate, refuse ---- */
 
-START_TEST(test_store_open_creates_v1)
+START_TEST(test_store_open_creates_latest)
 {
-    static const char *const tables[] = {"runs", "executions", "processes", "events",  "leaves",
+    static const char *const tables[] = {"runs", "executions", "processes", "events",
                                          "gaps", "blobs",      "verdicts",  "counters"};
     tpd_store *s = open_store(0);
     char buf[64];
+    ck_assert_int_eq(TPD_STORE_VERSION, 2);
     ck_assert_int_eq(scalar(s, "PRAGMA user_version"), TPD_STORE_VERSION);
     ck_assert_int_eq(scalar(s, "PRAGMA application_id"), TPD_STORE_APP_ID);
     ck_assert_str_eq(text(s, "PRAGMA journal_mode", buf, sizeof buf), "wal");
@@ -110,6 +169,12 @@ START_TEST(test_store_open_creates_v1)
         ck_assert_msg(sqlite3_column_int(st, 0) == 1, "table %s missing", tables[i]);
         sqlite3_finalize(st);
     }
+    /* version 2: no copy of the leaves beside the bodies; every execution has a key */
+    ck_assert_int_eq(scalar(s, "SELECT count(*) FROM sqlite_master WHERE name LIKE 'leaves%'"), 0);
+    ck_assert_int_eq(scalar(s, "SELECT count(*) FROM sqlite_master WHERE type = 'table'"),
+                     (int64_t)(sizeof tables / sizeof tables[0]));
+    ck_assert_int_eq(
+        scalar(s, "SELECT count(*) FROM pragma_table_info('executions') WHERE name = 'key'"), 1);
     ck_assert_str_eq(tpd_store_path(s), db);
     tpd_store_close(s);
     s = open_store(0); /* reopening an up-to-date database migrates nothing */
@@ -197,9 +262,10 @@ END_TEST
 START_TEST(test_store_newer_version_refused)
 {
     tpd_store *s = open_store(0), *s2 = NULL;
-    char why[256] = "";
+    char why[256] = "", sql[64];
     tpd_store_close(s);
-    raw_exec(db, "PRAGMA user_version = 2");
+    snprintf(sql, sizeof sql, "PRAGMA user_version = %d", TPD_STORE_VERSION + 1);
+    raw_exec(db, sql);
     ck_assert_int_eq(tpd_store_open(&s2, db, 0, why, sizeof why), TP_EVERSION);
     ck_assert_ptr_null(s2);
     ck_assert_msg(strstr(why, "newer") != NULL, "why: %s", why);
@@ -295,6 +361,7 @@ START_TEST(test_store_ingest_every_kind)
     uint8_t d[16];
     int64_t v, run, exec;
     char key[TP_EXEC_KEY_LEN + 1];
+    got_leaves g;
     tb t;
     exec = keyed_exec(s, &run, key);
     ck_assert_int_eq(tpd_ingest_create(&in, s, NULL), TP_OK);
@@ -324,40 +391,46 @@ START_TEST(test_store_ingest_every_kind)
     ck_assert_int_eq(scalar(s, "SELECT dropped FROM processes"), 0);
     ck_assert_int_eq(scalar(s, "SELECT nevents FROM processes"), 16);
     ck_assert_int_eq(scalar(s, "SELECT max_seq FROM processes"), 15);
-    /* leaves: snapshot 3 tensors + 5 values + 1 digest, grads 2, sched 1,
-     * save and load manifests 2 each */
-    ck_assert_int_eq(scalar(s, "SELECT count(*) FROM leaves"), 9 + 2 + 1 + 2 + 2);
-    ck_assert_int_eq(scalar(s, "SELECT count(*) FROM leaves WHERE src = 'grads'"), 2);
-    ck_assert_int_eq(scalar(s, "SELECT count(*) FROM leaves WHERE src = 'manifest'"), 4);
-    ck_assert_str_eq(text(s,
-                          "SELECT shape FROM leaves WHERE path = 'model.layer1.weight'"
-                          " AND src = 'leaves'",
-                          buf, sizeof buf),
-                     "[64,33]");
-    ck_assert_int_eq(
-        scalar(s, "SELECT length(digest) FROM leaves WHERE path = 'model.layer1.weight'"), 16);
-    ck_assert_int_eq(
-        scalar(s, "SELECT nonfinite FROM leaves WHERE path = 'model.layer1.weight' LIMIT 1"), 1);
-    ck_assert_int_eq(scalar(s, "SELECT blob FROM leaves WHERE path = 'model.layer0.weight'"
-                               " AND src = 'leaves'"),
-                     1);
-    ck_assert_str_eq(text(s,
-                          "SELECT typeof(value) || vtype FROM leaves WHERE path ="
-                          " 'optimizer.group[0].lr'",
-                          buf, sizeof buf),
-                     "realfloat");
-    ck_assert_str_eq(text(s,
-                          "SELECT typeof(value) || vtype || value FROM leaves WHERE path ="
-                          " 'optimizer.group[0].nesterov'",
-                          buf, sizeof buf),
-                     "integerbool1");
-    ck_assert_str_eq(
-        text(s, "SELECT value FROM leaves WHERE path = 'optimizer.cls'", buf, sizeof buf), "SGD");
-    ck_assert_int_eq(scalar(s, "SELECT value IS NULL FROM leaves WHERE path = 'scaler.none'"), 1);
-    ck_assert_int_eq(scalar(s, "SELECT nitems FROM leaves WHERE path = 'rng.torch_cpu'"), 5056);
-    ck_assert_int_eq(scalar(s, "SELECT value FROM leaves WHERE src = 'leaves' AND path ="
-                               " 'scheduler.last_epoch' AND kind = 'v' ORDER BY event_id DESC"),
-                     1);
+    /* the leaves, decoded from the bodies: snapshot 3 tensors + 5 values +
+     * 1 digest, grads 2, sched 1, save and load manifests 2 each */
+    ck_assert_int_eq(all_leaves(s), 9 + 2 + 1 + 2 + 2);
+    ck_assert_int_eq(body_leaves(s, "kind = 'snapshot'", "leaves", NULL).n, 9);
+    ck_assert_int_eq(body_leaves(s, "kind = 'step'", "grads", NULL).n, 2);
+    ck_assert_int_eq(body_leaves(s, "kind IN ('save', 'load')", "manifest", NULL).n, 4);
+    g = body_leaves(s, "kind = 'snapshot'", "leaves", "model.layer1.weight");
+    ck_assert_int_eq(g.matched, 1);
+    ck_assert_int_eq(g.l.kind, 't');
+    ck_assert_str_eq(g.dtype, "float32");
+    ck_assert_int_eq(g.l.ndim, 2);
+    ck_assert(g.l.shape[0] == 64 && g.l.shape[1] == 33);
+    tb_digest(d, 7919);
+    ck_assert(memcmp(g.l.digest, d, sizeof d) == 0);
+    ck_assert(g.l.stats.sum == 0.5 && g.l.stats.l2 == 2.5 && g.l.stats.maxabs == 0.25);
+    ck_assert_int_eq(g.l.stats.nonfinite, 1);
+    ck_assert_str_eq(g.device, "cpu");
+    ck_assert(!g.l.blob);
+    g = body_leaves(s, "kind = 'snapshot'", "leaves", "model.layer0.weight");
+    ck_assert(g.matched == 1 && g.l.blob);
+    g = body_leaves(s, "kind = 'step'", "grads", "grad.layer1.weight");
+    ck_assert(g.matched == 1 && g.l.kind == 't' && g.l.stats.nonfinite == 1);
+    g = body_leaves(s, "kind IN ('save', 'load')", "manifest", "model.layer1.weight");
+    ck_assert_int_eq(g.matched, 2);
+    ck_assert(g.l.shape[0] == 64 && g.l.shape[1] == 33);
+    g = body_leaves(s, "kind = 'snapshot'", "leaves", "optimizer.group[0].lr");
+    ck_assert(g.matched == 1 && g.l.kind == 'v' && g.l.vtype == TP_V_FLOAT && g.l.f == 0.1);
+    g = body_leaves(s, "kind = 'snapshot'", "leaves", "optimizer.group[0].nesterov");
+    ck_assert(g.matched == 1 && g.l.vtype == TP_V_BOOL && g.l.b);
+    g = body_leaves(s, "kind = 'snapshot'", "leaves", "optimizer.cls");
+    ck_assert(g.matched == 1 && g.l.vtype == TP_V_STR);
+    ck_assert_str_eq(g.str, "SGD");
+    g = body_leaves(s, "kind = 'snapshot'", "leaves", "scaler.none");
+    ck_assert(g.matched == 1 && g.l.kind == 'v' && g.l.vtype == TP_V_NIL);
+    g = body_leaves(s, "kind = 'snapshot'", "leaves", "rng.torch_cpu");
+    ck_assert(g.matched == 1 && g.l.kind == 'd' && g.l.nitems == 5056);
+    tb_digest(d, 42);
+    ck_assert(memcmp(g.l.digest, d, sizeof d) == 0);
+    g = body_leaves(s, "kind = 'sched'", "leaves", "scheduler.last_epoch");
+    ck_assert(g.matched == 1 && g.l.vtype == TP_V_INT && g.l.i == 1);
     /* the blob: bytes in the file store, a row, no bytes in the event */
     ck_assert_int_eq(scalar(s, "SELECT size FROM blobs"), 100);
     ck_assert_str_eq(text(s, "SELECT shape FROM blobs", buf, sizeof buf), "[100]");
@@ -414,7 +487,7 @@ START_TEST(test_store_duplicate_seq_ignored)
     ck_assert_int_eq(res.dup, 1);
     ck_assert_int_eq(scalar(s, "SELECT count(*) FROM events"), 16);
     ck_assert_int_eq(scalar(s, "SELECT nevents FROM processes"), 16);
-    ck_assert_int_eq(scalar(s, "SELECT count(*) FROM leaves"), 16);
+    ck_assert_int_eq(all_leaves(s), 16); /* those of the first batch, once */
     ck_assert_int_eq(scalar(s, "SELECT count(*) FROM processes"), 1);
     ck_assert_int_eq(tpd_store_counter_get(s, "duplicates", &v), TP_OK);
     ck_assert_int_eq(v, 16);
@@ -577,33 +650,316 @@ START_TEST(test_store_secrets)
 }
 END_TEST
 
-START_TEST(test_store_old_database_gets_keys)
+/* ---- version 1 files ---- */
+
+extern const char store_v1_sql[]; /* tests/unit/store_v1.sql, embedded */
+
+#define V1_KEY "00112233445566778899aabbccddeeff" /* execution 1's, when keyed */
+#define V1_PID 500
+
+/* make_v1 writes at db a version 1 database (tests/unit/store_v1.sql) with
+ * what a build of that version stored for one run: a run, an execution
+ * (keyed: with the key column those builds added, and V1_KEY), a process
+ * with its hello and bye, the events of a real batch (hello, snapshot,
+ * backward, a step pre and post, sched, save, bye; one seq lost) with their
+ * leaves rows, a blob, a gap, a verdict and counters.  Returns the number
+ * of leaves rows. */
+static int64_t make_v1(bool keyed)
 {
-    /* a version 1 database made before execution keys: opening it for
-     * writing adds the column; its executions take no more batches, new
-     * ones do; reading it needs nothing */
-    extern const char tpd_schema_v1[];
-    char sql[256], key[TP_EXEC_KEY_LEN + 1], why[256];
+    static const char rows[] =
+        "INSERT INTO runs(name, check_kind, params, created_ns) VALUES('old', 'health', '{}', 7);"
+        "INSERT INTO processes(exec_id, pid, ppid, rank, world, local_rank, role, agent, python,"
+        " torch, argv, cwd, hello_ns, bye_ns, bye_reason, bye_code, sent, dropped, errors,"
+        " spooled, nevents, max_seq) VALUES(1, 500, 1, 0, 2, 0, 'main', '0.1.0', '3.11.7',"
+        " '2.13.0', '[\"python\",\"train.py\"]', '/home/u/proj', 1000, 1009, 'exit', 0, 10, 0,"
+        " 0, 0, 9, 9);"
+        "INSERT INTO blobs(digest, size, dtype, shape) VALUES(x'00ff', 100, 'uint8', '[100]');"
+        "INSERT INTO gaps(exec_id, pid, first_seq, last_seq) VALUES(1, 500, 8, 8);"
+        "INSERT INTO verdicts(run_id, check_kind, outcome, step, path, report, text, created_ns)"
+        " VALUES(1, 'health', 'ERROR', 1, 'loss', '{}', 'events were lost', 8);"
+        "INSERT INTO counters(name, value) VALUES('batches', 1), ('events', 9);";
+    sqlite3 *h = NULL;
+    sqlite3_stmt *ev = NULL, *lf = NULL;
+    tp_batch b;
+    int64_t nleaves = 0;
+    uint64_t q = 0;
+    tb t;
+    tb_begin_key(&t, 1, 1, V1_PID, 0, NULL, V1_KEY);
+    tb_hello(&t, q++, 0);
+    tb_snapshot(&t, q++, 0, 3);
+    tb_backward(&t, q++, 0, 1.5, 1);
+    tb_step(&t, q++, 0, true, 2, 2.0, 0.1);
+    tb_step(&t, q++, 0, false, 0, 0.05, 0.1);
+    tb_sched(&t, q++, 1);
+    tb_saveload(&t, q++, 1, TP_K_SAVE);
+    tb_backward(&t, q++, 1, 1.25, 1);
+    q++; /* one lost event */
+    tb_bye(&t, q, q + 1, 0);
+    tb_end(&t);
+    ck_assert_int_eq(tp_batch_decode(t.buf.data, t.buf.len, &b, NULL, 0), TP_OK);
+    ck_assert_int_eq(sqlite3_open(db, &h), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(h, store_v1_sql, NULL, NULL, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(h, "BEGIN", NULL, NULL, NULL), SQLITE_OK);
+    if (keyed) {
+        ck_assert_int_eq(
+            sqlite3_exec(h, "ALTER TABLE executions ADD COLUMN key TEXT", NULL, NULL, NULL),
+            SQLITE_OK);
+        ck_assert_int_eq(sqlite3_exec(h,
+                                      "INSERT INTO executions(run_id, role, argv, created_ns,"
+                                      " finished_ns, exit_status, key) VALUES(1, 'main',"
+                                      " '[\"python\",\"train.py\"]', 7, 9, 0, '" V1_KEY "')",
+                                      NULL, NULL, NULL),
+                         SQLITE_OK);
+    } else {
+        ck_assert_int_eq(sqlite3_exec(h,
+                                      "INSERT INTO executions(run_id, role, argv, created_ns,"
+                                      " finished_ns, exit_status) VALUES(1, 'main',"
+                                      " '[\"python\",\"train.py\"]', 7, 9, 0)",
+                                      NULL, NULL, NULL),
+                         SQLITE_OK);
+    }
+    ck_assert_int_eq(sqlite3_exec(h, rows, NULL, NULL, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_prepare_v2(h,
+                                        "INSERT INTO events(exec_id, pid, seq, time_ns, step,"
+                                        " kind, body) VALUES(1, ?1, ?2, ?3, ?4, ?5, ?6)",
+                                        -1, &ev, NULL),
+                     SQLITE_OK);
+    ck_assert_int_eq(sqlite3_prepare_v2(h,
+                                        "INSERT INTO leaves(event_id, ord, path, kind, value,"
+                                        " vtype, nitems, src) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7,"
+                                        " ?8)",
+                                        -1, &lf, NULL),
+                     SQLITE_OK);
+    for (size_t i = 0; i < b.n; i++) {
+        const tp_event *e = &b.ev[i];
+        const char *key = e->kind == TP_K_STEP                           ? "grads"
+                          : e->kind == TP_K_SAVE || e->kind == TP_K_LOAD ? "manifest"
+                                                                         : "leaves";
+        tp_mpr r;
+        uint32_t n = 0;
+        int64_t id;
+        sqlite3_bind_int64(ev, 1, V1_PID);
+        sqlite3_bind_int64(ev, 2, (int64_t)e->seq);
+        sqlite3_bind_int64(ev, 3, (int64_t)e->time_ns);
+        sqlite3_bind_int64(ev, 4, e->step);
+        sqlite3_bind_text(ev, 5, tp_kind_name(e->kind), -1, SQLITE_STATIC);
+        sqlite3_bind_blob(ev, 6, e->body, (int)e->body_len, SQLITE_STATIC);
+        ck_assert_int_eq(sqlite3_step(ev), SQLITE_DONE);
+        sqlite3_reset(ev);
+        id = sqlite3_last_insert_rowid(h);
+        /* the leaves rows version 1 copied out of the body */
+        if (tp_mp_map_value(e->body, e->body_len, key, &r) == TP_OK)
+            ck_assert_int_eq(tp_mpr_array(&r, &n), TP_OK);
+        for (uint32_t k = 0; k < n; k++) {
+            tp_leaf l;
+            char kind[2] = {0};
+            ck_assert_int_eq(tp_leaf_read(&r, &l), TP_OK);
+            kind[0] = l.kind;
+            sqlite3_clear_bindings(lf);
+            sqlite3_bind_int64(lf, 1, id);
+            sqlite3_bind_int64(lf, 2, k);
+            sqlite3_bind_text(lf, 3, l.path, (int)l.path_len, SQLITE_TRANSIENT);
+            sqlite3_bind_text(lf, 4, kind, 1, SQLITE_TRANSIENT);
+            if (l.kind == 'v' && l.vtype == TP_V_INT) {
+                sqlite3_bind_int64(lf, 5, l.i);
+                sqlite3_bind_text(lf, 6, "int", -1, SQLITE_STATIC);
+            }
+            if (l.kind == 'd') sqlite3_bind_int64(lf, 7, (int64_t)l.nitems);
+            sqlite3_bind_text(lf, 8, key, -1, SQLITE_STATIC);
+            ck_assert_int_eq(sqlite3_step(lf), SQLITE_DONE);
+            sqlite3_reset(lf);
+            nleaves++;
+        }
+    }
+    sqlite3_finalize(ev);
+    sqlite3_finalize(lf);
+    ck_assert_int_eq(sqlite3_exec(h, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_close(h), SQLITE_OK);
+    tp_batch_free(&b);
+    tb_free(&t);
+    return nleaves;
+}
+
+/* dump appends to f every row that sql returns on h, each value typed. */
+static void dump(FILE *f, sqlite3 *h, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    ck_assert_int_eq(sqlite3_prepare_v2(h, sql, -1, &st, NULL), SQLITE_OK);
+    fprintf(f, "%s\n", sql);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        for (int i = 0; i < sqlite3_column_count(st); i++) {
+            const unsigned char *p;
+            switch (sqlite3_column_type(st, i)) {
+            case SQLITE_NULL:
+                fputs(" NULL", f);
+                break;
+            case SQLITE_INTEGER:
+                fprintf(f, " %lld", (long long)sqlite3_column_int64(st, i));
+                break;
+            case SQLITE_FLOAT:
+                fprintf(f, " %.17g", sqlite3_column_double(st, i));
+                break;
+            case SQLITE_TEXT:
+                fprintf(f, " '%s'", (const char *)sqlite3_column_text(st, i));
+                break;
+            default:
+                p = sqlite3_column_blob(st, i);
+                fputs(" x'", f);
+                for (int k = 0; k < sqlite3_column_bytes(st, i); k++) fprintf(f, "%02x", p[k]);
+                fputs("'", f);
+            }
+        }
+        fputs("\n", f);
+    }
+    sqlite3_finalize(st);
+}
+
+/* dump_kept returns (free() it) every row of every table version 2 keeps
+ * (the executions without their key, which a migration may add), read from
+ * the database at path, or through s when not NULL.  A connection of its
+ * own is read-write, so that closing it removes the -wal and -shm files. */
+static char *dump_kept(tpd_store *s, const char *path)
+{
+    static const char *const sqls[] = {
+        "SELECT * FROM runs ORDER BY rowid",
+        "SELECT id, run_id, role, argv, created_ns, finished_ns, exit_status, exit_signal"
+        " FROM executions ORDER BY rowid",
+        "SELECT * FROM processes ORDER BY rowid",
+        "SELECT * FROM events ORDER BY rowid",
+        "SELECT * FROM gaps ORDER BY rowid",
+        "SELECT * FROM blobs ORDER BY rowid",
+        "SELECT * FROM verdicts ORDER BY rowid",
+        "SELECT * FROM counters ORDER BY rowid",
+    };
+    sqlite3 *h = NULL;
+    char *out = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&out, &n);
+    ck_assert_ptr_nonnull(f);
+    if (s == NULL)
+        ck_assert_int_eq(sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    for (size_t i = 0; i < sizeof sqls / sizeof sqls[0]; i++)
+        dump(f, s ? tpd_store_db(s) : h, sqls[i]);
+    fclose(f);
+    sqlite3_close(h);
+    return out;
+}
+
+/* raw_scalar runs a query returning one integer on the file at path,
+ * without the store (read-write, as dump_kept). */
+static int64_t raw_scalar(const char *path, const char *sql)
+{
+    sqlite3 *h = NULL;
+    sqlite3_stmt *st = NULL;
+    int64_t v = -999;
+    ck_assert_int_eq(sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_prepare_v2(h, sql, -1, &st, NULL), SQLITE_OK);
+    if (sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    return v;
+}
+
+START_TEST(test_store_v1_migrates)
+{
+    /* a version 1 file as the last builds of that version left it (with
+     * execution keys), opened for writing: version 2 in one step, the
+     * leaves table gone, every other row kept and read by the queries, the
+     * leaves it held still in the bodies; a second open changes nothing */
+    tpd_store *s, *ro;
+    tpd_ingest *in = NULL;
+    tpd_ingest_result res;
+    tpd_str out;
+    char why[256] = "", *before, *after;
+    int64_t nleaves = make_v1(true), schema_ver;
+    const char *o;
+    got_leaves g;
+    tb t;
+    ck_assert_int_eq(nleaves, 9 + 2 + 1 + 2); /* snapshot, grads, sched, save manifest */
+    ck_assert_int_eq(raw_scalar(db, "PRAGMA user_version"), 1);
+    ck_assert_int_eq(raw_scalar(db, "SELECT count(*) FROM leaves"), nleaves);
+    before = dump_kept(NULL, db);
+
+    s = open_store(0);
+    ck_assert_int_eq(scalar(s, "PRAGMA user_version"), 2);
+    ck_assert_int_eq(scalar(s, "PRAGMA application_id"), TPD_STORE_APP_ID);
+    ck_assert_int_eq(scalar(s, "SELECT count(*) FROM sqlite_master WHERE name LIKE 'leaves%'"), 0);
+    after = dump_kept(s, NULL);
+    ck_assert_str_eq(after, before);
+    free(after);
+    ck_assert_int_eq(scalar(s, "SELECT count(*) FROM events"), 9);
+    ck_assert_int_eq(scalar(s, "SELECT count(*) FROM executions WHERE key = '" V1_KEY "'"), 1);
+    /* what the table held, the bodies hold */
+    ck_assert_int_eq(all_leaves(s), nleaves);
+    g = body_leaves(s, "kind = 'snapshot'", "leaves", "rng.torch_cpu");
+    ck_assert(g.matched == 1 && g.l.kind == 'd' && g.l.nitems == 5056);
+    g = body_leaves(s, "kind = 'save'", "manifest", "model.layer1.weight");
+    ck_assert(g.matched == 1 && g.l.shape[1] == 33);
+    schema_ver = scalar(s, "PRAGMA schema_version");
+    /* the execution's agents may still deliver: a batch with its key */
+    ck_assert_int_eq(tpd_ingest_create(&in, s, NULL), TP_OK);
+    tb_begin_key(&t, 1, 1, V1_PID, 0, NULL, V1_KEY);
+    tb_backward(&t, 8, 1, 1.0, 1); /* the lost seq */
+    tb_end(&t);
+    ingest_ok(in, &t, &res);
+    ck_assert_int_eq(res.events, 1);
+    tb_free(&t);
+    tpd_ingest_destroy(in);
+    tpd_store_close(s);
+
+    /* migrated once: a second open for writing and a reader find version 2 */
+    s = open_store(0);
+    ck_assert_int_eq(scalar(s, "PRAGMA user_version"), 2);
+    ck_assert_int_eq(scalar(s, "PRAGMA schema_version"), schema_ver);
+    tpd_store_close(s);
+    ro = open_store(TPD_STORE_READONLY);
+    tpd_str_init(&out);
+    ck_assert_int_eq(tpd_query(ro, "runs", 0, &out, why, sizeof why), TP_OK);
+    o = tpd_str_cstr(&out);
+    ck_assert_msg(strstr(o, "old") && strstr(o, "health") && strstr(o, "ERROR"), "%s", o);
+    tpd_str_reset(&out);
+    ck_assert_int_eq(tpd_query(ro, "run", 1, &out, why, sizeof why), TP_OK);
+    o = tpd_str_cstr(&out);
+    ck_assert_msg(strstr(o, "process 500: rank 0/2, role main, python 3.11.7, torch 2.13.0"), "%s",
+                  o);
+    ck_assert_msg(strstr(o, "events 10, bye exit (code 0), sent 10, dropped 0"), "%s", o);
+    ck_assert_msg(strstr(o, "kinds: hello 1 snapshot 1 backward 3 step 2 sched 1 save 1 bye 1"),
+                  "%s", o);
+    ck_assert_msg(strstr(o, "gaps none"), "%s", o); /* computed from the events: seq 8 came */
+    tpd_str_reset(&out);
+    ck_assert_int_eq(tpd_query(ro, "steps", 1, &out, why, sizeof why), TP_OK);
+    o = tpd_str_cstr(&out);
+    ck_assert_msg(strstr(o, "  0      1.5          1        2            0.05         0.1,0.01"),
+                  "%s", o);
+    tpd_str_free(&out);
+    tpd_store_close(ro);
+    free(before);
+}
+END_TEST
+
+START_TEST(test_store_v1_before_keys_migrates)
+{
+    /* a version 1 file made before execution keys: the migration adds the
+     * column too; its execution takes no more batches, new ones do */
+    char key[TP_EXEC_KEY_LEN + 1], why[256], *before, *after;
     tpd_ingest *in = NULL;
     tpd_ingest_result res;
     tpd_store *s;
-    int64_t exec;
+    int64_t exec, nleaves = make_v1(false);
     tb t;
-    raw_exec(db, tpd_schema_v1);
-    snprintf(sql, sizeof sql, "PRAGMA user_version = %d; PRAGMA application_id = %d",
-             TPD_STORE_VERSION, TPD_STORE_APP_ID);
-    raw_exec(db, sql);
-    raw_exec(db, "INSERT INTO runs(name, check_kind, created_ns) VALUES('old', 'record', 1);"
-                 "INSERT INTO executions(run_id, role, created_ns) VALUES(1, 'main', 1)");
-    s = open_store(TPD_STORE_READONLY);
-    ck_assert_int_eq(scalar(s, "SELECT count(*) FROM pragma_table_info('executions')"
-                               " WHERE name = 'key'"),
-                     0);
-    tpd_store_close(s);
+    ck_assert_int_eq(
+        raw_scalar(db, "SELECT count(*) FROM pragma_table_info('executions') WHERE name = 'key'"),
+        0);
+    before = dump_kept(NULL, db);
     s = open_store(0);
-    ck_assert_int_eq(scalar(s, "SELECT count(*) FROM pragma_table_info('executions')"
-                               " WHERE name = 'key'"),
-                     1);
+    ck_assert_int_eq(scalar(s, "PRAGMA user_version"), 2);
+    ck_assert_int_eq(
+        scalar(s, "SELECT count(*) FROM pragma_table_info('executions') WHERE name = 'key'"), 1);
+    ck_assert_int_eq(scalar(s, "SELECT count(*) FROM executions WHERE key IS NULL"), 1);
+    ck_assert_int_eq(scalar(s, "SELECT count(*) FROM sqlite_master WHERE name LIKE 'leaves%'"), 0);
+    after = dump_kept(s, NULL);
+    ck_assert_str_eq(after, before);
+    ck_assert_int_eq(all_leaves(s), nleaves);
     ck_assert_int_eq(tpd_ingest_create(&in, s, NULL), TP_OK);
     tb_begin_key(&t, 1, 1, 5, 0, NULL, "");
     tb_backward(&t, 0, 0, 1, 1);
@@ -622,8 +978,105 @@ START_TEST(test_store_old_database_gets_keys)
     ck_assert_int_eq(scalar(s, "SELECT count(*) FROM executions"), 2);
     tpd_ingest_destroy(in);
     tpd_store_close(s);
-    s = open_store(0); /* the column is there: nothing to add */
+    s = open_store(0); /* version 2: nothing to do */
+    ck_assert_int_eq(scalar(s, "SELECT count(*) FROM events"), 10);
     tpd_store_close(s);
+    free(before);
+    free(after);
+}
+END_TEST
+
+START_TEST(test_store_v1_readonly_refused)
+{
+    /* a reader never migrates: it says which version and what to do, and
+     * the file stays version 1 */
+    tpd_store *s = NULL;
+    char why[256] = "";
+    int64_t nleaves = make_v1(true);
+    ck_assert_int_eq(tpd_store_open(&s, db, TPD_STORE_READONLY, why, sizeof why), TP_EVERSION);
+    ck_assert_ptr_null(s);
+    ck_assert_msg(strstr(why, "database version 1 is older") && strstr(why, "serve"), "why: %s",
+                  why);
+    ck_assert_int_eq(raw_scalar(db, "PRAGMA user_version"), 1);
+    ck_assert_int_eq(raw_scalar(db, "SELECT count(*) FROM leaves"), nleaves);
+}
+END_TEST
+
+/* file_bytes returns the bytes of the file at path (free() them). */
+static uint8_t *file_bytes(const char *path, size_t *n)
+{
+    struct stat sb;
+    uint8_t *p;
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fstat(fileno(f), &sb), 0);
+    p = malloc((size_t)sb.st_size + 1);
+    *n = fread(p, 1, (size_t)sb.st_size, f);
+    ck_assert_int_eq(*n, sb.st_size);
+    fclose(f);
+    return p;
+}
+
+/* v1_unchanged checks that the file at db is still the version 1 file
+ * whose bytes are orig (n of them) and whose rows dump_kept gave as rows. */
+static void v1_unchanged(const uint8_t *orig, size_t n, const char *rows, int64_t nleaves)
+{
+    size_t m;
+    uint8_t *now = file_bytes(db, &m);
+    char *dumped;
+    ck_assert(m == n && memcmp(orig, now, n) == 0);
+    free(now);
+    ck_assert_int_eq(raw_scalar(db, "PRAGMA user_version"), 1);
+    ck_assert_int_eq(raw_scalar(db, "SELECT count(*) FROM leaves"), nleaves);
+    dumped = dump_kept(NULL, db);
+    ck_assert_str_eq(dumped, rows);
+    free(dumped);
+}
+
+START_TEST(test_store_v1_migration_fails_untouched)
+{
+    /* a migration that cannot write reports why and leaves the file as it
+     * was: another connection holds the write lock (past the busy timeout),
+     * or the file is read-only (not for root, whom modes do not stop) */
+    tpd_store *s = NULL;
+    sqlite3 *h = NULL;
+    char why[256] = "", *rows;
+    int64_t nleaves = make_v1(true);
+    size_t n;
+    uint8_t *orig = file_bytes(db, &n);
+    tp_err rc;
+    rows = dump_kept(NULL, db);
+
+    ck_assert_int_eq(sqlite3_open(db, &h), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(h, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+    rc = tpd_store_open(&s, db, 0, why, sizeof why);
+    ck_assert_msg(rc == TP_EDB, "%s: %s", tp_strerror(rc), why);
+    ck_assert_ptr_null(s);
+    ck_assert_msg(strstr(why, "cannot migrate the database from version 1 to 2"), "why: %s", why);
+    ck_assert_int_eq(sqlite3_exec(h, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_close(h), SQLITE_OK);
+    v1_unchanged(orig, n, rows, nleaves);
+
+    if (geteuid() != 0) {
+        char side[700];
+        ck_assert_int_eq(chmod(db, 0400), 0);
+        why[0] = '\0';
+        rc = tpd_store_open(&s, db, 0, why, sizeof why);
+        ck_assert_msg(rc == TP_EIO && strstr(why, "read-only"), "%s: %s", tp_strerror(rc), why);
+        ck_assert_ptr_null(s);
+        /* nothing beside it either: -wal and -shm files as unwritable as
+         * the database would stop the next writer after a chmod */
+        ck_assert_int_ne(access(td_path(side, sizeof side, dir, "runs.db-wal"), F_OK), 0);
+        ck_assert_int_ne(access(td_path(side, sizeof side, dir, "runs.db-shm"), F_OK), 0);
+        ck_assert_int_eq(chmod(db, 0600), 0);
+        v1_unchanged(orig, n, rows, nleaves);
+    }
+    /* writable again: it migrates */
+    s = open_store(0);
+    ck_assert_int_eq(scalar(s, "PRAGMA user_version"), 2);
+    tpd_store_close(s);
+    free(orig);
+    free(rows);
 }
 END_TEST
 
@@ -824,7 +1277,7 @@ static Suite *store_suite(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 30);
     tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, test_store_open_creates_v1);
+    tcase_add_test(tc, test_store_open_creates_latest);
     tcase_add_test(tc, test_store_runs_execs_verdicts_persist);
     tcase_add_test(tc, test_store_newer_version_refused);
     tcase_add_test(tc, test_store_garbage_refused_untouched);
@@ -835,7 +1288,10 @@ static Suite *store_suite(void)
     tcase_add_test(tc, test_store_gaps_and_seen);
     tcase_add_test(tc, test_store_malformed_and_token);
     tcase_add_test(tc, test_store_secrets);
-    tcase_add_test(tc, test_store_old_database_gets_keys);
+    tcase_add_test(tc, test_store_v1_migrates);
+    tcase_add_test(tc, test_store_v1_before_keys_migrates);
+    tcase_add_test(tc, test_store_v1_readonly_refused);
+    tcase_add_test(tc, test_store_v1_migration_fails_untouched);
     tcase_add_test(tc, test_store_database_private);
     tcase_add_test(tc, test_store_spool_file);
     tcase_add_test(tc, test_store_query_text);

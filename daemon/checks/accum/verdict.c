@@ -11,36 +11,10 @@
 #include "daemon/checks/accum/ctx.h"
 #include "daemon/checks/accum/verdict.h"
 #include "daemon/checks/accum/windows.h"
+#include "daemon/checks/params.h"
 #include "daemon/checks/trust.h"
 
 typedef tpd_actx ctx;
-
-/* param_num reads a number after "key": in the run's params (JSON). */
-static double param_num(const char *json, const char *key, double dflt)
-{
-    char pat[64];
-    const char *p;
-    char *end;
-    double v;
-    if (json == NULL) return dflt;
-    snprintf(pat, sizeof pat, "\"%s\":", key);
-    if ((p = strstr(json, pat)) == NULL) return dflt;
-    v = strtod(p + strlen(pat), &end);
-    return end == p + strlen(pat) ? dflt : v;
-}
-
-/* param_true: "key": true in the run's params (JSON). */
-static bool param_true(const char *json, const char *key)
-{
-    char pat[64];
-    const char *p;
-    if (json == NULL) return false;
-    snprintf(pat, sizeof pat, "\"%s\":", key);
-    if ((p = strstr(json, pat)) == NULL) return false;
-    p += strlen(pat);
-    while (*p == ' ') p++;
-    return strncmp(p, "true", 4) == 0;
-}
 
 /* ---- the initial state ---- */
 
@@ -199,7 +173,7 @@ static tpd_outcome judge(ctx *x)
             tpd_why_free(&x->why);
             /* --disable-dropout given: advising it again would send the
              * user round in circles; what is left is other draws */
-            if (param_true(x->run->params, "disable_dropout"))
+            if (x->disable_dropout)
                 tpd_actx_why(x, "initial",
                              "%s differed at the first backward, and the runs differ: random "
                              "draws (random batches, or dropout the agent does not reach; "
@@ -229,17 +203,23 @@ static tpd_outcome judge(ctx *x)
 tp_err tpd_verdict_accum(const tpd_run *r, const tpd_cmp_opts *o, tpd_result *out)
 {
     ctx x;
+    tpd_params par;
     tp_err rc;
     memset(&x, 0, sizeof x);
     x.run = r;
     x.o = *o;
+    /* params that do not parse (none, from an old client) read as empty:
+     * every value is its default, as declared in verdict.h */
+    if (tpd_params_parse(&par, r->params, NULL, 0) == TP_ENOMEM) return TP_ENOMEM;
     if (!x.o.tolerance) {
         x.o.tolerance = true;
-        x.o.rtol = param_num(r->params, "rtol", 1e-4);
-        x.o.atol = param_num(r->params, "atol", 1e-6);
+        x.o.rtol = tpd_params_num(&par, "rtol", 1e-4);
+        x.o.atol = tpd_params_num(&par, "atol", 1e-6);
     }
-    x.N = (int64_t)param_num(r->params, "micro", 1);
-    x.U = (int64_t)param_num(r->params, "updates", 2);
+    x.N = tpd_params_int(&par, "micro", 1);
+    x.U = tpd_params_int(&par, "updates", 2);
+    x.disable_dropout = tpd_params_bool(&par, "disable_dropout", false);
+    tpd_params_clear(&par);
     if (x.N < 1) x.N = 1;
     if (x.U < 1) x.U = 1;
     x.F = tpd_obs_exec(r, "full");
@@ -247,7 +227,6 @@ tp_err tpd_verdict_accum(const tpd_run *r, const tpd_cmp_opts *o, tpd_result *ou
     x.pf = tpd_obs_trainer(x.F);
     x.pm = tpd_obs_trainer(x.M);
     if ((x.a = tpd_arena_create()) == NULL) return TP_ENOMEM;
-    x.disable_dropout = param_true(r->params, "disable_dropout");
     rc = tpd_actx_finish(&x, judge(&x), out);
     ctx_free(&x);
     return rc;

@@ -4,7 +4,8 @@
  * A run of check "accum" holds two executions, by role: "full" (the
  * reference: one full batch per optimizer update) and "micro" (N
  * micro-batches per update), with tensor values captured.  Its params (JSON)
- * say "micro" (N), "updates" (U) and the declared "rtol"/"atol".
+ * say "micro" (N), "updates" (U), the declared "rtol"/"atol" and
+ * "disable_dropout" (--disable-dropout: dropout was off in both executions).
  *
  * ERROR: an execution failed, lost events or reported a hook error; the
  * reference made fewer than U updates.

@@ -58,9 +58,11 @@ typedef struct tpd_cov_decl {
 } tpd_cov_decl;
 
 /* tpd_cov_decl_parse reads a declaration from json (NUL-terminated) into *d;
- * strings and ranges are copied into a.  Errors (why gets a reason):
- * TP_EINVAL (not a JSON object, a missing or unknown policy, a value of the
- * wrong type or out of range, ranges not sorted and disjoint), TP_ENOMEM. */
+ * strings and ranges are copied into a, and nothing else outlives the call.
+ * Errors (why gets a reason): TP_EINVAL (not a JSON object, a key given
+ * twice, a missing or unknown policy, a value of the wrong type or out of
+ * range, an unknown key whose value is not a string, an integer, true,
+ * false or null, ranges not sorted and disjoint), TP_ENOMEM. */
 tp_err tpd_cov_decl_parse(tpd_arena *a, const char *json, tpd_cov_decl *d, char *why,
                           size_t whylen);
 

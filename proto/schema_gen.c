@@ -1,0 +1,239 @@
+/* SPDX-License-Identifier: MIT
+ * schema_gen.c -- writes what proto/events.def declares in the two other
+ * languages that need it:
+ *   schema_gen python OUT       the glue's body builders (agent/glue's
+ *                               `events` module, embedded at build time)
+ *   schema_gen markdown         the key tables of proto/SCHEMA.md, to stdout
+ *   schema_gen check SCHEMA.md  exit 1 when the page's tables are stale
+ *   schema_gen update SCHEMA.md rewrite them in place
+ * The tables sit between the BEGIN and END marker lines of the page; the
+ * prose around them is the page's own. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/event.h"
+
+#define BEGIN "<!-- BEGIN tables generated from proto/events.def: edit that file, not these -->\n"
+#define END   "<!-- END generated tables -->\n"
+
+/* ---- growable text ---- */
+
+typedef struct text {
+    char *s;
+    size_t len, cap;
+} text;
+
+static void put(text *t, const char *s, size_t n)
+{
+    if (t->len + n + 1 > t->cap) {
+        size_t cap = t->cap ? t->cap : 4096;
+        while (cap < t->len + n + 1) cap *= 2;
+        if ((t->s = realloc(t->s, cap)) == NULL) {
+            fputs("schema_gen: out of memory\n", stderr);
+            exit(2);
+        }
+        t->cap = cap;
+    }
+    memcpy(t->s + t->len, s, n);
+    t->len += n;
+    t->s[t->len] = '\0';
+}
+
+static void puts_(text *t, const char *s)
+{
+    put(t, s, strlen(s));
+}
+
+static void printf_(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void printf_(text *t, const char *fmt, ...)
+{
+    char buf[2048];
+    va_list ap;
+    int n;
+    va_start(ap, fmt);
+    n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof buf) {
+        fputs("schema_gen: a line too long\n", stderr);
+        exit(2);
+    }
+    put(t, buf, (size_t)n);
+}
+
+/* ---- markdown ---- */
+
+/* type_name writes a type mask as SCHEMA.md spells it: str|nil. */
+static void type_name(text *t, unsigned types)
+{
+    static const struct {
+        unsigned bit;
+        const char *name;
+    } names[] = {{TP_T_BOOL, "bool"},         {TP_T_INT, "int"},       {TP_T_UINT, "uint"},
+                 {TP_T_F64, "float"},         {TP_T_STR, "str"},       {TP_T_BIN, "bin"},
+                 {TP_T_DIGEST, "digest"},     {TP_T_LEAVES, "leaves"}, {TP_T_STRS, "[str]"},
+                 {TP_T_INTS, "[int]"},        {TP_T_F64S, "[float]"},  {TP_T_RECORDS, "records"},
+                 {TP_T_IDS, "[int]\\|[str]"}, {TP_T_NIL, "nil"}};
+    int first = 1;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (!(types & names[i].bit)) continue;
+        printf_(t, "%s%s", first ? "" : "\\|", names[i].name);
+        first = 0;
+    }
+}
+
+static void markdown(text *t)
+{
+    puts_(t, BEGIN);
+    puts_(t, "\n| kind | what it reports | keys |\n| --- | --- | --- |\n");
+    for (int k = TP_K_NONE + 1; k < TP_K__COUNT; k++)
+        printf_(t, "| `%s` | %s | [`%s`](#body-%s) |\n", tp_kinds[k].name, tp_kinds[k].doc,
+                tp_bodies[tp_kinds[k].body].name, tp_bodies[tp_kinds[k].body].name);
+    for (int b = 0; b < TPB__COUNT; b++) {
+        unsigned n = tp_body_nfields((tp_body_id)b);
+        printf_(t, "\n<a id=\"body-%s\"></a>\n### Body `%s`: %s\n\nUsed by", tp_bodies[b].name,
+                tp_bodies[b].name, tp_bodies[b].doc);
+        for (int k = TP_K_NONE + 1, m = 0; k < TP_K__COUNT; k++)
+            if ((int)tp_kinds[k].body == b) printf_(t, "%s `%s`", m++ ? "," : "", tp_kinds[k].name);
+        puts_(t, ".\n\n| key | type | meaning |\n| --- | --- | --- |\n");
+        for (unsigned j = 0; j < n; j++) {
+            const tp_field_def *f = &tp_fields[tp_bodies[b].first + j];
+            printf_(t, f->required ? "| **%s** | " : "| %s | ", f->key);
+            type_name(t, f->types);
+            printf_(t, " | %s |\n", f->doc);
+        }
+    }
+    puts_(t, "\n" END);
+}
+
+/* ---- python ---- */
+
+static void python(text *t)
+{
+    puts_(t, "# events.py -- generated from proto/events.def by proto/schema_gen.c; do not\n"
+             "# edit.  One body builder per event kind: the required keys are arguments,\n"
+             "# the optional ones keyword-only and left out of the body when not given,\n"
+             "# so a key events.def does not declare is a TypeError where it is written.\n"
+             "# Keys of type leaves are no arguments: emit's items fill them (KEYS and\n"
+             "# REQUIRED list every key, leaves too).\n\n_NO = object()\n");
+    for (int k = TP_K_NONE + 1; k < TP_K__COUNT; k++) {
+        tp_body_id b = tp_kinds[k].body;
+        unsigned n = tp_body_nfields(b);
+        const tp_field_def *fs = &tp_fields[tp_bodies[b].first];
+        int m = 0, kw = 0;
+        printf_(t, "\n\ndef %s(", tp_kinds[k].name);
+        for (unsigned j = 0; j < n; j++)
+            if (fs[j].required && !(fs[j].types & TP_T_LEAVES))
+                printf_(t, "%s%s", m++ ? ", " : "", fs[j].key);
+        for (unsigned j = 0; j < n; j++)
+            if (!fs[j].required && !(fs[j].types & TP_T_LEAVES))
+                printf_(t, "%s%s%s=_NO", m++ ? ", " : "", kw++ ? "" : "*, ", fs[j].key);
+        printf_(t, "):\n    \"\"\"The body of a `%s` event: %s.\"\"\"\n    b = {", tp_kinds[k].name,
+                tp_kinds[k].doc);
+        m = 0;
+        for (unsigned j = 0; j < n; j++)
+            if (fs[j].required && !(fs[j].types & TP_T_LEAVES))
+                printf_(t, "%s\"%s\": %s", m++ ? ", " : "", fs[j].key, fs[j].key);
+        puts_(t, "}\n");
+        for (unsigned j = 0; j < n; j++)
+            if (!fs[j].required && !(fs[j].types & TP_T_LEAVES))
+                printf_(t, "    if %s is not _NO:\n        b[\"%s\"] = %s\n", fs[j].key, fs[j].key,
+                        fs[j].key);
+        puts_(t, "    return b\n");
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        printf_(t, "\n\n%s = {\n", pass ? "REQUIRED" : "KEYS");
+        for (int k = TP_K_NONE + 1; k < TP_K__COUNT; k++) {
+            tp_body_id b = tp_kinds[k].body;
+            unsigned n = tp_body_nfields(b);
+            const tp_field_def *fs = &tp_fields[tp_bodies[b].first];
+            printf_(t, "    \"%s\": frozenset((", tp_kinds[k].name);
+            for (unsigned j = 0; j < n; j++)
+                if (!pass || fs[j].required) printf_(t, "\"%s\", ", fs[j].key);
+            puts_(t, ")),\n");
+        }
+        puts_(t, "}\n");
+    }
+}
+
+/* ---- files ---- */
+
+static char *slurp(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    text t = {0};
+    char buf[8192];
+    size_t r;
+    if (f == NULL) {
+        perror(path);
+        exit(2);
+    }
+    while ((r = fread(buf, 1, sizeof buf, f)) > 0) put(&t, buf, r);
+    fclose(f);
+    put(&t, "", 0);
+    *n = t.len;
+    return t.s;
+}
+
+static void spill(const char *path, const char *s, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    if (f == NULL || fwrite(s, 1, n, f) != n || fclose(f) != 0) {
+        perror(path);
+        exit(2);
+    }
+}
+
+/* page splices the generated tables into the page at path: *out is the
+ * page as it should be; returns whether it differs from the file. */
+static int page(const char *path, text *out)
+{
+    size_t n;
+    char *old = slurp(path, &n), *b = strstr(old, BEGIN), *e = b ? strstr(b, END) : NULL;
+    text gen = {0};
+    int stale;
+    if (b == NULL || e == NULL) {
+        fprintf(stderr, "schema_gen: %s lacks the marker lines of the generated tables\n", path);
+        exit(2);
+    }
+    markdown(&gen);
+    put(out, old, (size_t)(b - old));
+    put(out, gen.s, gen.len);
+    e += strlen(END);
+    put(out, e, n - (size_t)(e - old));
+    stale = out->len != n || memcmp(out->s, old, n) != 0;
+    free(old);
+    free(gen.s);
+    return stale;
+}
+
+int main(int argc, char **argv)
+{
+    text t = {0};
+    const char *cmd = argc > 1 ? argv[1] : "";
+    if (strcmp(cmd, "python") == 0 && argc == 3) {
+        python(&t);
+        spill(argv[2], t.s, t.len);
+    } else if (strcmp(cmd, "markdown") == 0 && argc == 2) {
+        markdown(&t);
+        fputs(t.s, stdout);
+    } else if (strcmp(cmd, "check") == 0 && argc == 3) {
+        if (page(argv[2], &t)) {
+            fprintf(stderr,
+                    "%s: the tables are stale: they differ from proto/events.def; run "
+                    "`cmake --build BUILD --target schema-doc` to rewrite them\n",
+                    argv[2]);
+            return 1;
+        }
+    } else if (strcmp(cmd, "update") == 0 && argc == 3) {
+        if (page(argv[2], &t)) spill(argv[2], t.s, t.len);
+    } else {
+        fputs("usage: schema_gen python OUT | markdown | check SCHEMA.md | update SCHEMA.md\n",
+              stderr);
+        return 2;
+    }
+    free(t.s);
+    return 0;
+}
