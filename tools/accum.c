@@ -106,23 +106,9 @@ static int parse_plan(plan *p, int argc, char **argv)
 
 static int run_one(tpt_session *s, int64_t run, const char *role, char **argv, char **env)
 {
-    char err[TPT_ERR_LEN], shown[512];
     tpt_exec_spec es = {role, argv, env, 0};
     tpt_exec_result res;
-    bool failed = false;
-    tpt_argv_join(argv, shown, sizeof shown);
-    tpt_progress("accum", "%s: running %s", role, shown);
-    if (tpt_exec_run(s, run, &es, &res, err) != TP_OK) {
-        /* lost events never make a verdict: ERROR */
-        tpt_error("%s: %s", role, err);
-        failed = true;
-        if (!res.launched) return -1;
-    }
-    if (res.exit.signal > 0)
-        tpt_progress("accum", "%s: killed by signal %d", role, res.exit.signal);
-    else
-        tpt_progress("accum", "%s: exited with status %d", role, res.exit.status);
-    return failed ? -1 : 0;
+    return tpt_exec_one(s, "accum", run, &es, &res);
 }
 
 /* params_json is the run's params (daemon/checks/accum/verdict.h) as JSON,

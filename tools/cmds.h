@@ -17,4 +17,8 @@ int tpt_cmd_accum(int argc, char **argv);
 /* coverage: sample coverage across ranks against a declared policy. */
 int tpt_cmd_coverage(int argc, char **argv);
 
+/* health: training health of one run (non-finite values, updates that move
+ * nothing, gradient norms). */
+int tpt_cmd_health(int argc, char **argv);
+
 #endif

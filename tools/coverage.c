@@ -301,7 +301,7 @@ out:
 
 int tpt_cmd_coverage(int argc, char **argv)
 {
-    char err[TPT_ERR_LEN], shown[512], *env[2] = {NULL, NULL}, *par = NULL;
+    char err[TPT_ERR_LEN], *env[2] = {NULL, NULL}, *par = NULL;
     long long universe, padding, epochs, loader, examples;
     tpt_session *s = NULL;
     tpt_exec_result res;
@@ -334,22 +334,12 @@ int tpt_cmd_coverage(int argc, char **argv)
         tpt_error("cannot create a run: %s", err);
         goto done;
     }
-    tpt_argv_join(o.cmd, shown, sizeof shown);
-    tpt_progress("coverage", "run %lld: running %s", (long long)run, shown);
+    tpt_progress("coverage", "run %lld", (long long)run);
     memset(&es, 0, sizeof es);
     es.role = "coverage";
     es.argv = o.cmd;
     es.env = env;
-    if (tpt_exec_run(s, run, &es, &res, err) != TP_OK) {
-        /* not started, or its events did not all reach the store: lost
-         * events never make a verdict (ERROR) */
-        tpt_error("%s", err);
-        goto done;
-    }
-    if (res.exit.signal > 0)
-        tpt_progress("coverage", "killed by signal %d", res.exit.signal);
-    else
-        tpt_progress("coverage", "exited with status %d", res.exit.status);
+    if (tpt_exec_one(s, "coverage", run, &es, &res) != 0) goto done;
     st = tpt_judge(tpt_session_client(s), run, NULL, o.json);
     if (evidence_f && evidence(tpt_session_client(s), run, evidence_f) != 0) st = TPT_EXIT_ERROR;
 done:

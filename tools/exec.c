@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "proto/control.h"
+#include "tools/cli.h"
 #include "tools/errbuf.h"
 #include "tools/exec.h"
 #include "tools/spool.h"
@@ -136,4 +137,25 @@ finish:
         rc = tpt_seterr(err, frc, "%s", why);
     }
     return rc;
+}
+
+int tpt_exec_one(tpt_session *s, const char *tag, int64_t run, const tpt_exec_spec *spec,
+                 tpt_exec_result *res)
+{
+    char err[TPT_ERR_LEN], shown[512], who[64] = "";
+    bool failed = false;
+    if (spec->role != NULL && strcmp(spec->role, tag) != 0)
+        snprintf(who, sizeof who, "%s: ", spec->role);
+    tpt_argv_join(spec->argv, shown, sizeof shown);
+    tpt_progress(tag, "%srunning %s", who, shown);
+    if (tpt_exec_run(s, run, spec, res, err) != TP_OK) {
+        tpt_error("%s%s", who, err);
+        failed = true;
+        if (!res->launched) return -1;
+    }
+    if (res->exit.signal > 0)
+        tpt_progress(tag, "%skilled by signal %d", who, res->exit.signal);
+    else
+        tpt_progress(tag, "%sexited with status %d", who, res->exit.status);
+    return failed ? -1 : 0;
 }

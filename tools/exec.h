@@ -54,4 +54,12 @@ typedef struct tpt_exec_result {
 tp_err tpt_exec_run(tpt_session *s, int64_t run, const tpt_exec_spec *spec, tpt_exec_result *res,
                     char *err);
 
+/* tpt_exec_one is tpt_exec_run for a check's command, saying so: its
+ * progress under tag (what runs, then how it exited; the role is named when
+ * it is not the tag), and its error, if any, on stderr.  Returns 0 when the
+ * command ran (whatever its status) and was recorded whole, else -1: lost
+ * events never make a verdict. */
+int tpt_exec_one(tpt_session *s, const char *tag, int64_t run, const tpt_exec_spec *spec,
+                 tpt_exec_result *res);
+
 #endif

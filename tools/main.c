@@ -21,7 +21,7 @@ static const subcmd subcmds[] = {
      "resume parity: an interrupted and resumed run matches an uninterrupted one"},
     {"accum", tpt_cmd_accum, "gradient-accumulation parity: micro-batches match the full batch"},
     {"coverage", tpt_cmd_coverage, "sample coverage: each sample seen as the policy says"},
-    {"health", not_yet, "training health: loss, gradients, updates, mixed precision"},
+    {"health", tpt_cmd_health, "training health: loss, gradients, updates, mixed precision"},
     {"compare", not_yet, "trajectory regression: a recorded run against a golden one"},
 };
 #define NSUB (sizeof(subcmds) / sizeof(subcmds[0]))

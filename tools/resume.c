@@ -130,22 +130,8 @@ static tp_err saved(tpt_session *s, int64_t exec, saves *v, char *err)
 static int run_one(tpt_session *s, int64_t run, const char *role, char **argv, char **env,
                    tpt_exec_result *res)
 {
-    char err[TPT_ERR_LEN], shown[512];
     tpt_exec_spec es = {role, argv, env, 0};
-    bool failed = false;
-    tpt_argv_join(argv, shown, sizeof shown);
-    tpt_progress("resume", "%s: running %s", role, shown);
-    if (tpt_exec_run(s, run, &es, res, err) != TP_OK) {
-        /* lost events never make a verdict: ERROR */
-        tpt_error("%s: %s", role, err);
-        failed = true;
-        if (!res->launched) return -1;
-    }
-    if (res->exit.signal > 0)
-        tpt_progress("resume", "%s: killed by signal %d", role, res->exit.signal);
-    else
-        tpt_progress("resume", "%s: exited with status %d", role, res->exit.status);
-    return failed ? -1 : 0;
+    return tpt_exec_one(s, "resume", run, &es, res);
 }
 
 /* baseline runs A or B and moves what it saved out of the way; tool is the

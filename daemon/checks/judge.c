@@ -8,6 +8,7 @@
 
 #include "daemon/checks/accum/verdict.h"
 #include "daemon/checks/coverage/verdict.h"
+#include "daemon/checks/health/verdict.h"
 #include "daemon/checks/judge.h"
 #include "daemon/checks/resume/verdict.h"
 #include "daemon/obs/obs.h"
@@ -27,6 +28,7 @@ static const struct engine {
     {"resume", tpd_verdict_resume, NULL},
     {"accum", tpd_verdict_accum, NULL},
     {"coverage", tpd_verdict_coverage, tpd_coverage_evidence},
+    {"health", tpd_verdict_health, NULL},
 };
 
 static const struct engine *find(const char *check)

@@ -39,6 +39,57 @@ static bool first_lr(const tp_event *e, double *lr)
     return tp_mpr_f64(&r, lr) == TP_OK;
 }
 
+/* step_extra reads what only the health check needs of a step event (obs.h):
+ * learning rates and gradients' non-finite counts of pre, the update's norm
+ * and change of post.  Errors: TP_ENOMEM, TP_EPROTO (a body the schema
+ * would reject). */
+static tp_err step_extra(tpd_arena *a, const tp_event *e, tpd_mark *m)
+{
+    tp_mpr r;
+    tp_mptype t;
+    tp_leaf leaf;
+    uint32_t n;
+    bool b;
+    m->has_gnorm = tp_body_f64(e, TPF_step_gnorm, &m->gnorm) == TP_OK;
+    m->has_unorm = tp_body_f64(e, TPF_step_unorm, &m->unorm) == TP_OK;
+    m->has_changed = tp_body_bool(e, TPF_step_changed, &b) == TP_OK;
+    m->changed = m->has_changed && b;
+    if (tp_body_int(e, TPF_step_nparams, &m->nparams) != TP_OK) m->nparams = -1;
+    if (tp_body_int(e, TPF_step_ngrads, &m->ngrads) != TP_OK) m->ngrads = -1;
+    if (tp_body_find(e, TPF_step_lrs, &r) == TP_OK && tp_mpr_peek(&r, &t) == TP_OK &&
+        t == TP_MP_ARRAY) {
+        double *v;
+        if (tp_mpr_array(&r, &n) != TP_OK) return TP_EPROTO;
+        if (n > 0) {
+            if ((v = tpd_arena_alloc(a, sizeof *v * n)) == NULL) return TP_ENOMEM;
+            for (uint32_t i = 0; i < n; i++) {
+                int64_t k;
+                if (tp_mpr_peek(&r, &t) != TP_OK) return TP_EPROTO;
+                if (t == TP_MP_INT) {
+                    if (tp_mpr_int(&r, &k) != TP_OK) return TP_EPROTO;
+                    v[i] = (double)k;
+                } else if (tp_mpr_f64(&r, &v[i]) != TP_OK) {
+                    return TP_EPROTO;
+                }
+            }
+            m->lrs = v;
+            m->nlrs = n;
+        }
+    }
+    if (tp_body_find(e, TPF_step_grads, &r) != TP_OK) return TP_OK;
+    if (tp_mpr_array(&r, &n) != TP_OK) return TP_EPROTO;
+    for (uint32_t i = 0; i < n; i++) {
+        if (tp_leaf_read(&r, &leaf) != TP_OK) return TP_EPROTO;
+        if (leaf.kind != 't' || leaf.stats.nonfinite == 0) continue;
+        if (m->nonfinite_grads++ == 0) {
+            m->nonfinite_grad = tpd_arena_strndup(a, leaf.path, leaf.path_len);
+            m->nonfinite_vals = leaf.stats.nonfinite;
+            if (m->nonfinite_grad == NULL) return TP_ENOMEM;
+        }
+    }
+    return TP_OK;
+}
+
 tp_err tpd_proc_add_mark(tpd_arena *a, tpd_proc *p, const tp_event *e)
 {
     tpd_mark m, *v;
@@ -58,6 +109,10 @@ tp_err tpd_proc_add_mark(tpd_arena *a, tpd_proc *p, const tp_event *e)
         if (tp_body_int(e, TPF_step_opt, &m.n) != TP_OK) m.n = 0;
         m.flag = tp_body_bool(e, TPF_step_skipped, &b) == TP_OK && b;
         m.has_f = m.op != NULL && strcmp(m.op, "pre") == 0 && first_lr(e, &m.f);
+        if (!oom) {
+            tp_err rc = step_extra(a, e, &m);
+            if (rc != TP_OK) return rc;
+        }
         break;
     case TP_K_SCHED:
         if (tp_body_int(e, TPF_sched_sched, &m.n) != TP_OK) m.n = 0;

@@ -141,6 +141,20 @@ typedef struct tpd_mark {
     bool flag;         /* step: skipped; amp: found_inf; zero_grad: set_to_none */
     int64_t mean_over; /* backward: the elements its mean-reduced loss
                         * averaged over (-1 when not said) */
+    /* step only, for the health check (checks/health/): pre: the total
+     * gradient norm, every group's learning rate, the parameters and those
+     * with a gradient (-1 when not said), the gradients holding non-finite
+     * values (how many, and the first one's path and count); post: the
+     * update's norm and whether any parameter changed, when measured
+     * (TRAINPARITY_UPDATE_NORM=1) */
+    bool has_gnorm, has_unorm, has_changed, changed;
+    double gnorm, unorm;
+    uint32_t nlrs;
+    const double *lrs;
+    int64_t nparams, ngrads;
+    uint32_t nonfinite_grads;
+    const char *nonfinite_grad; /* the first one's path, or NULL */
+    uint64_t nonfinite_vals;    /* its non-finite values */
 } tpd_mark;
 
 typedef struct tpd_proc {

@@ -38,7 +38,13 @@ expect_grep "reference CMD_FULL is required" "$WORK/err"
 expect_status 64 "$TP_RUN" accum --micro 0 --reference true -- true
 expect_status 64 "$TP_RUN" accum --micro 4 --updates x --reference true -- true
 expect_status 64 "$TP_RUN" accum --micro 4 --reference true --bogus -- true
-for sub in health compare; do
+expect_status 64 "$TP_RUN" health
+expect_grep 'no command given' "$WORK/err"
+expect_status 64 "$TP_RUN" health --max-grad-norm x -- true
+expect_grep "max-grad-norm wants a number" "$WORK/err"
+expect_status 64 "$TP_RUN" health --max-grad-norm 0 -- true
+expect_status 64 "$TP_RUN" health --bogus -- true
+for sub in compare; do
     expect_status 64 "$TP_RUN" "$sub" -- true
     expect_grep "'$sub' is not available yet" "$WORK/err"
 done

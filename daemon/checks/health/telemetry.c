@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT
+ * telemetry.c -- the health check's table: one row per optimizer step per
+ * optimizer, from the trainer's marks (obs/marks.c) in emission order.
+ *
+ * A row opens at a step's pre event (gradient norm, learning rates,
+ * gradients with non-finite values) and closes at the post event of the same
+ * optimizer (update norm, changed, skipped).  The backward calls and
+ * GradScaler calls that carry the same step index belong to it: its loss is
+ * the last backward's, its scale the last scale a GradScaler call reported.
+ * Two optimizers stepping in one iteration have two step indices (the agent
+ * counts every optimizer step), so the second one's row has no backward. */
+#include <math.h>
+#include <string.h>
+
+#include "daemon/checks/health/ctx.h"
+
+bool tpd_hrow_skipped(const tpd_hrow *w)
+{
+    return w->scaler_skipped || (w->has_changed && !w->changed);
+}
+
+/* What the step being filled has seen so far: its backward calls and
+ * GradScaler scales. */
+typedef struct acc {
+    int64_t step;
+    int nbwd, bad_bwd;
+    bool has_loss, has_scale;
+    double loss, bad_loss, scale;
+} acc;
+
+static void acc_at(acc *c, int64_t step)
+{
+    if (c->step == step) return;
+    memset(c, 0, sizeof *c);
+    c->step = step;
+}
+
+static tp_err open_row(tpd_hctx *x, size_t *cap, const tpd_mark *m, const acc *c)
+{
+    tpd_hrow *w = tpd_arena_grow(x->a, x->rows, cap, x->nrows + 1, sizeof *w);
+    if (w == NULL) return TP_ENOMEM;
+    x->rows = w;
+    w = &x->rows[x->nrows++];
+    memset(w, 0, sizeof *w);
+    w->step = m->step;
+    w->opt = m->n;
+    w->nbwd = c->nbwd;
+    w->has_loss = c->has_loss;
+    w->loss = c->loss;
+    w->bad_bwd = c->bad_bwd;
+    w->bad_loss = c->bad_loss;
+    w->has_scale = c->has_scale;
+    w->scale = c->scale;
+    w->has_gnorm = m->has_gnorm;
+    w->gnorm = m->gnorm;
+    w->nlrs = m->nlrs;
+    w->lrs = m->lrs;
+    w->nparams = m->nparams;
+    w->ngrads = m->ngrads;
+    w->nonfinite_grads = m->nonfinite_grads;
+    w->nonfinite_grad = m->nonfinite_grad;
+    w->nonfinite_vals = m->nonfinite_vals;
+    w->scaler_skipped = m->flag; /* GradScaler's skipped pre says so too */
+    return TP_OK;
+}
+
+static void close_row(tpd_hctx *x, const tpd_mark *m)
+{
+    for (size_t i = x->nrows; i-- > 0;) {
+        tpd_hrow *w = &x->rows[i];
+        if (w->opt != m->n || w->has_post) continue;
+        w->has_post = true;
+        w->scaler_skipped = w->scaler_skipped || m->flag;
+        w->has_unorm = m->has_unorm;
+        w->unorm = m->unorm;
+        w->has_changed = m->has_changed;
+        w->changed = m->changed;
+        return;
+    }
+}
+
+tp_err tpd_hctx_rows(tpd_hctx *x)
+{
+    size_t cap = 0;
+    acc c;
+    memset(&c, 0, sizeof c);
+    c.step = -1;
+    for (size_t i = 0; x->p != NULL && i < x->p->nmarks; i++) {
+        const tpd_mark *m = &x->p->marks[i];
+        switch (m->kind) {
+        case TP_K_BACKWARD:
+            acc_at(&c, m->step);
+            c.nbwd++;
+            c.has_loss = m->has_f;
+            c.loss = m->f;
+            if (m->has_f && !isfinite(m->f) && c.bad_bwd == 0) {
+                c.bad_bwd = c.nbwd;
+                c.bad_loss = m->f;
+            }
+            break;
+        case TP_K_AMP:
+            acc_at(&c, m->step);
+            if (m->has_f) {
+                c.has_scale = true;
+                c.scale = m->f;
+            }
+            break;
+        case TP_K_STEP:
+            acc_at(&c, m->step);
+            if (m->op != NULL && strcmp(m->op, "pre") == 0) {
+                if (open_row(x, &cap, m, &c) != TP_OK) return TP_ENOMEM;
+            } else if (m->op != NULL && strcmp(m->op, "post") == 0) {
+                close_row(x, m);
+            }
+            break;
+        default:
+            break;
+        }
+    }
+    return TP_OK;
+}
