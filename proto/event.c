@@ -347,9 +347,8 @@ static tp_err find_present(const tp_event *e, tp_field f, tp_mpr *v)
 
 tp_err tp_body_int(const tp_event *e, tp_field f, int64_t *v)
 {
-    tp_mpr r;
-    tp_err rc = find_present(e, f, &r);
-    return rc != TP_OK ? rc : tp_mpr_int(&r, v);
+    const char *key = key_of(e, f);
+    return key == NULL ? TP_EINVAL : tp_mp_map_int(e->body, e->body_len, key, v);
 }
 
 tp_err tp_body_f64(const tp_event *e, tp_field f, double *v)
@@ -361,16 +360,14 @@ tp_err tp_body_f64(const tp_event *e, tp_field f, double *v)
 
 tp_err tp_body_bool(const tp_event *e, tp_field f, bool *v)
 {
-    tp_mpr r;
-    tp_err rc = find_present(e, f, &r);
-    return rc != TP_OK ? rc : tp_mpr_bool(&r, v);
+    const char *key = key_of(e, f);
+    return key == NULL ? TP_EINVAL : tp_mp_map_bool(e->body, e->body_len, key, v);
 }
 
 tp_err tp_body_str(const tp_event *e, tp_field f, const char **s, uint32_t *n)
 {
-    tp_mpr r;
-    tp_err rc = find_present(e, f, &r);
-    return rc != TP_OK ? rc : tp_mpr_str(&r, s, n);
+    const char *key = key_of(e, f);
+    return key == NULL ? TP_EINVAL : tp_mp_map_str(e->body, e->body_len, key, s, n);
 }
 
 tp_err tp_body_digest(const tp_event *e, tp_field f, uint8_t d[16])

@@ -514,3 +514,24 @@ tp_err tp_mp_map_value(const void *buf, size_t len, const char *key, tp_mpr *v)
     *v = r;
     return TP_OK;
 }
+
+tp_err tp_mp_map_int(const void *buf, size_t len, const char *key, int64_t *v)
+{
+    tp_mpr r;
+    tp_err rc = tp_mp_map_value(buf, len, key, &r);
+    return rc != TP_OK ? rc : tp_mpr_int(&r, v);
+}
+
+tp_err tp_mp_map_bool(const void *buf, size_t len, const char *key, bool *v)
+{
+    tp_mpr r;
+    tp_err rc = tp_mp_map_value(buf, len, key, &r);
+    return rc != TP_OK ? rc : tp_mpr_bool(&r, v);
+}
+
+tp_err tp_mp_map_str(const void *buf, size_t len, const char *key, const char **s, uint32_t *n)
+{
+    tp_mpr r;
+    tp_err rc = tp_mp_map_value(buf, len, key, &r);
+    return rc != TP_OK ? rc : tp_mpr_str(&r, s, n);
+}

@@ -107,5 +107,10 @@ tp_err tp_mp_map_find(const void *buf, size_t len, const char *key, tp_mpr *v);
  * (TP_ENOENT): the optional arguments and results of requests, replies and
  * event bodies. */
 tp_err tp_mp_map_value(const void *buf, size_t len, const char *key, tp_mpr *v);
+/* Typed reads over tp_mp_map_value: TP_ENOENT when absent or nil,
+ * TP_EPROTO when malformed or of another type. */
+tp_err tp_mp_map_int(const void *buf, size_t len, const char *key, int64_t *v);
+tp_err tp_mp_map_bool(const void *buf, size_t len, const char *key, bool *v);
+tp_err tp_mp_map_str(const void *buf, size_t len, const char *key, const char **s, uint32_t *n);
 
 #endif

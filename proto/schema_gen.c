@@ -20,25 +20,19 @@
 
 /* ---- growable text ---- */
 
-typedef struct text {
-    char *s;
-    size_t len, cap;
-} text;
+/* text is proto's growable buffer, kept NUL-terminated (the NUL is not
+ * counted in len) so that pages can be searched as strings. */
+typedef tp_buf text;
 
 static void put(text *t, const char *s, size_t n)
 {
-    if (t->len + n + 1 > t->cap) {
-        size_t cap = t->cap ? t->cap : 4096;
-        while (cap < t->len + n + 1) cap *= 2;
-        if ((t->s = realloc(t->s, cap)) == NULL) {
-            fputs("schema_gen: out of memory\n", stderr);
-            exit(2);
-        }
-        t->cap = cap;
+    tp_buf_append(t, s, n);
+    tp_buf_append(t, "", 1);
+    if (t->oom) {
+        fputs("schema_gen: out of memory\n", stderr);
+        exit(2);
     }
-    memcpy(t->s + t->len, s, n);
-    t->len += n;
-    t->s[t->len] = '\0';
+    t->len--;
 }
 
 static void puts_(text *t, const char *s)
@@ -163,9 +157,10 @@ static void python(text *t)
 static char *slurp(const char *path, size_t *n)
 {
     FILE *f = fopen(path, "rb");
-    text t = {0};
+    text t;
     char buf[8192];
     size_t r;
+    tp_buf_init(&t);
     if (f == NULL) {
         perror(path);
         exit(2);
@@ -174,7 +169,7 @@ static char *slurp(const char *path, size_t *n)
     fclose(f);
     put(&t, "", 0);
     *n = t.len;
-    return t.s;
+    return (char *)t.data;
 }
 
 static void spill(const char *path, const char *s, size_t n)
@@ -192,33 +187,35 @@ static int page(const char *path, text *out)
 {
     size_t n;
     char *old = slurp(path, &n), *b = strstr(old, BEGIN), *e = b ? strstr(b, END) : NULL;
-    text gen = {0};
+    text gen;
     int stale;
     if (b == NULL || e == NULL) {
         fprintf(stderr, "schema_gen: %s lacks the marker lines of the generated tables\n", path);
         exit(2);
     }
+    tp_buf_init(&gen);
     markdown(&gen);
     put(out, old, (size_t)(b - old));
-    put(out, gen.s, gen.len);
+    put(out, (char *)gen.data, gen.len);
     e += strlen(END);
     put(out, e, n - (size_t)(e - old));
-    stale = out->len != n || memcmp(out->s, old, n) != 0;
+    stale = out->len != n || memcmp((char *)out->data, old, n) != 0;
     free(old);
-    free(gen.s);
+    tp_buf_free(&gen);
     return stale;
 }
 
 int main(int argc, char **argv)
 {
-    text t = {0};
+    text t;
     const char *cmd = argc > 1 ? argv[1] : "";
+    tp_buf_init(&t);
     if (strcmp(cmd, "python") == 0 && argc == 3) {
         python(&t);
-        spill(argv[2], t.s, t.len);
+        spill(argv[2], (char *)t.data, t.len);
     } else if (strcmp(cmd, "markdown") == 0 && argc == 2) {
         markdown(&t);
-        fputs(t.s, stdout);
+        fputs((char *)t.data, stdout);
     } else if (strcmp(cmd, "check") == 0 && argc == 3) {
         if (page(argv[2], &t)) {
             fprintf(stderr,
@@ -228,12 +225,12 @@ int main(int argc, char **argv)
             return 1;
         }
     } else if (strcmp(cmd, "update") == 0 && argc == 3) {
-        if (page(argv[2], &t)) spill(argv[2], t.s, t.len);
+        if (page(argv[2], &t)) spill(argv[2], (char *)t.data, t.len);
     } else {
         fputs("usage: schema_gen python OUT | markdown | check SCHEMA.md | update SCHEMA.md\n",
               stderr);
         return 2;
     }
-    free(t.s);
+    tp_buf_free(&t);
     return 0;
 }

@@ -361,23 +361,17 @@ tp_err tpt_reply_find(const tp_buf *rep, const char *key, tp_mpr *v)
 
 tp_err tpt_reply_int(const tp_buf *rep, const char *key, int64_t *v)
 {
-    tp_mpr r;
-    tp_err rc = tpt_reply_find(rep, key, &r);
-    return rc != TP_OK ? rc : tp_mpr_int(&r, v);
+    return tp_mp_map_int(rep->data, rep->len, key, v);
 }
 
 tp_err tpt_reply_bool(const tp_buf *rep, const char *key, bool *v)
 {
-    tp_mpr r;
-    tp_err rc = tpt_reply_find(rep, key, &r);
-    return rc != TP_OK ? rc : tp_mpr_bool(&r, v);
+    return tp_mp_map_bool(rep->data, rep->len, key, v);
 }
 
 tp_err tpt_reply_str(const tp_buf *rep, const char *key, const char **s, uint32_t *n)
 {
-    tp_mpr r;
-    tp_err rc = tpt_reply_find(rep, key, &r);
-    return rc != TP_OK ? rc : tp_mpr_str(&r, s, n);
+    return tp_mp_map_str(rep->data, rep->len, key, s, n);
 }
 
 tp_err tpt_reply_strdup(const tp_buf *rep, const char *key, char **out)

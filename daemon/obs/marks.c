@@ -40,14 +40,13 @@ static bool first_lr(const tp_event *e, double *lr)
 }
 
 /* step_extra reads what only the health check needs of a step event (obs.h):
- * learning rates and gradients' non-finite counts of pre, the update's norm
- * and change of post.  Errors: TP_ENOMEM, TP_EPROTO (a body the schema
- * would reject). */
+ * the learning rates of pre, the update's norm and change of post (the
+ * gradients are read once, into the timeline, by obs.c).  Errors:
+ * TP_ENOMEM, TP_EPROTO (a body the schema would reject). */
 static tp_err step_extra(tpd_arena *a, const tp_event *e, tpd_mark *m)
 {
     tp_mpr r;
     tp_mptype t;
-    tp_leaf leaf;
     uint32_t n;
     bool b;
     m->has_gnorm = tp_body_f64(e, TPF_step_gnorm, &m->gnorm) == TP_OK;
@@ -74,17 +73,6 @@ static tp_err step_extra(tpd_arena *a, const tp_event *e, tpd_mark *m)
             }
             m->lrs = v;
             m->nlrs = n;
-        }
-    }
-    if (tp_body_find(e, TPF_step_grads, &r) != TP_OK) return TP_OK;
-    if (tp_mpr_array(&r, &n) != TP_OK) return TP_EPROTO;
-    for (uint32_t i = 0; i < n; i++) {
-        if (tp_leaf_read(&r, &leaf) != TP_OK) return TP_EPROTO;
-        if (leaf.kind != 't' || leaf.stats.nonfinite == 0) continue;
-        if (m->nonfinite_grads++ == 0) {
-            m->nonfinite_grad = tpd_arena_strndup(a, leaf.path, leaf.path_len);
-            m->nonfinite_vals = leaf.stats.nonfinite;
-            if (m->nonfinite_grad == NULL) return TP_ENOMEM;
         }
     }
     return TP_OK;

@@ -7,8 +7,6 @@
 #include "daemon/obs/obs.h"
 #include "daemon/store/store.h"
 
-#define ORD(seq) ((uint64_t)(seq) << 24)
-
 static const struct {
     const char *name;
     tpd_group g;
@@ -126,7 +124,7 @@ static tp_err push_value(tpd_arena *a, tpd_proc *p, const tp_event *e, const cha
     tpd_item it;
     memset(&it, 0, sizeof it);
     it.step = e->step;
-    it.ord = ORD(e->seq) + sub;
+    it.ord = TPD_ORD(e->seq) + sub;
     it.path = tpd_arena_strdup(a, path);
     if (it.path == NULL) return TP_ENOMEM;
     it.group = tpd_group_of(path);
@@ -141,11 +139,11 @@ static tp_err add_snapshot(tpd_arena *a, tpd_proc *p, const tp_event *e)
     tpd_snap *s;
     if (why == NULL || tp_body_find(e, TPF_snapshot_leaves, &r) != TP_OK) return TP_EPROTO;
     if (strcmp(why, "backward") == 0)
-        return tpd_leaves_add(a, &p->timeline, &r, e->step, ORD(e->seq));
+        return tpd_leaves_add(a, &p->timeline, &r, e->step, TPD_ORD(e->seq));
     if (strcmp(why, "final") == 0) {
         /* the state after the last step is compared like a step of its own */
         tp_mpr again = r;
-        tp_err rc = tpd_leaves_add(a, &p->timeline, &again, e->step, ORD(e->seq));
+        tp_err rc = tpd_leaves_add(a, &p->timeline, &again, e->step, TPD_ORD(e->seq));
         if (rc != TP_OK) return rc;
     }
     s = tpd_arena_grow(a, p->snaps, &p->snaps_cap, p->nsnaps + 1, sizeof *s);
@@ -187,7 +185,7 @@ static tp_err add_step(tpd_arena *a, tpd_proc *p, const tp_event *e)
     if (phase == NULL) return TP_EPROTO;
     if (strcmp(phase, "pre") == 0) {
         if (tp_body_find(e, TPF_step_grads, &r) == TP_OK)
-            return tpd_leaves_add(a, &p->timeline, &r, e->step, ORD(e->seq));
+            return tpd_leaves_add(a, &p->timeline, &r, e->step, TPD_ORD(e->seq));
         return TP_OK;
     }
     if (e->step + 1 > p->steps) p->steps = e->step + 1;

@@ -58,6 +58,11 @@ typedef struct tpd_val {
     const int64_t *ids; /* 'i': the n ids */
 } tpd_val;
 
+/* An item's ord: its event's seq in the high bits, its place among the
+ * event's leaves in the low 24. */
+#define TPD_ORD(seq)     ((uint64_t)(seq) << 24)
+#define TPD_ORD_SEQ(ord) ((uint64_t)(ord) >> 24)
+
 typedef struct tpd_item {
     int64_t step;
     tpd_group group;
@@ -143,18 +148,14 @@ typedef struct tpd_mark {
                         * averaged over (-1 when not said) */
     /* step only, for the health check (checks/health/): pre: the total
      * gradient norm, every group's learning rate, the parameters and those
-     * with a gradient (-1 when not said), the gradients holding non-finite
-     * values (how many, and the first one's path and count); post: the
-     * update's norm and whether any parameter changed, when measured
-     * (TRAINPARITY_UPDATE_NORM=1) */
+     * with a gradient (-1 when not said; the gradients themselves are in
+     * the timeline); post: the update's norm and whether any parameter
+     * changed, when measured (TRAINPARITY_UPDATE_NORM=1) */
     bool has_gnorm, has_unorm, has_changed, changed;
     double gnorm, unorm;
     uint32_t nlrs;
     const double *lrs;
     int64_t nparams, ngrads;
-    uint32_t nonfinite_grads;
-    const char *nonfinite_grad; /* the first one's path, or NULL */
-    uint64_t nonfinite_vals;    /* its non-finite values */
 } tpd_mark;
 
 typedef struct tpd_proc {

@@ -70,23 +70,17 @@ tp_err tpd_req_find(const tpd_req *q, const char *key, tp_mpr *v)
 
 tp_err tpd_req_int(const tpd_req *q, const char *key, int64_t *v)
 {
-    tp_mpr f;
-    tp_err err = tpd_req_find(q, key, &f);
-    return err != TP_OK ? err : tp_mpr_int(&f, v);
+    return tp_mp_map_int(q->buf, q->len, key, v);
 }
 
 tp_err tpd_req_bool(const tpd_req *q, const char *key, bool *v)
 {
-    tp_mpr f;
-    tp_err err = tpd_req_find(q, key, &f);
-    return err != TP_OK ? err : tp_mpr_bool(&f, v);
+    return tp_mp_map_bool(q->buf, q->len, key, v);
 }
 
 tp_err tpd_req_str(const tpd_req *q, const char *key, const char **s, uint32_t *n)
 {
-    tp_mpr f;
-    tp_err err = tpd_req_find(q, key, &f);
-    return err != TP_OK ? err : tp_mpr_str(&f, s, n);
+    return tp_mp_map_str(q->buf, q->len, key, s, n);
 }
 
 tp_err tpd_req_strdup(const tpd_req *q, const char *key, char **out)

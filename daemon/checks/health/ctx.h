@@ -29,12 +29,14 @@ typedef struct tpd_hrow {
     bool has_changed, changed; /* post: any parameter changed */
     bool scaler_skipped;       /* post: a GradScaler skipped the step */
     uint32_t nlrs;
-    const double *lrs;       /* pre: each group's learning rate */
-    int64_t nparams, ngrads; /* pre: -1 when not said */
-    uint32_t nonfinite_grads;
+    const double *lrs;          /* pre: each group's learning rate */
+    int64_t nparams, ngrads;    /* pre: -1 when not said */
+    uint64_t pre_seq;           /* the pre event's seq */
+    uint32_t nonfinite_grads;   /* gradients holding non-finite values */
     const char *nonfinite_grad; /* the first, or NULL */
-    uint64_t nonfinite_vals;
-    bool has_scale; /* the last GradScaler scale seen in the step */
+    uint64_t nonfinite_ord;     /* its timeline ord */
+    uint64_t nonfinite_vals;    /* its non-finite values */
+    bool has_scale;             /* the last GradScaler scale seen in the step */
     double scale;
 } tpd_hrow;
 

@@ -2,8 +2,8 @@
  * telemetry.c -- the health check's table: one row per optimizer step per
  * optimizer, from the trainer's marks (obs/marks.c) in emission order.
  *
- * A row opens at a step's pre event (gradient norm, learning rates,
- * gradients with non-finite values) and closes at the post event of the same
+ * A row opens at a step's pre event (gradient norm, learning rates; its
+ * gradients with non-finite values come from the timeline) and closes at the post event of the same
  * optimizer (update norm, changed, skipped).  The backward calls and
  * GradScaler calls that carry the same step index belong to it: its loss is
  * the last backward's, its scale the last scale a GradScaler call reported.
@@ -57,9 +57,7 @@ static tp_err open_row(tpd_hctx *x, size_t *cap, const tpd_mark *m, const acc *c
     w->lrs = m->lrs;
     w->nparams = m->nparams;
     w->ngrads = m->ngrads;
-    w->nonfinite_grads = m->nonfinite_grads;
-    w->nonfinite_grad = m->nonfinite_grad;
-    w->nonfinite_vals = m->nonfinite_vals;
+    w->pre_seq = m->seq;
     w->scaler_skipped = m->flag; /* GradScaler's skipped pre says so too */
     return TP_OK;
 }
@@ -76,6 +74,40 @@ static void close_row(tpd_hctx *x, const tpd_mark *m)
         w->has_changed = m->has_changed;
         w->changed = m->changed;
         return;
+    }
+}
+
+/* row_of is the row opened by the pre event of seq, or NULL; rows are in
+ * the order of their pre events. */
+static tpd_hrow *row_of(tpd_hctx *x, uint64_t seq)
+{
+    size_t lo = 0, hi = x->nrows;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (x->rows[mid].pre_seq == seq) return &x->rows[mid];
+        if (x->rows[mid].pre_seq < seq)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+/* nonfinite_grads gives each row the gradients of its pre event that hold
+ * non-finite values: obs.c filed them in the timeline (group grad, ord
+ * from the event's seq), the first in the event's leaf order. */
+static void nonfinite_grads(tpd_hctx *x)
+{
+    for (size_t i = 0; i < x->p->timeline.n; i++) {
+        const tpd_item *it = &x->p->timeline.v[i];
+        tpd_hrow *w;
+        if (it->group != TPD_G_GRAD || it->v.kind != 't' || it->v.stats.nonfinite == 0) continue;
+        if ((w = row_of(x, TPD_ORD_SEQ(it->ord))) == NULL) continue;
+        if (w->nonfinite_grads++ == 0 || it->ord < w->nonfinite_ord) {
+            w->nonfinite_grad = it->path;
+            w->nonfinite_ord = it->ord;
+            w->nonfinite_vals = it->v.stats.nonfinite;
+        }
     }
 }
 
@@ -117,5 +149,6 @@ tp_err tpd_hctx_rows(tpd_hctx *x)
             break;
         }
     }
+    if (x->p != NULL) nonfinite_grads(x);
     return TP_OK;
 }
