@@ -3,17 +3,20 @@
 # steps (default: 12 rounds, both models).
 #
 # The same training loop (bench/agent_step.py: a ~10M-parameter MLP and a
-# small transformer, Adam, a full snapshot every step) runs three ways: plain
-# ("off"), under the agent (trainparity-run record, real daemon), and plain
-# but reading, with torch's threads, the bytes the agent hashes where the
-# agent hashes them ("read": the least that any agent digesting every byte
-# of the state at every step could cost).  Each round starts one fresh
-# process of each, in an order that rotates, and takes the median of its
-# step times; the figures are medians over rounds of the ratio to the plain
-# process of the same round.  Fresh processes, many rounds: two identical
-# processes on this kind of machine differ by up to 10% for as long as they
-# live (where their memory landed), so one pair of warm processes measures
-# their placement as much as the agent.
+# small transformer, Adam, a full snapshot every step) runs four ways: plain
+# ("off"), under the agent as trainparity-run record runs it ("on", real
+# daemon), under the agent as trainparity-run health runs it ("health": the
+# same plus TRAINPARITY_UPDATE_NORM=1, a copy of the parameters before each
+# optimizer step and the norm of the difference after it), and plain but
+# reading, with torch's threads, the bytes the agent hashes where the agent
+# hashes them ("read": the least that any agent digesting every byte of the
+# state at every step could cost).  Each round starts one fresh process of
+# each, in an order that rotates, and takes the median of its step times;
+# the figures are medians over rounds of the ratio to the plain process of
+# the same round.  Fresh processes, many rounds: two identical processes on
+# this kind of machine differ by up to 10% for as long as they live (where
+# their memory landed), so one pair of warm processes measures their
+# placement as much as the agent.
 import json
 import os
 import statistics
@@ -37,12 +40,14 @@ def measure(model, build, rounds):
     run = os.path.join(build, "bin", "trainparity-run")
     step = [py, os.path.join(HERE, "agent_step.py"), model, str(STEPS[model] + 2)]
     work = tempfile.mkdtemp(prefix="tp-bench-")
-    cmds = {"off": step, "on": [run, "record", "--"] + step, "read": step + ["--floor"]}
+    cmds = {"off": step, "on": [run, "record", "--"] + step,
+            "health": [run, "health", "--"] + step, "read": step + ["--floor"]}
     order = list(cmds)
     times = {name: [] for name in cmds}
-    ratios = {"on": [], "read": []}
+    ratios = {name: [] for name in cmds if name != "off"}
     for r in range(rounds):
-        got = {name: median_step(cmds[name], work) for name in order[r % 3:] + order[:r % 3]}
+        k = r % len(order)
+        got = {name: median_step(cmds[name], work) for name in order[k:] + order[:k]}
         for name in cmds:
             times[name].append(got[name])
         for name in ratios:
@@ -50,16 +55,24 @@ def measure(model, build, rounds):
     return {name: statistics.median(t) for name, t in times.items()}, ratios
 
 
+def spread(ratios):
+    """The median of ratios and its middle half, as text."""
+    s = sorted(ratios)
+    q = len(s) // 4
+    return f"{statistics.median(s):.3f} (middle half of rounds {s[q]:.3f}-{s[-1 - q]:.3f})"
+
+
 def main(build, rounds, models):
     for model in models:
         t, ratios = measure(model, build, rounds)
-        on, read = sorted(ratios["on"]), sorted(ratios["read"])
-        q = len(on) // 4
+        read = sorted(ratios["read"])
+        q = len(read) // 4
         print(f"agent overhead {model:12s} ({PARAMS[model]} params, {rounds} rounds): median step "
               f"{t['off'] * 1e3:.1f} ms without, {t['on'] * 1e3:.1f} ms with the agent: ratio "
-              f"{statistics.median(on):.3f} (middle half of rounds {on[q]:.3f}-{on[-1 - q]:.3f}); "
-              f"reading the same bytes: {statistics.median(read):.3f} "
+              f"{spread(ratios['on'])}; reading the same bytes: {statistics.median(read):.3f} "
               f"({read[q]:.3f}-{read[-1 - q]:.3f})", flush=True)
+        print(f"agent overhead {model:12s} under health (update norms), same rounds: median step "
+              f"{t['health'] * 1e3:.1f} ms: ratio {spread(ratios['health'])}", flush=True)
 
 
 if __name__ == "__main__":

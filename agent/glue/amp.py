@@ -2,6 +2,8 @@
 # amp.py -- GradScaler (torch.amp and torch.cuda.amp): scale, unscale_,
 # update and step as `amp` events; a step the scaler skipped (inf or NaN
 # gradients) is a skipped optimizer step; load_state_dict restores.
+import weakref
+
 from .core import (
     _tp, S, _arg0, _depth, _enter, _fail, _index, _indexed, _interrupt, _is_wrapped, _leave,
     _live, _off, _wrap_method, _wraps)
@@ -15,6 +17,17 @@ def _scale_of(s):
         return float(s.get_scale())
     except Exception:
         return None
+
+
+def _remember_scaled(r, torch):
+    """Keeps a weak reference to what GradScaler.scale returned, so that a
+    backward call can say whether its tensor was scaled."""
+    if S.scaled is None:
+        S.scaled = {}
+    if len(S.scaled) > 64:
+        S.scaled = {k: w for k, w in S.scaled.items() if w() is not None}
+    if isinstance(r, torch.Tensor):
+        S.scaled[id(r)] = weakref.ref(r)
 
 
 def _patch_scaler(torch):
@@ -35,6 +48,7 @@ def _patch_scaler(torch):
 
     def after_scale(self, r, a, k):
         if self.is_enabled():
+            _remember_scaled(r, torch)
             _tp.emit("amp", _ev.amp("scale", scale=_scale_of(self)))
 
     def after_unscale(self, r, a, k):

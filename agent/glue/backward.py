@@ -23,9 +23,13 @@ def _before_backward(loss):
         torch = S.torch
         v = loss.detach() if isinstance(loss, torch.Tensor) else None
         numel = v.numel() if v is not None else 0
+        extra = {}
+        if S.scaled is not None:  # a GradScaler has scaled: was this its output?
+            w = S.scaled.get(id(loss))
+            extra["scaled"] = w is not None and w() is loss
         _tp.emit("backward", _ev.backward(float(v) if numel == 1 else None, S.bwd,
                                           dtype=str(v.dtype) if v is not None else None,
-                                          numel=numel, mean_over=_take_mean_over()))
+                                          numel=numel, mean_over=_take_mean_over(), **extra))
     except Exception:
         _fail("backward")
 

@@ -41,6 +41,8 @@ class _State:
     scalers = []
     loaders = []
     epochs = {}
+    scaled = None  # id: weakref of each tensor GradScaler.scale returned, once one did
+    covered = {}  # optimizer index: (groups, tensors) when its last cover event went out
 
 
 S = _State

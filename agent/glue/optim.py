@@ -4,11 +4,11 @@
 # and gradient clipping.  An optimizer's step is what counts training steps
 # (core._advance).
 from .core import (
-    _tp, S, _advance, _arg0, _depth, _enter, _fail, _index, _interrupt, _is_wrapped, _leave,
-    _off, _wrap_function, _wrap_method, _wraps)
+    _tp, S, _advance, _arg0, _depth, _enter, _fail, _index, _indexed, _interrupt, _is_wrapped,
+    _leave, _off, _wrap_function, _wrap_method, _wraps)
 from . import events as _ev
 from .config import _cfg
-from .state import _param_names
+from .state import _any_roots, _param_names, _roots
 from .restore import _restore_hook
 
 
@@ -22,7 +22,12 @@ def _step_pre(opt, via):
             if p.grad is not None:
                 grads.append(("grad." + names.get(id(p), "p%d" % k), p.grad))
             k += 1
-        body = _ev.step("pre", _index(S.optimizers, opt), type(opt).__name__,
+        idx = _index(S.optimizers, opt)
+        sig = (len(opt.param_groups), len(params))
+        if S.covered.get(idx) != sig:
+            S.covered[idx] = sig
+            _cover(opt, idx)
+        body = _ev.step("pre", idx, type(opt).__name__,
                         lrs=[float(g["lr"]) for g in opt.param_groups], nparams=len(params),
                         ngrads=len(grads), via=via)
         _tp.emit("step", body, "grads", grads)
@@ -32,6 +37,47 @@ def _step_pre(opt, via):
     except Exception:
         _fail("optimizer.step")
         return None
+
+
+def _shape(t):
+    return "x".join(str(d) for d in t.shape) or "-"
+
+
+def _cover(opt, idx):
+    """A `cover` event: which tensors optimizer idx steps, and which
+    parameters of the live root modules hold a gradient now, just before its
+    first step (and again when its param groups change: add_param_group).
+    The daemon's health check finds from them a trained parameter in no
+    optimizer, a tensor in two, an optimizer built for tensors no backward
+    reaches.  Parameters are named as the snapshot names them
+    (`model.0.weight`); a root module that holds no optimizer's tensor is
+    named by its class (`<Sequential>.0.weight`)."""
+    names, order = {}, []
+    trained = _roots()
+    for i, m in enumerate(trained):
+        pre = _indexed("model", i, len(trained))
+        for n, p in m.named_parameters():
+            if id(p) not in names:
+                names[id(p)] = pre + "." + n
+                order.append(p)
+    for m in _any_roots():
+        if any(m is t for t in trained):
+            continue
+        for n, p in m.named_parameters():
+            if id(p) not in names:
+                names[id(p)] = "<%s>.%s" % (type(m).__name__, n)
+                order.append(p)
+    pn, ids, groups, shapes = [], [], [], []
+    for gi, g in enumerate(opt.param_groups):
+        for p in g["params"]:
+            pn.append(names.get(id(p), ""))
+            ids.append(id(p))
+            groups.append(gi)
+            shapes.append(_shape(p))
+    graded = [p for p in order if p.grad is not None]
+    _tp.emit("cover", _ev.cover(idx, type(opt).__name__, pn, ids, groups, shapes,
+                                [names[id(p)] for p in graded], [id(p) for p in graded],
+                                [_shape(p) for p in graded]))
 
 
 def _step_post(opt, params, skipped=False):

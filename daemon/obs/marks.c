@@ -49,10 +49,13 @@ static tp_err step_extra(tpd_arena *a, const tp_event *e, tpd_mark *m)
     tp_mptype t;
     uint32_t n;
     bool b;
+    const char *via;
     m->has_gnorm = tp_body_f64(e, TPF_step_gnorm, &m->gnorm) == TP_OK;
     m->has_unorm = tp_body_f64(e, TPF_step_unorm, &m->unorm) == TP_OK;
     m->has_changed = tp_body_bool(e, TPF_step_changed, &b) == TP_OK;
     m->changed = m->has_changed && b;
+    if (tp_body_str(e, TPF_step_via, &via, &n) == TP_OK)
+        m->scaler = n == 6 && memcmp(via, "scaler", 6) == 0;
     if (tp_body_int(e, TPF_step_nparams, &m->nparams) != TP_OK) m->nparams = -1;
     if (tp_body_int(e, TPF_step_ngrads, &m->ngrads) != TP_OK) m->ngrads = -1;
     if (tp_body_find(e, TPF_step_lrs, &r) == TP_OK && tp_mpr_peek(&r, &t) == TP_OK &&
@@ -86,11 +89,13 @@ tp_err tpd_proc_add_mark(tpd_arena *a, tpd_proc *p, const tp_event *e)
     m.seq = e->seq;
     m.step = e->step;
     m.kind = e->kind;
+    m.scaled = -1;
     switch (e->kind) {
     case TP_K_BACKWARD:
         if (tp_body_int(e, TPF_backward_count, &m.n) != TP_OK) m.n = 0;
         m.has_f = tp_body_f64(e, TPF_backward_loss, &m.f) == TP_OK;
         if (tp_body_int(e, TPF_backward_mean_over, &m.mean_over) != TP_OK) m.mean_over = -1;
+        m.scaled = tp_body_bool(e, TPF_backward_scaled, &b) == TP_OK ? (signed char)b : -1;
         break;
     case TP_K_STEP:
         m.op = op_of(a, e, TPF_step_phase, &oom);

@@ -284,6 +284,8 @@ tp_err tpd_proc_add_event(tpd_arena *a, tpd_proc *p, const tp_event *e)
         return add_ckpt(a, p, e, true);
     case TP_K_RESTORE:
         return add_restore(a, p, e);
+    case TP_K_COVER:
+        return tpd_proc_add_cover(a, p, e);
     case TP_K_ERROR:
         if (p->first_error == NULL) {
             const char *w = body_str(a, e, TPF_error_where), *m = body_str(a, e, TPF_error_msg);

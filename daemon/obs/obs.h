@@ -100,6 +100,27 @@ typedef struct tpd_restore {
     tpd_items manifest;
 } tpd_restore;
 
+/* One tensor as a cover event names it: its name ("" for a tensor of no
+ * live module), its identity in the process, its shape ("16x8"). */
+typedef struct tpd_tensor_ref {
+    const char *name, *shape;
+    int64_t id;
+    int64_t group; /* the param group, for an optimizer's tensor; -1 otherwise */
+} tpd_tensor_ref;
+
+/* A cover event (filed by cover.c): optimizer opt's tensors, in group order,
+ * and the parameters of the live modules that held a gradient, just before
+ * its first step (and when its param groups changed). */
+typedef struct tpd_cover {
+    uint64_t seq;
+    int64_t step, opt;
+    const char *cls;
+    tpd_tensor_ref *params;
+    uint32_t nparams;
+    tpd_tensor_ref *graded;
+    uint32_t ngraded;
+} tpd_cover;
+
 /* A snapshot outside the timeline: at a save, at exit, at an interruption. */
 typedef struct tpd_snap {
     uint64_t seq;
@@ -142,16 +163,19 @@ typedef struct tpd_mark {
     double f; /* backward: loss; step pre: lr of group 0; amp: scale;
                * clip: total norm */
     bool has_max;
-    double max;        /* clip: max_norm or clip_value */
-    bool flag;         /* step: skipped; amp: found_inf; zero_grad: set_to_none */
-    int64_t mean_over; /* backward: the elements its mean-reduced loss
-                        * averaged over (-1 when not said) */
+    double max;         /* clip: max_norm or clip_value */
+    bool flag;          /* step: skipped; amp: found_inf; zero_grad: set_to_none */
+    signed char scaled; /* backward: 1 its tensor was GradScaler.scale's output,
+                         * 0 it was not, -1 not said (no GradScaler scaled) */
+    int64_t mean_over;  /* backward: the elements its mean-reduced loss
+                         * averaged over (-1 when not said) */
     /* step only, for the health check (checks/health/): pre: the total
      * gradient norm, every group's learning rate, the parameters and those
      * with a gradient (-1 when not said; the gradients themselves are in
      * the timeline); post: the update's norm and whether any parameter
      * changed, when measured (TRAINPARITY_UPDATE_NORM=1) */
     bool has_gnorm, has_unorm, has_changed, changed;
+    bool scaler; /* pre: the step ran through GradScaler.step (via "scaler") */
     double gnorm, unorm;
     uint32_t nlrs;
     const double *lrs;
@@ -179,6 +203,8 @@ typedef struct tpd_proc {
     size_t nrestores, restores_cap;
     tpd_batch *batches; /* every batch event, in seq order */
     size_t nbatches, batches_cap;
+    tpd_cover *covers; /* every cover event, in seq order */
+    size_t ncovers, covers_cap;
 } tpd_proc;
 
 typedef struct tpd_exec {
@@ -239,6 +265,9 @@ tp_err tpd_proc_add_event(tpd_arena *a, tpd_proc *p, const tp_event *e);
 /* tpd_proc_add_batch files a batch event, ids and all, into p->batches.
  * Errors: TP_ENOMEM, TP_EPROTO (a body the schema would reject). */
 tp_err tpd_proc_add_batch(tpd_arena *a, tpd_proc *p, const tp_event *e);
+/* tpd_proc_add_cover files a cover event into p->covers.  Errors: TP_ENOMEM,
+ * TP_EPROTO (a body the schema would reject, or arrays of unequal lengths). */
+tp_err tpd_proc_add_cover(tpd_arena *a, tpd_proc *p, const tp_event *e);
 /* tpd_proc_add_mark files a backward, step, sched, amp, clip, zero_grad or batch event
  * into p->marks (other kinds are ignored).  Errors: TP_ENOMEM. */
 tp_err tpd_proc_add_mark(tpd_arena *a, tpd_proc *p, const tp_event *e);

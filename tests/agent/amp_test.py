@@ -51,6 +51,17 @@ class AmpTest(unittest.TestCase):
         self.assertEqual([(s["phase"], s.get("skipped")) for s in steps], [("pre", True), ("post", True)])
         self.assertEqual(tp.of("amp")[2], {"op": "step", "found_inf": True, "opt": steps[0]["opt"]})
 
+    def test_backward_says_whether_its_tensor_was_scaled(self):
+        scaler = cpu_scaler()
+        if scaler is None:
+            self.skipTest("no GradScaler on the CPU in this torch")
+        self.loop(scaler, torch.ones(1, 2))
+        self.assertEqual(tp.of("backward")[-1]["scaled"], True)
+        loss = self.m(torch.ones(1, 2)).sum()
+        scaler.scale(loss)  # its output not used
+        loss.backward()
+        self.assertEqual(tp.of("backward")[-1]["scaled"], False)
+
     def test_disabled(self):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 # optim_test.py -- agent/glue/optim.py against real torch: a tiny training
 # loop's step (pre with gradients, post), zero_grad, step(closure),
-# clipping and an optimizer's load_state_dict.
+# clipping, an optimizer's load_state_dict, and its cover event (its tensors
+# and the parameters holding gradients, at its first step).
 import unittest
 
 from glue_boot import boot, run
@@ -45,6 +46,50 @@ class OptimTest(unittest.TestCase):
         self.assertEqual(tp.of("zero_grad")[-1]["set_to_none"], False)
         m.zero_grad()
         self.assertEqual(tp.of("zero_grad")[-1]["which"], "module")
+
+    def test_cover_at_the_first_step_and_when_groups_change(self):
+        m = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Linear(3, 2))
+        opt = torch.optim.SGD(m[0].parameters(), lr=0.1)
+        idx = glue.core._index(glue.core.S.optimizers, opt)
+        x = torch.randn(8, 4)
+        for _ in range(2):
+            opt.zero_grad()
+            m(x).pow(2).mean().backward()
+            opt.step()
+        covers = tp.of("cover")
+        self.assertEqual(len(covers), 1)  # the first step only
+        c = covers[0]
+        self.assertEqual((c["opt"], c["cls"]), (idx, "SGD"))
+        self.assertEqual(c["params"], ["model.0.weight", "model.0.bias"])
+        self.assertEqual(c["ids"], [id(p) for p in m[0].parameters()])
+        self.assertEqual(c["groups"], [0, 0])
+        self.assertEqual(c["shapes"], ["3x4", "3"])
+        self.assertEqual(sorted(c["graded"]), sorted("model." + n for n, _ in m.named_parameters()))
+        self.assertEqual(c["graded_shapes"][c["graded"].index("model.1.weight")], "2x3")
+        # the cover event goes out just before the step's pre event
+        kinds = [e[0] for e in tp.events if e[0] in ("cover", "step")]
+        self.assertEqual(kinds[:2], ["cover", "step"])
+        opt.add_param_group({"params": list(m[1].parameters())})
+        opt.zero_grad()
+        m(x).pow(2).mean().backward()
+        opt.step()
+        c = tp.of("cover")[-1]
+        self.assertEqual(len(tp.of("cover")), 2)
+        self.assertEqual(c["groups"], [0, 0, 1, 1])
+
+    def test_cover_names_a_module_no_optimizer_holds_by_its_class(self):
+        m = model()
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        import copy
+
+        twin = copy.deepcopy(m)
+        opt.zero_grad()
+        twin(torch.randn(8, 4)).pow(2).mean().backward()
+        opt.step()
+        c = tp.of("cover")[-1]
+        self.assertEqual(c["params"], ["model.weight", "model.bias"])
+        self.assertEqual(c["graded"], ["<Linear>.weight", "<Linear>.bias"])
+        self.assertEqual(tp.of("step")[0]["ngrads"], 0)
 
     def test_closure_emits_pre_once_after_the_gradients(self):
         m = model()

@@ -164,6 +164,19 @@ void tb_backward(tb *t, uint64_t seq, int64_t step, double loss, uint64_t count)
     key(b, "numel"), tp_mp_uint(b, 1);
 }
 
+void tb_backward_scaled(tb *t, uint64_t seq, int64_t step, double loss, uint64_t count, int scaled)
+{
+    tp_buf *b = &t->buf;
+    ev(t, seq, step, TP_K_BACKWARD);
+    tp_mp_map(b, 5 + (scaled >= 0));
+    key(b, "loss"), tp_mp_f64(b, loss);
+    key(b, "dtype"), tp_mp_cstr(b, "float16");
+    key(b, "count"), tp_mp_uint(b, count);
+    key(b, "numel"), tp_mp_uint(b, 1);
+    if (scaled >= 0) key(b, "scaled"), tp_mp_bool(b, scaled != 0);
+    key(b, "mean_over"), tp_mp_uint(b, 32);
+}
+
 void tb_step(tb *t, uint64_t seq, int64_t step, bool pre, int ngrads, double norm, double lr)
 {
     tp_buf *b = &t->buf;
@@ -301,6 +314,26 @@ void tb_error(tb *t, uint64_t seq, int64_t step)
     key(b, "msg"), tp_mp_cstr(b, "ValueError: boom");
 }
 
+void tb_cover(tb *t, uint64_t seq, int64_t step)
+{
+    static const char *const params[] = {"model.0.weight", "model.0.bias"};
+    static const char *const shapes[] = {"16x8", "16"};
+    static const char *const graded[] = {"model.0.weight", "<Linear>.weight"};
+    static const char *const gshapes[] = {"16x8", "4x16"};
+    tp_buf *b = &t->buf;
+    ev(t, seq, step, TP_K_COVER);
+    tp_mp_map(b, 9);
+    key(b, "opt"), tp_mp_uint(b, 1);
+    key(b, "cls"), tp_mp_cstr(b, "Adam");
+    key(b, "params"), strs(b, 2, params);
+    key(b, "ids"), tp_mp_array(b, 2), tp_mp_int(b, 101), tp_mp_int(b, 102);
+    key(b, "groups"), tp_mp_array(b, 2), tp_mp_int(b, 0), tp_mp_int(b, 1);
+    key(b, "shapes"), strs(b, 2, shapes);
+    key(b, "graded"), strs(b, 2, graded);
+    key(b, "graded_ids"), tp_mp_array(b, 2), tp_mp_int(b, 101), tp_mp_int(b, 201);
+    key(b, "graded_shapes"), strs(b, 2, gshapes);
+}
+
 void tb_zero_grad(tb *t, uint64_t seq, int64_t step)
 {
     tp_buf *b = &t->buf;
@@ -321,6 +354,7 @@ uint64_t tb_all(tb *t, uint64_t seq)
     tb_backward(t, seq++, 0, 2.5, 1);
     tb_clip(t, seq++, 0);
     tb_amp(t, seq++, 0);
+    tb_cover(t, seq++, 0);
     tb_step(t, seq++, 0, true, 2, 1.25, 0.1);
     tb_step(t, seq++, 0, false, 0, 0.01, 0.1);
     tb_zero_grad(t, seq++, 1);

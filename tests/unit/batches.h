@@ -33,6 +33,9 @@ void tb_bye(tb *t, uint64_t seq, uint64_t sent, uint64_t dropped);
  * and one digest leaf. */
 void tb_snapshot(tb *t, uint64_t seq, int64_t step, int nleaves);
 void tb_backward(tb *t, uint64_t seq, int64_t step, double loss, uint64_t count);
+/* tb_backward_scaled is tb_backward with "scaled" (1 true, 0 false, -1 left
+ * out) and mean_over. */
+void tb_backward_scaled(tb *t, uint64_t seq, int64_t step, double loss, uint64_t count, int scaled);
 /* tb_step writes a pre (with ngrads grads, gnorm, lrs {lr, lr/10}) or a
  * post (unorm) step event. */
 void tb_step(tb *t, uint64_t seq, int64_t step, bool pre, int ngrads, double norm, double lr);
@@ -45,6 +48,11 @@ void tb_clip(tb *t, uint64_t seq, int64_t step);
 /* tb_blob writes a blob event of n bytes (value fill) under digest d. */
 void tb_blob(tb *t, uint64_t seq, int64_t step, const uint8_t d[16], size_t n, uint8_t fill);
 void tb_error(tb *t, uint64_t seq, int64_t step);
+/* tb_cover writes optimizer 1's (Adam) cover event: tensors
+ * "model.0.weight" (id 101, group 0, 16x8) and "model.0.bias" (id 102,
+ * group 1, 16); graded "model.0.weight" (101, 16x8) and "<Linear>.weight"
+ * (201, 4x16), a parameter in no optimizer. */
+void tb_cover(tb *t, uint64_t seq, int64_t step);
 /* tb_zero_grad writes optimizer 0's zero_grad(set_to_none=True). */
 void tb_zero_grad(tb *t, uint64_t seq, int64_t step);
 

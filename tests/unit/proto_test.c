@@ -62,6 +62,37 @@ static void assert_f64(const tp_event *e, tp_field key, double want)
     ck_assert_double_eq(v, want);
 }
 
+/* assert_strs checks that e's key is the array of the n strings want. */
+static void assert_strs(const tp_event *e, const char *key, uint32_t n, const char *const *want)
+{
+    tp_mpr r;
+    uint32_t got, len;
+    const char *s;
+    ck_assert_int_eq(tp_body_find(e, fld(e, key), &r), TP_OK);
+    ck_assert_int_eq(tp_mpr_array(&r, &got), TP_OK);
+    ck_assert_uint_eq(got, n);
+    for (uint32_t i = 0; i < n; i++) {
+        ck_assert_int_eq(tp_mpr_str(&r, &s, &len), TP_OK);
+        ck_assert_msg(len == strlen(want[i]) && memcmp(s, want[i], len) == 0, "%s[%u]: %.*s", key,
+                      i, (int)len, s);
+    }
+}
+
+/* assert_ints checks that e's key is the array of the n integers want. */
+static void assert_ints(const tp_event *e, const char *key, uint32_t n, const int64_t *want)
+{
+    tp_mpr r;
+    uint32_t got;
+    int64_t v;
+    ck_assert_int_eq(tp_body_find(e, fld(e, key), &r), TP_OK);
+    ck_assert_int_eq(tp_mpr_array(&r, &got), TP_OK);
+    ck_assert_uint_eq(got, n);
+    for (uint32_t i = 0; i < n; i++) {
+        ck_assert_int_eq(tp_mpr_int(&r, &v), TP_OK);
+        ck_assert_int_eq(v, want[i]);
+    }
+}
+
 /* The tables proto/events.def makes: every kind has a body and a wire name
  * that parses back, every body's keys are unique and at most 64 (the
  * validator's bit set), a field is read only from its own kind's events. */
@@ -117,8 +148,9 @@ START_TEST(test_proto_roundtrip_every_kind)
     uint8_t d[16], want[16];
     const uint8_t *p;
     tb_begin(&t, 7, 8, 4242, 1, "secret");
-    ck_assert_int_eq(tb_all(&t, 0), 15);
-    tb_bye(&t, 15, 16, 0);
+    ck_assert_int_eq(tb_all(&t, 0), 16);
+    tb_backward_scaled(&t, 16, 1, 0.75, 1, 1);
+    tb_bye(&t, 17, 18, 0);
     tb_end(&t);
     ck_assert(!t.buf.oom);
     b = decode_ok(&t.buf);
@@ -128,7 +160,7 @@ START_TEST(test_proto_roundtrip_every_kind)
     ck_assert_int_eq(b.hdr.rank, 1);
     ck_assert_int_eq(b.hdr.tok_len, 6);
     ck_assert(memcmp(b.hdr.tok, "secret", 6) == 0);
-    ck_assert_int_eq(b.n, 16);
+    ck_assert_int_eq(b.n, 18);
     for (size_t i = 0; i < b.n; i++) {
         ck_assert_int_eq(b.ev[i].seq, i);
         ck_assert_int_eq(b.ev[i].time_ns, 1000 + i);
@@ -209,6 +241,13 @@ START_TEST(test_proto_roundtrip_every_kind)
     assert_f64(e, fld(e, "loss"), 2.5);
     assert_int(e, fld(e, "count"), 1);
     assert_str(e, fld(e, "dtype"), "float32");
+    ck_assert_int_eq(tp_body_bool(e, fld(e, "scaled"), &bv), TP_ENOENT); /* left out */
+    e = find_kind(&b, TP_K_BACKWARD, 1);
+    ck_assert_int_eq(e->seq, 16);
+    ck_assert_int_eq(tp_body_bool(e, fld(e, "scaled"), &bv), TP_OK);
+    ck_assert(bv);
+    assert_int(e, fld(e, "mean_over"), 32);
+    assert_str(e, fld(e, "dtype"), "float16");
 
     e = find_kind(&b, TP_K_STEP, 0);
     assert_str(e, fld(e, "phase"), "pre");
@@ -257,6 +296,17 @@ START_TEST(test_proto_roundtrip_every_kind)
     assert_int(e, fld(e, "opt"), 0);
     ck_assert_int_eq(tp_body_bool(e, fld(e, "set_to_none"), &bv), TP_OK);
     ck_assert(bv);
+    e = find_kind(&b, TP_K_COVER, 0);
+    assert_int(e, fld(e, "opt"), 1);
+    assert_str(e, fld(e, "cls"), "Adam");
+    assert_strs(e, "params", 2, (const char *const[]){"model.0.weight", "model.0.bias"});
+    assert_ints(e, "ids", 2, (const int64_t[]){101, 102});
+    assert_ints(e, "groups", 2, (const int64_t[]){0, 1});
+    assert_strs(e, "shapes", 2, (const char *const[]){"16x8", "16"});
+    assert_strs(e, "graded", 2, (const char *const[]){"model.0.weight", "<Linear>.weight"});
+    assert_ints(e, "graded_ids", 2, (const int64_t[]){101, 201});
+    assert_strs(e, "graded_shapes", 2, (const char *const[]){"16x8", "4x16"});
+    ck_assert_int_eq(tp_body_str(e, fld(e, "params"), (const char **)&p, &n), TP_EPROTO);
     tp_batch_free(&b);
     tp_batch_free(NULL);
     tb_free(&t);
@@ -686,6 +736,74 @@ static void m_zero_grad_opt_negative(tp_buf *b)
     tp_mp_map(b, 2), key(b, "which"), tp_mp_cstr(b, "optimizer");
     key(b, "opt"), tp_mp_int(b, -1);
 }
+/* cover_ev writes a cover event without key skip (NULL: none), key bad's
+ * value of the wrong type: ids strings, shapes integers, groups a string. */
+static void cover_ev(tp_buf *b, const char *skip, const char *bad)
+{
+    static const char *const keys[] = {"opt",    "cls",    "params",     "ids",          "groups",
+                                       "shapes", "graded", "graded_ids", "graded_shapes"};
+    ev_head(b, "cover");
+    tp_mp_map(b, 9 - (skip != NULL));
+    for (int i = 0; i < 9; i++) {
+        const char *k = keys[i];
+        bool wrong = bad != NULL && strcmp(bad, k) == 0;
+        if (skip != NULL && strcmp(skip, k) == 0) continue;
+        key(b, k);
+        if (i == 0)
+            tp_mp_uint(b, 0);
+        else if (i == 1)
+            tp_mp_cstr(b, "SGD");
+        else if (wrong && strcmp(k, "groups") == 0)
+            tp_mp_cstr(b, "0");
+        else if (strcmp(k, "ids") == 0 || strcmp(k, "groups") == 0 || strcmp(k, "graded_ids") == 0)
+            tp_mp_array(b, 1), wrong ? tp_mp_cstr(b, "140230") : tp_mp_int(b, 140230);
+        else
+            tp_mp_array(b, 1), wrong ? tp_mp_int(b, 16) : tp_mp_cstr(b, "16");
+    }
+}
+static void m_cover_no_params(tp_buf *b)
+{
+    cover_ev(b, "params", NULL);
+}
+static void m_cover_no_graded_ids(tp_buf *b)
+{
+    cover_ev(b, "graded_ids", NULL);
+}
+static void m_cover_ids_strs(tp_buf *b)
+{
+    cover_ev(b, NULL, "ids");
+}
+static void m_cover_graded_ids_strs(tp_buf *b)
+{
+    cover_ev(b, NULL, "graded_ids");
+}
+static void m_cover_shapes_ints(tp_buf *b)
+{
+    cover_ev(b, NULL, "shapes");
+}
+static void m_cover_params_ints(tp_buf *b)
+{
+    cover_ev(b, NULL, "params");
+}
+static void m_cover_groups_str(tp_buf *b)
+{
+    cover_ev(b, NULL, "groups");
+}
+static void m_cover_opt_negative(tp_buf *b)
+{
+    ev_head(b, "cover");
+    tp_mp_map(b, 9), key(b, "opt"), tp_mp_int(b, -1), key(b, "cls"), tp_mp_cstr(b, "SGD");
+    for (int i = 0; i < 7; i++)
+        key(b, (const char *[]){"params", "ids", "groups", "shapes", "graded", "graded_ids",
+                                "graded_shapes"}[i]),
+            tp_mp_array(b, 0);
+}
+/* backward: scaled is a bool */
+static void m_backward_scaled_int(tp_buf *b)
+{
+    ev_head(b, "backward"), tp_mp_map(b, 3), key(b, "loss"), tp_mp_f64(b, 1);
+    key(b, "count"), tp_mp_uint(b, 1), key(b, "scaled"), tp_mp_int(b, 1);
+}
 static void m_deep(tp_buf *b)
 {
     error_where(b);
@@ -796,6 +914,15 @@ static const bad_case bad_cases[] = {
     BAD(m_zero_grad_no_which),
     BAD(m_zero_grad_set_to_none_int),
     BAD(m_zero_grad_opt_negative),
+    BAD(m_cover_no_params),
+    BAD(m_cover_no_graded_ids),
+    BAD(m_cover_ids_strs),
+    BAD(m_cover_graded_ids_strs),
+    BAD(m_cover_shapes_ints),
+    BAD(m_cover_params_ints),
+    BAD(m_cover_groups_str),
+    BAD(m_cover_opt_negative),
+    BAD(m_backward_scaled_int),
     BAD(m_deep),
     BAD(m_deep_100000),
     BAD(m_reserved_c1),
@@ -830,6 +957,39 @@ START_TEST(test_proto_malformed_table)
     ck_assert_msg(memcmp(&out, &sentinel, sizeof out) == 0, "%s: output written on error", c->name);
     free(copy);
     tp_buf_free(&b);
+}
+END_TEST
+
+/* The cover cases of the table fail for their one fault: the same builder
+ * with none decodes, and each reason names the key at fault. */
+START_TEST(test_proto_malformed_cover_reasons)
+{
+    static const struct {
+        const char *skip, *bad, *named;
+    } cases[] = {
+        {"params", NULL, "params"}, {"graded_ids", NULL, "graded_ids"},
+        {NULL, "ids", "ids"},       {NULL, "graded_ids", "graded_ids"},
+        {NULL, "shapes", "shapes"}, {NULL, "params", "params"},
+        {NULL, "groups", "groups"},
+    };
+    tp_buf b;
+    tp_batch out;
+    char why[256] = "";
+    tp_buf_init(&b);
+    cover_ev(&b, NULL, NULL);
+    ck_assert_msg(tp_batch_decode(b.data, b.len, &out, why, sizeof why) == TP_OK, "%s", why);
+    ck_assert_int_eq(out.n, 1);
+    ck_assert_int_eq(out.ev[0].kind, TP_K_COVER);
+    tp_batch_free(&out);
+    tp_buf_free(&b);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        why[0] = '\0';
+        tp_buf_init(&b);
+        cover_ev(&b, cases[i].skip, cases[i].bad);
+        ck_assert_int_eq(tp_batch_decode(b.data, b.len, &out, why, sizeof why), TP_EPROTO);
+        ck_assert_msg(strstr(why, cases[i].named) != NULL, "case %zu: %s", i, why);
+        tp_buf_free(&b);
+    }
 }
 END_TEST
 
@@ -950,6 +1110,7 @@ static Suite *proto_suite(void)
     tcase_add_test(tc, test_proto_empty_batch_and_kind_names);
     tcase_add_test(tc, test_proto_url_control);
     tcase_add_loop_test(tc, test_proto_malformed_table, 0, NBAD);
+    tcase_add_test(tc, test_proto_malformed_cover_reasons);
     tcase_add_test(tc, test_proto_oversized_message);
     tcase_add_test(tc, test_proto_truncated_every_offset);
     tcase_add_test(tc, test_proto_mutations);

@@ -366,16 +366,17 @@ START_TEST(test_store_ingest_every_kind)
     exec = keyed_exec(s, &run, key);
     ck_assert_int_eq(tpd_ingest_create(&in, s, NULL), TP_OK);
     tb_begin_key(&t, run, exec, 4242, 0, NULL, key);
-    tb_all(&t, 0);
-    tb_bye(&t, 15, 16, 0);
+    ck_assert_int_eq(tb_all(&t, 0), 16);
+    tb_bye(&t, 16, 17, 0);
     tb_end(&t);
     ingest_ok(in, &t, &res);
-    ck_assert_int_eq(res.events, 16);
+    ck_assert_int_eq(res.events, 17);
     ck_assert_int_eq(res.dup, 0);
     ck_assert_int_eq(res.exec, exec);
     ck_assert_int_eq(res.pid, 4242);
-    ck_assert_int_eq(scalar(s, "SELECT count(*) FROM events"), 16);
-    ck_assert_int_eq(scalar(s, "SELECT count(DISTINCT kind) FROM events"), 15);
+    ck_assert_int_eq(scalar(s, "SELECT count(*) FROM events"), 17);
+    ck_assert_int_eq(scalar(s, "SELECT count(DISTINCT kind) FROM events"), TP_K__COUNT - 1);
+    ck_assert_int_eq(scalar(s, "SELECT count(*) FROM events WHERE kind = 'cover'"), 1);
     /* the process row: hello and bye */
     ck_assert_str_eq(text(s, "SELECT python FROM processes", buf, sizeof buf), "3.11.7");
     ck_assert_str_eq(text(s, "SELECT torch FROM processes", buf, sizeof buf), "2.13.0");
@@ -387,10 +388,10 @@ START_TEST(test_store_ingest_every_kind)
     ck_assert_int_eq(scalar(s, "SELECT ppid FROM processes"), 1);
     ck_assert_int_eq(scalar(s, "SELECT hello_ns FROM processes"), 1000);
     ck_assert_str_eq(text(s, "SELECT bye_reason FROM processes", buf, sizeof buf), "exit");
-    ck_assert_int_eq(scalar(s, "SELECT sent FROM processes"), 16);
+    ck_assert_int_eq(scalar(s, "SELECT sent FROM processes"), 17);
     ck_assert_int_eq(scalar(s, "SELECT dropped FROM processes"), 0);
-    ck_assert_int_eq(scalar(s, "SELECT nevents FROM processes"), 16);
-    ck_assert_int_eq(scalar(s, "SELECT max_seq FROM processes"), 15);
+    ck_assert_int_eq(scalar(s, "SELECT nevents FROM processes"), 17);
+    ck_assert_int_eq(scalar(s, "SELECT max_seq FROM processes"), 16);
     /* the leaves, decoded from the bodies: snapshot 3 tensors + 5 values +
      * 1 digest, grads 2, sched 1, save and load manifests 2 each */
     ck_assert_int_eq(all_leaves(s), 9 + 2 + 1 + 2 + 2);
@@ -452,7 +453,7 @@ START_TEST(test_store_ingest_every_kind)
     ck_assert_int_eq(tpd_store_counter_get(s, "batches", &v), TP_OK);
     ck_assert_int_eq(v, 1);
     ck_assert_int_eq(tpd_store_counter_get(s, "events", &v), TP_OK);
-    ck_assert_int_eq(v, 16);
+    ck_assert_int_eq(v, 17);
     tb_free(&t);
     tpd_ingest_destroy(in);
     tpd_ingest_destroy(NULL);
@@ -471,26 +472,26 @@ START_TEST(test_store_duplicate_seq_ignored)
     exec = keyed_exec(s, &run, key);
     ck_assert_int_eq(tpd_ingest_create(&in, s, NULL), TP_OK);
     tb_begin_key(&t, run, exec, 7, 0, NULL, key);
-    tb_all(&t, 0);
+    ck_assert_int_eq(tb_all(&t, 0), 16);
     tb_end(&t);
     ingest_ok(in, &t, &res);
     ingest_ok(in, &t, &res);
     ck_assert_int_eq(res.events, 0);
-    ck_assert_int_eq(res.dup, 15);
+    ck_assert_int_eq(res.dup, 16);
     /* a batch overlapping the stored ones: only the new seq counts */
     tb_begin_key(&t2, run, exec, 7, 0, NULL, key);
-    tb_backward(&t2, 14, 1, 1.0, 1);
     tb_backward(&t2, 15, 1, 1.0, 1);
+    tb_backward(&t2, 16, 1, 1.0, 1);
     tb_end(&t2);
     ingest_ok(in, &t2, &res);
     ck_assert_int_eq(res.events, 1);
     ck_assert_int_eq(res.dup, 1);
-    ck_assert_int_eq(scalar(s, "SELECT count(*) FROM events"), 16);
-    ck_assert_int_eq(scalar(s, "SELECT nevents FROM processes"), 16);
+    ck_assert_int_eq(scalar(s, "SELECT count(*) FROM events"), 17);
+    ck_assert_int_eq(scalar(s, "SELECT nevents FROM processes"), 17);
     ck_assert_int_eq(all_leaves(s), 16); /* those of the first batch, once */
     ck_assert_int_eq(scalar(s, "SELECT count(*) FROM processes"), 1);
     ck_assert_int_eq(tpd_store_counter_get(s, "duplicates", &v), TP_OK);
-    ck_assert_int_eq(v, 16);
+    ck_assert_int_eq(v, 17);
     tb_free(&t);
     tb_free(&t2);
     tpd_ingest_destroy(in);
@@ -1133,14 +1134,14 @@ START_TEST(test_store_spool_file)
     exec = keyed_exec(s, &run, key);
     ck_assert_int_eq(tpd_ingest_create(&in, s, "tok-ignored-for-spools"), TP_OK);
     tb_begin_key(&a, run, exec, 11, 0, NULL, key);
-    tb_all(&a, 0);
+    ck_assert_int_eq(tb_all(&a, 0), 16);
     tb_end(&a);
     tb_begin_key(&c, run, exec, 12, 0, NULL, NULL); /* no key: refused here too */
     tb_backward(&c, 0, 0, 1.0, 1);
     tb_end(&c);
     tb_begin_key(&b, run, exec, 11, 0, NULL, key);
-    tb_backward(&b, 14, 1, 1.0, 1); /* a duplicate */
-    tb_backward(&b, 17, 1, 1.0, 1); /* leaves 15, 16 missing */
+    tb_backward(&b, 15, 1, 1.0, 1); /* a duplicate */
+    tb_backward(&b, 18, 1, 1.0, 1); /* leaves 16, 17 missing */
     tb_end(&b);
     td_path(spool, sizeof spool, dir, "11.spool");
     f = fopen(spool, "wb");
@@ -1155,16 +1156,16 @@ START_TEST(test_store_spool_file)
     ck_assert_int_eq(r.frames, 5);
     ck_assert_int_eq(r.bad, 3);
     ck_assert(r.torn);
-    ck_assert_int_eq(r.events, 16);
+    ck_assert_int_eq(r.events, 17);
     ck_assert_int_eq(r.dup, 1);
     ck_assert(why[0]);
     ck_assert_int_eq(scalar(s, "SELECT count(*) FROM processes WHERE pid = 12"), 0);
     ck_assert_int_eq(scalar(s, "SELECT count(*) FROM gaps WHERE exec_id = 1"), 1);
-    ck_assert_int_eq(scalar(s, "SELECT first_seq * 100 + last_seq FROM gaps"), 1516);
+    ck_assert_int_eq(scalar(s, "SELECT first_seq * 100 + last_seq FROM gaps"), 1617);
     /* again: everything is a duplicate */
     ck_assert_int_eq(tpd_ingest_spool(in, spool, &r, why, sizeof why), TP_OK);
     ck_assert_int_eq(r.events, 0);
-    ck_assert_int_eq(r.dup, 17);
+    ck_assert_int_eq(r.dup, 18);
     /* an oversized length ends the reading */
     f = fopen(spool, "wb");
     frame(f, b.buf.data, (uint32_t)b.buf.len, (uint32_t)b.buf.len);

@@ -12,15 +12,25 @@
 #include "daemon/checks/result.h"
 #include "daemon/obs/obs.h"
 
+/* A GradScaler misuse at a step (amp.c). */
+typedef enum tpd_amp_misuse {
+    TPD_AMP_NONE = 0,
+    TPD_AMP_DIRECT,  /* optimizer.step() directly after scale() */
+    TPD_AMP_NOSCALE, /* GradScaler.step with no scale() since the last update() */
+    TPD_AMP_CLIP     /* clipping after scale(), before any unscale_() */
+} tpd_amp_misuse;
+
 /* One optimizer step of one optimizer: its pre and post events, the
  * backward calls and GradScaler calls of the same step index. */
 typedef struct tpd_hrow {
     int64_t step, opt;
     bool has_post;
-    int nbwd;        /* backward calls of the step */
-    bool has_loss;   /* the last backward's loss was reported */
-    double loss;     /* the last backward's loss */
-    int bad_bwd;     /* the first backward (1-based) with a non-finite loss, 0: none */
+    int nbwd;           /* backward calls of the step */
+    bool has_loss;      /* the last backward's loss was reported */
+    double loss;        /* the last backward's loss */
+    bool loss_unscaled; /* it was GradScaler.scale's output: loss is it divided by the scale */
+    bool warmup; /* learning rate 0, nothing moved, before the optimizer's first step that moved */
+    int bad_bwd; /* the first backward (1-based) with a non-finite loss, 0: none */
     double bad_loss; /* its loss */
     bool has_gnorm;  /* pre: the total gradient L2 norm */
     double gnorm;
@@ -38,6 +48,14 @@ typedef struct tpd_hrow {
     uint64_t nonfinite_vals;    /* its non-finite values */
     bool has_scale;             /* the last GradScaler scale seen in the step */
     double scale;
+    bool scaler;              /* pre: it ran through GradScaler.step */
+    tpd_amp_misuse amp;       /* the GradScaler misuse found at the step (amp.c) */
+    double amp_scale;         /* the scale of the scale() call it concerns */
+    bool amp_unscaled;        /* direct: unscale_() ran before the step */
+    bool amp_bwd_plain;       /* noscale: a backward of the step took a tensor
+                               * GradScaler.scale did not return */
+    bool amp_has_norm;        /* clip: the norm clip_grad_norm_ returned */
+    double amp_norm, amp_max; /* clip: it, and the bound */
 } tpd_hrow;
 
 typedef struct tpd_hctx {
@@ -46,6 +64,7 @@ typedef struct tpd_hctx {
     const tpd_proc *p;
     bool has_max;
     double max_grad_norm;
+    double max_skipped; /* --max-skipped, 0.25 by default */
     tpd_hrow *rows;
     size_t nrows;
     bool final_seen;       /* a final snapshot was found */
@@ -61,6 +80,26 @@ typedef struct tpd_hctx {
     tpd_arena *a;
     bool oom;
 } tpd_hctx;
+
+/* tpd_hctx_found records the first failure: at row (nrows: none), step,
+ * path (verdict.c). */
+void tpd_hctx_found(tpd_hctx *x, size_t row, int64_t step, const char *path);
+
+/* tpd_hctx_row_of is the row opened by the pre event of seq, or NULL
+ * (telemetry.c). */
+tpd_hrow *tpd_hctx_row_of(tpd_hctx *x, uint64_t seq);
+
+/* tpd_health_cover runs the optimizer coverage checks (cover.c); true when
+ * one failed (x->found). */
+bool tpd_health_cover(tpd_hctx *x);
+
+/* tpd_health_amp_scan marks each row's GradScaler misuse (amp.c). */
+void tpd_health_amp_scan(tpd_hctx *x);
+/* tpd_health_amp_step reports row i's misuse; true when it had one. */
+bool tpd_health_amp_step(tpd_hctx *x, size_t i);
+/* tpd_health_amp_skipped: more than x->max_skipped of the steps after the
+ * first run of skipped ones were skipped by a GradScaler; true when so. */
+bool tpd_health_amp_skipped(tpd_hctx *x);
 
 /* tpd_hctx_rows builds x->rows from x->p (telemetry.c).  Errors: TP_ENOMEM. */
 tp_err tpd_hctx_rows(tpd_hctx *x);

@@ -17,6 +17,7 @@ typedef tpd_hctx ctx;
 static const char *skipped_name(const tpd_hrow *w)
 {
     if (w->scaler_skipped) return "scaler";
+    if (w->warmup) return "warmup";
     if (w->has_changed && !w->changed) return "unchanged";
     if (!w->has_post || !w->has_changed) return "?";
     return "no";
@@ -30,6 +31,13 @@ static void num(char *out, size_t n, bool has, double v)
         snprintf(out, n, "-");
 }
 
+static bool same_lrs(const tpd_hrow *w)
+{
+    for (uint32_t i = 1; i < w->nlrs; i++)
+        if (w->lrs[i] != w->lrs[0]) return false;
+    return true;
+}
+
 static void row_text(tpd_str *t, const tpd_hrow *w)
 {
     char loss[32], gn[32], un[32], sc[32], nf[32], lr[48] = "-";
@@ -38,12 +46,14 @@ static void row_text(tpd_str *t, const tpd_hrow *w)
     num(un, sizeof un, w->has_unorm, w->unorm);
     num(sc, sizeof sc, w->has_scale, w->scale);
     snprintf(nf, sizeof nf, "%u", w->nonfinite_grads);
-    if (w->nlrs > 0) {
+    if (w->nlrs > 1 && same_lrs(w)) {
+        snprintf(lr, sizeof lr, "%.4g (x%u)", w->lrs[0], w->nlrs);
+    } else if (w->nlrs > 0) {
         size_t k = 0;
         for (uint32_t i = 0; i < w->nlrs && k < sizeof lr; i++)
             k += (size_t)snprintf(lr + k, sizeof lr - k, "%s%.4g", i ? "," : "", w->lrs[i]);
     }
-    tpd_str_printf(t, "  %-5lld %-3lld %-12s %-12s %-12s %-12s %-9s %-9s %s\n", (long long)w->step,
+    tpd_str_printf(t, "  %-5lld %-3lld %-12s %-12s %-12s %-16s %-9s %-9s %s\n", (long long)w->step,
                    (long long)w->opt, loss, gn, un, lr, skipped_name(w), nf, sc);
 }
 
@@ -59,7 +69,7 @@ static void table_text(ctx *x, tpd_str *t)
     } else {
         tpd_str_printf(t, "\ntelemetry (%zu row%s)\n", x->nrows, x->nrows == 1 ? "" : "s");
     }
-    tpd_str_printf(t, "  %-5s %-3s %-12s %-12s %-12s %-12s %-9s %-9s %s\n", "step", "opt", "loss",
+    tpd_str_printf(t, "  %-5s %-3s %-12s %-12s %-12s %-16s %-9s %-9s %s\n", "step", "opt", "loss",
                    "grad_norm", "update_norm", "lr", "skipped", "nonfinite", "scale");
     for (size_t i = lo; i < hi; i++) {
         if (!x->found && hi - lo > SHOW_ALL && i == SHOW_ALL / 2) {
@@ -89,7 +99,7 @@ static void row_json(tpd_str *j, const tpd_hrow *w)
     tpd_str_printf(j, "{\"step\":%lld,\"opt\":%lld,\"backward\":%d,\"loss\":", (long long)w->step,
                    (long long)w->opt, w->nbwd);
     jnum(j, w->has_loss, w->loss);
-    tpd_str_puts(j, ",\"grad_norm\":");
+    tpd_str_printf(j, ",\"loss_unscaled\":%s,\"grad_norm\":", w->loss_unscaled ? "true" : "false");
     jnum(j, w->has_gnorm, w->gnorm);
     tpd_str_puts(j, ",\"update_norm\":");
     jnum(j, w->has_unorm, w->unorm);
@@ -119,10 +129,82 @@ static void row_json(tpd_str *j, const tpd_hrow *w)
 
 static void checks_text(ctx *x, tpd_str *t)
 {
-    tpd_str_puts(t, "  checks         finite loss, gradients applied and final parameters; every "
-                    "update not skipped by a GradScaler moves a parameter");
+    tpd_str_puts(t, "  checks         optimizer coverage; GradScaler use; finite loss, gradients "
+                    "applied and final parameters; every update not skipped by a GradScaler "
+                    "moves a parameter");
     if (x->has_max) tpd_str_printf(t, "; gradient norm <= %g (--max-grad-norm)", x->max_grad_norm);
-    tpd_str_puts(t, "\n");
+    tpd_str_printf(t, "; at most %g of the steps skipped by a GradScaler\n", x->max_skipped);
+}
+
+/* last_cover: optimizer k's last cover event, or NULL. */
+static const tpd_cover *last_cover(const ctx *x, size_t k)
+{
+    const tpd_cover *c = NULL;
+    for (size_t i = 0; x->p != NULL && i < x->p->ncovers; i++)
+        if (x->p->covers[i].opt == x->p->covers[k].opt) c = &x->p->covers[i];
+    return c;
+}
+
+static bool first_cover(const ctx *x, size_t k)
+{
+    for (size_t i = 0; i < k; i++)
+        if (x->p->covers[i].opt == x->p->covers[k].opt) return false;
+    return true;
+}
+
+static int64_t ngroups(const tpd_cover *c)
+{
+    int64_t g = 0;
+    for (uint32_t i = 0; i < c->nparams; i++)
+        if (c->params[i].group + 1 > g) g = c->params[i].group + 1;
+    return g;
+}
+
+/* optimizers_text: each optimizer's tensors and groups, as its last cover
+ * event said. */
+static void optimizers_text(const ctx *x, tpd_str *t)
+{
+    const char *sep = "  optimizers     ";
+    for (size_t k = 0; x->p != NULL && k < x->p->ncovers; k++) {
+        const tpd_cover *c;
+        int64_t g;
+        if (!first_cover(x, k)) continue;
+        c = last_cover(x, k);
+        g = ngroups(c);
+        tpd_str_printf(t, "%soptimizer[%lld] %s, %u tensor%s in %lld group%s", sep,
+                       (long long)c->opt, c->cls, c->nparams, c->nparams == 1 ? "" : "s",
+                       (long long)g, g == 1 ? "" : "s");
+        sep = "; ";
+    }
+    if (sep[0] == ';') tpd_str_puts(t, "\n");
+}
+
+static void optimizers_json(const ctx *x, tpd_str *j)
+{
+    bool any = false;
+    tpd_str_puts(j, ",\"optimizers\":[");
+    for (size_t k = 0; x->p != NULL && k < x->p->ncovers; k++) {
+        const tpd_cover *c;
+        if (!first_cover(x, k)) continue;
+        c = last_cover(x, k);
+        tpd_str_printf(j, "%s{\"opt\":%lld,\"class\":", any ? "," : "", (long long)c->opt);
+        tpd_str_jsonz(j, c->cls);
+        tpd_str_printf(j, ",\"tensors\":%u,\"groups\":%lld}", c->nparams, (long long)ngroups(c));
+        any = true;
+    }
+    tpd_str_puts(j, "]");
+}
+
+/* warmup_text: the leading learning-rate-0 steps not counted as failures. */
+static void warmup_text(const ctx *x, tpd_str *t)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < x->nrows; i++) n += x->rows[i].warmup;
+    if (n > 0)
+        tpd_str_printf(t,
+                       "  warmup         %zu step%s with learning rate 0 moved nothing before "
+                       "%s optimizer's first step that moved (not failures)\n",
+                       n, n == 1 ? "" : "s", n == 1 ? "its" : "their");
 }
 
 /* nopts: the distinct optimizers that stepped. */
@@ -152,6 +234,8 @@ tp_err tpd_hctx_finish(ctx *x, tpd_outcome oc, tpd_result *out)
         tpd_str_printf(&t, "  steps          %zu optimizer step%s of %zu optimizer%s\n", x->nrows,
                        x->nrows == 1 ? "" : "s", k, k == 1 ? "" : "s");
         checks_text(x, &t);
+        optimizers_text(x, &t);
+        warmup_text(x, &t);
         if (x->final_seen)
             tpd_str_printf(&t, "  final state    %lld model tensor%s checked at exit\n",
                            (long long)x->final_tensors, x->final_tensors == 1 ? "" : "s");
@@ -178,6 +262,8 @@ tp_err tpd_hctx_finish(ctx *x, tpd_outcome oc, tpd_result *out)
     tpd_render_comparison_json(&j, &exact);
     tpd_str_puts(&j, ",\"bounds\":{\"max_grad_norm\":");
     jnum(&j, x->has_max, x->max_grad_norm);
+    tpd_str_puts(&j, ",\"max_skipped\":");
+    jnum(&j, true, x->max_skipped);
     tpd_str_puts(&j, "},\"first_divergence\":");
     if (x->found) {
         tpd_str_printf(&j, "{\"step\":%lld,\"path\":", (long long)x->step);
@@ -203,6 +289,7 @@ tp_err tpd_hctx_finish(ctx *x, tpd_outcome oc, tpd_result *out)
     tpd_render_wall_json(&j, x->run);
     tpd_str_printf(&j, ",\"final_snapshot\":{\"seen\":%s,\"model_tensors\":%lld}}",
                    x->final_seen ? "true" : "false", (long long)x->final_tensors);
+    optimizers_json(x, &j);
     tpd_str_puts(&j, ",\"telemetry\":[");
     for (size_t i = 0; i < x->nrows; i++) {
         tpd_str_puts(&j, i ? "," : "");

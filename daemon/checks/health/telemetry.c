@@ -24,7 +24,7 @@ bool tpd_hrow_skipped(const tpd_hrow *w)
 typedef struct acc {
     int64_t step;
     int nbwd, bad_bwd;
-    bool has_loss, has_scale;
+    bool has_loss, has_scale, loss_unscaled;
     double loss, bad_loss, scale;
 } acc;
 
@@ -46,6 +46,7 @@ static tp_err open_row(tpd_hctx *x, size_t *cap, const tpd_mark *m, const acc *c
     w->opt = m->n;
     w->nbwd = c->nbwd;
     w->has_loss = c->has_loss;
+    w->loss_unscaled = c->loss_unscaled;
     w->loss = c->loss;
     w->bad_bwd = c->bad_bwd;
     w->bad_loss = c->bad_loss;
@@ -59,6 +60,7 @@ static tp_err open_row(tpd_hctx *x, size_t *cap, const tpd_mark *m, const acc *c
     w->ngrads = m->ngrads;
     w->pre_seq = m->seq;
     w->scaler_skipped = m->flag; /* GradScaler's skipped pre says so too */
+    w->scaler = m->scaler;
     return TP_OK;
 }
 
@@ -77,9 +79,9 @@ static void close_row(tpd_hctx *x, const tpd_mark *m)
     }
 }
 
-/* row_of is the row opened by the pre event of seq, or NULL; rows are in
+/* tpd_hctx_row_of is the row opened by the pre event of seq, or NULL; rows are in
  * the order of their pre events. */
-static tpd_hrow *row_of(tpd_hctx *x, uint64_t seq)
+tpd_hrow *tpd_hctx_row_of(tpd_hctx *x, uint64_t seq)
 {
     size_t lo = 0, hi = x->nrows;
     while (lo < hi) {
@@ -102,12 +104,45 @@ static void nonfinite_grads(tpd_hctx *x)
         const tpd_item *it = &x->p->timeline.v[i];
         tpd_hrow *w;
         if (it->group != TPD_G_GRAD || it->v.kind != 't' || it->v.stats.nonfinite == 0) continue;
-        if ((w = row_of(x, TPD_ORD_SEQ(it->ord))) == NULL) continue;
+        if ((w = tpd_hctx_row_of(x, TPD_ORD_SEQ(it->ord))) == NULL) continue;
         if (w->nonfinite_grads++ == 0 || it->ord < w->nonfinite_ord) {
             w->nonfinite_grad = it->path;
             w->nonfinite_ord = it->ord;
             w->nonfinite_vals = it->v.stats.nonfinite;
         }
+    }
+}
+
+static bool moved(const tpd_hrow *w)
+{
+    return !w->scaler_skipped && w->has_changed && w->changed;
+}
+
+static bool lrs_zero(const tpd_hrow *w)
+{
+    for (uint32_t i = 0; i < w->nlrs; i++)
+        if (w->lrs[i] != 0) return false;
+    return w->nlrs > 0;
+}
+
+/* warmup marks an optimizer's leading steps that ran with every learning
+ * rate 0 and moved nothing, when a later step of the same optimizer moved a
+ * parameter: a warmup schedule starting at 0 (transformers' linear, cosine
+ * and constant warmups). */
+static void warmup(tpd_hctx *x)
+{
+    for (size_t i = 0; i < x->nrows; i++) {
+        tpd_hrow *w = &x->rows[i];
+        bool before = false, after = false;
+        if (!lrs_zero(w) || !w->has_changed || w->changed) continue;
+        for (size_t k = 0; k < x->nrows && !before; k++) {
+            if (x->rows[k].opt != w->opt || !moved(&x->rows[k])) continue;
+            if (k < i)
+                before = true;
+            else
+                after = true;
+        }
+        w->warmup = !before && after;
     }
 }
 
@@ -125,6 +160,10 @@ tp_err tpd_hctx_rows(tpd_hctx *x)
             c.nbwd++;
             c.has_loss = m->has_f;
             c.loss = m->f;
+            /* GradScaler.scale's output: the loss it scaled, exactly (the
+             * scale is a power of two), unless the product overflowed */
+            c.loss_unscaled = m->scaled == 1 && c.has_scale && c.scale > 0 && isfinite(m->f);
+            if (c.loss_unscaled) c.loss = m->f / c.scale;
             if (m->has_f && !isfinite(m->f) && c.bad_bwd == 0) {
                 c.bad_bwd = c.nbwd;
                 c.bad_loss = m->f;
@@ -150,5 +189,6 @@ tp_err tpd_hctx_rows(tpd_hctx *x)
         }
     }
     if (x->p != NULL) nonfinite_grads(x);
+    warmup(x);
     return TP_OK;
 }

@@ -14,7 +14,7 @@
 
 typedef tpd_hctx ctx;
 
-static void found(ctx *x, size_t row, int64_t step, const char *path)
+void tpd_hctx_found(ctx *x, size_t row, int64_t step, const char *path)
 {
     x->found = true;
     x->row = row;
@@ -49,7 +49,7 @@ static bool check_loss(ctx *x, size_t i)
     const tpd_hrow *w = &x->rows[i];
     int64_t prev;
     if (w->bad_bwd == 0 || w->scaler_skipped) return false;
-    found(x, i, w->step, "loss");
+    tpd_hctx_found(x, i, w->step, "loss");
     tpd_str_printf(&x->value, "%g (backward call %d of %d of the step)", w->bad_loss, w->bad_bwd,
                    w->nbwd);
     tpd_why_add(&x->why, "finite",
@@ -70,7 +70,7 @@ static bool check_grads(ctx *x, size_t i)
 {
     const tpd_hrow *w = &x->rows[i];
     if (w->nonfinite_grads == 0 || w->scaler_skipped) return false;
-    found(x, i, w->step, w->nonfinite_grad);
+    tpd_hctx_found(x, i, w->step, w->nonfinite_grad);
     tpd_str_printf(&x->value, "%llu non-finite value%s", (unsigned long long)w->nonfinite_vals,
                    w->nonfinite_vals == 1 ? "" : "s");
     tpd_why_add(&x->why, "finite",
@@ -91,7 +91,7 @@ static bool check_norm(ctx *x, size_t i)
     const tpd_hrow *w = &x->rows[i];
     if (!x->has_max || !w->has_gnorm || w->scaler_skipped) return false;
     if (isfinite(w->gnorm) && w->gnorm <= x->max_grad_norm) return false;
-    found(x, i, w->step, "grad_norm");
+    tpd_hctx_found(x, i, w->step, "grad_norm");
     tpd_str_printf(&x->value, "%g > %g (--max-grad-norm)", w->gnorm, x->max_grad_norm);
     tpd_why_add(&x->why, "grad_norm",
                 "the gradient L2 norm optimizer[%lld] stepped with at step %lld was %g, above "
@@ -110,9 +110,9 @@ static bool check_update(ctx *x, size_t i)
 {
     const tpd_hrow *w = &x->rows[i];
     char path[64];
-    if (w->scaler_skipped || !w->has_changed || w->changed) return false;
+    if (w->scaler_skipped || !w->has_changed || w->changed || w->warmup) return false;
     snprintf(path, sizeof path, "optimizer[%lld]", (long long)w->opt);
-    found(x, i, w->step, path);
+    tpd_hctx_found(x, i, w->step, path);
     tpd_str_puts(&x->value, "not skipped by a GradScaler; no parameter changed");
     tpd_why_add(&x->why, "update",
                 "optimizer[%lld] stepped at step %lld, no GradScaler skipped it, and no parameter "
@@ -145,7 +145,7 @@ static bool check_final(ctx *x)
         if (it->group != TPD_G_MODEL || it->v.kind != 't') continue;
         x->final_tensors++;
         if (x->found || it->v.stats.nonfinite == 0) continue;
-        found(x, x->nrows, s->step, it->path);
+        tpd_hctx_found(x, x->nrows, s->step, it->path);
         tpd_str_printf(&x->value, "%llu non-finite value%s",
                        (unsigned long long)it->v.stats.nonfinite,
                        it->v.stats.nonfinite == 1 ? "" : "s");
@@ -177,11 +177,21 @@ static tpd_outcome judge(ctx *x)
         tpd_str_puts(&x->head, "  the command made no optimizer step\n");
         return TPD_ERROR;
     }
-    for (size_t i = 0; i < x->nrows; i++)
-        if (check_loss(x, i) || check_grads(x, i) || check_norm(x, i) || check_update(x, i)) {
-            check_final(x); /* counts what the final snapshot holds */
+    tpd_health_amp_scan(x);
+    if (tpd_health_cover(x)) {
+        check_final(x); /* counts what the final snapshot holds */
+        return TPD_FAIL;
+    }
+    for (size_t i = 0; i < x->nrows && !x->oom; i++)
+        if (tpd_health_amp_step(x, i) || check_loss(x, i) || check_grads(x, i) ||
+            check_norm(x, i) || check_update(x, i)) {
+            check_final(x);
             return TPD_FAIL;
         }
+    if (!x->oom && tpd_health_amp_skipped(x)) {
+        check_final(x);
+        return TPD_FAIL;
+    }
     return check_final(x) ? TPD_FAIL : TPD_PASS;
 }
 
@@ -197,6 +207,7 @@ tp_err tpd_verdict_health(const tpd_run *r, const tpd_cmp_opts *o, tpd_result *o
     if (tpd_params_parse(&par, r->params, NULL, 0) == TP_ENOMEM) return TP_ENOMEM;
     x.max_grad_norm = tpd_params_num(&par, "max_grad_norm", NAN);
     x.has_max = !isnan(x.max_grad_norm);
+    x.max_skipped = tpd_params_num(&par, "max_skipped", 0.25);
     tpd_params_clear(&par);
     x.ex = tpd_obs_exec(r, "health");
     x.p = tpd_obs_trainer(x.ex);
