@@ -465,6 +465,7 @@ static PyObject *py_config(PyObject *self, PyObject *args)
              tpa_cfg.interrupt_at >= 0 ? P.PyLong_FromLongLong(tpa_cfg.interrupt_at) : none());
     set_item(d, "capture", P.PyUnicode_FromString(tpa_cfg.capture_values ? "values" : "digests"));
     set_item(d, "update_norm", P.PyBool_FromLong(tpa_cfg.update_norm));
+    set_item(d, "update_every", P.PyLong_FromLongLong(tpa_cfg.update_every));
     set_item(d, "debug", P.PyBool_FromLong(tpa_cfg.debug));
     set_item(d, "sample_id",
              tpa_cfg.sample_id ? P.PyUnicode_FromString(tpa_cfg.sample_id) : none());

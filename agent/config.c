@@ -52,6 +52,8 @@ void tpa_config_load(void)
     copy_env(tpa_cfg.exec_key, sizeof tpa_cfg.exec_key, TP_ENV_EXEC_KEY);
     tpa_cfg.capture_values = cap != NULL && strcmp(cap, "values") == 0;
     tpa_cfg.update_norm = env_int(TP_ENV_UPDATE_NORM, 0) != 0;
+    tpa_cfg.update_every = env_int(TP_ENV_UPDATE_EVERY, 1);
+    if (tpa_cfg.update_every < 1) tpa_cfg.update_every = 1;
     tpa_cfg.interrupt_at = env_int(TP_ENV_INTERRUPT_AT, -1);
     tpa_cfg.debug = env_int(TP_ENV_DEBUG, 0) != 0;
     tpa_cfg.send_timeout_ms = (int)env_int("TRAINPARITY_SEND_TIMEOUT_MS", 1000);

@@ -19,6 +19,7 @@ typedef struct tpa_config {
     char exec_key[65];    /* TRAINPARITY_EXEC_KEY: the execution's key, "" for none */
     bool capture_values;  /* TRAINPARITY_CAPTURE=values */
     bool update_norm;     /* TRAINPARITY_UPDATE_NORM=1 */
+    int64_t update_every; /* TRAINPARITY_UPDATE_EVERY: the norms every Nth step, 1 when unset */
     int64_t interrupt_at; /* TRAINPARITY_INTERRUPT_AT, -1 when unset */
     bool debug;           /* TRAINPARITY_DEBUG=1 */
     int send_timeout_ms;  /* TRAINPARITY_SEND_TIMEOUT_MS, default 1000 */

@@ -64,26 +64,46 @@ int tpa_update_begin(PyObject *params)
     return 0;
 }
 
+/* LANES independent partial sums: a single running sum is one chain of
+ * dependent additions the compiler may not reorder (no fast-math); eight
+ * chains keep the adders busy.  The lanes are added in a fixed order, so
+ * the result is the same on every run. */
+#define LANES 8
+
 static double sq_diff(tpa_dtype dt, const void *a, const void *b, size_t nb)
 {
-    double s = 0;
+    double s[LANES] = {0}, t = 0;
+    size_t i = 0, n;
     if (dt == TPA_DT_F32) {
         const float *x = a, *y = b;
-        for (size_t i = 0; i < nb / 4; i++) {
+        n = nb / 4;
+        for (; i + LANES <= n; i += LANES)
+            for (int k = 0; k < LANES; k++) {
+                double d = (double)x[i + k] - (double)y[i + k];
+                s[k] += d * d;
+            }
+        for (; i < n; i++) {
             double d = (double)x[i] - (double)y[i];
-            s += d * d;
+            t += d * d;
         }
     } else if (dt == TPA_DT_F64) {
         const double *x = a, *y = b;
-        for (size_t i = 0; i < nb / 8; i++) {
+        n = nb / 8;
+        for (; i + LANES <= n; i += LANES)
+            for (int k = 0; k < LANES; k++) {
+                double d = x[i + k] - y[i + k];
+                s[k] += d * d;
+            }
+        for (; i < n; i++) {
             double d = x[i] - y[i];
-            s += d * d;
+            t += d * d;
         }
     } else {
         /* other dtypes: the norm is not defined here; report change only */
         return NAN;
     }
-    return s;
+    for (int k = 0; k < LANES; k++) t += s[k];
+    return t;
 }
 
 int tpa_update_end(PyObject *params, double *norm, bool *changed)

@@ -48,6 +48,7 @@
 #define TP_ENV_CAPTURE      "TRAINPARITY_CAPTURE"      /* "digests" | "values" */
 #define TP_ENV_INTERRUPT_AT "TRAINPARITY_INTERRUPT_AT" /* optimizer step K */
 #define TP_ENV_UPDATE_NORM  "TRAINPARITY_UPDATE_NORM"  /* "1": exact update norms */
+#define TP_ENV_UPDATE_EVERY "TRAINPARITY_UPDATE_EVERY" /* N: those norms every Nth step */
 #define TP_ENV_TOKEN        "TRAINPARITY_TOKEN"        /* shared token for tcp:// */
 #define TP_ENV_DEBUG        "TRAINPARITY_DEBUG"        /* "1": agent logs to stderr */
 #define TP_ENV_SAMPLE_ID    "TRAINPARITY_SAMPLE_ID"    /* Python expression over a batch */

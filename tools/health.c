@@ -3,8 +3,12 @@
  *
  * One execution, role "health", a fresh process under the agent with
  * update norms measured (TRAINPARITY_UPDATE_NORM=1: the agent reports each
- * update's norm and whether any parameter changed).  The daemon builds the
- * per-step telemetry and judges it (daemon/checks/health/verdict.h). */
+ * update's norm and whether any parameter changed; with --every N,
+ * TRAINPARITY_UPDATE_EVERY=N: on the steps that are multiples of N only).
+ * The daemon builds the per-step telemetry and judges it
+ * (daemon/checks/health/verdict.h, the declared bounds bounds.c).  The
+ * --lr-expect file is read and checked here and travels in the run's
+ * params. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <jansson.h>
@@ -21,7 +25,7 @@
 #include "tools/opts.h"
 #include "tools/session.h"
 
-static const char *max_norm_s, *max_skipped_s;
+static const char *max_norm_s, *max_skipped_s, *min_decrease_s, *lr_file, *every_s;
 
 static const tpt_optx extra[] = {
     {"max-grad-norm", "X", "FAIL when a step's total gradient L2 norm is above X", &max_norm_s},
@@ -29,12 +33,25 @@ static const tpt_optx extra[] = {
      "FAIL when a GradScaler skips more than this fraction of the steps after its first skipped "
      "run (default 0.25)",
      &max_skipped_s},
+    {"min-loss-decrease", "R",
+     "FAIL when the mean loss of the last quarter of the steps is not at least a fraction R "
+     "(0 < R < 1) below the first quarter's (needs 8 steps with a loss)",
+     &min_decrease_s},
+    {"lr-expect", "FILE",
+     "FAIL at the first step whose learning rates differ from FILE's (lines 'STEP LR [LR...]', "
+     "one LR per param group; relative tolerance 1e-6), or at a declared step never made",
+     &lr_file},
+    {"every", "N",
+     "measure update norms (a copy of the parameters per step) on the steps that are multiples "
+     "of N only; the text table shows those rows",
+     &every_s},
     {NULL, NULL, NULL, NULL},
 };
 
 static const tpt_cmdspec spec = {
     "health",
-    "[--max-grad-norm X] [--max-skipped F] [options] -- CMD...",
+    "[--max-grad-norm X] [--max-skipped F] [--min-loss-decrease R] [--lr-expect FILE] "
+    "[--every N] [options] -- CMD...",
     "Training health: runs CMD once under the agent and tabulates every optimizer\n"
     "step (loss, gradient norm, update norm, learning rates, skipped, gradients\n"
     "with non-finite values, GradScaler scale).  FAIL (1) when a parameter that\n"
@@ -44,36 +61,212 @@ static const tpt_cmdspec spec = {
     "scale(), clipping before unscale_()), has a non-finite loss, applies a\n"
     "non-finite gradient, has a gradient norm above --max-grad-norm or moves no\n"
     "parameter though no GradScaler skipped it; when a GradScaler skips more than\n"
-    "--max-skipped of the steps; or at a non-finite parameter at exit.  PASS (0)\n"
+    "--max-skipped of the steps; at the first step whose learning rates differ\n"
+    "from --lr-expect's or a declared step never made; when the loss decreased\n"
+    "less than --min-loss-decrease; or at a non-finite parameter at exit.  PASS (0)\n"
     "otherwise, ERROR (3) when the command fails, loses events or makes no\n"
     "optimizer step.",
     TPT_O_NAME | TPT_O_JSON | TPT_O_CMD,
     extra,
 };
 
-/* params_json is the run's params (daemon/checks/health/verdict.h) as
- * JSON, malloc'ed; NULL when out of memory.  A bound not given is left
- * out. */
-static char *params_json(bool has_max, double max, bool has_skipped, double skipped)
+/* One line of the --lr-expect file: a step and its learning rates. */
+typedef struct lr_line {
+    long long step;
+    size_t nlrs;
+    double *lrs; /* malloc'ed */
+    long line;   /* where it is in the file */
+} lr_line;
+
+typedef struct lr_table {
+    lr_line *v;
+    size_t n, cap;
+} lr_table;
+
+static void lr_table_free(lr_table *t)
+{
+    for (size_t i = 0; i < t->n; i++) free(t->v[i].lrs);
+    free(t->v);
+    memset(t, 0, sizeof *t);
+}
+
+static int cmp_line(const void *a, const void *b)
+{
+    const lr_line *p = a, *q = b;
+    if (p->step != q->step) return p->step < q->step ? -1 : 1;
+    return p->line < q->line ? -1 : p->line > q->line;
+}
+
+/* lr_parse reads one line's words (s, comment cut) into e: 0, 1 for a
+ * blank line, -1 after saying why (path:line). */
+static int lr_parse(const char *path, long ln, char *s, lr_line *e)
+{
+    char *w, *end, *save = NULL;
+    size_t cap = 0;
+    if ((w = strtok_r(s, " \t\r\n", &save)) == NULL) return 1;
+    errno = 0;
+    e->step = strtoll(w, &end, 10);
+    e->line = ln;
+    if (errno || *end || e->step < 0) {
+        tpt_error("health: %s:%ld: '%s' is not a step (a whole number >= 0)", path, ln, w);
+        return -1;
+    }
+    while ((w = strtok_r(NULL, " \t\r\n", &save)) != NULL) {
+        double v;
+        errno = 0;
+        v = strtod(w, &end);
+        if (errno || end == w || *end || !isfinite(v)) {
+            tpt_error("health: %s:%ld: '%s' is not a learning rate (a finite number)", path, ln, w);
+            return -1;
+        }
+        if (e->nlrs == cap) {
+            double *nv = realloc(e->lrs, (cap = cap ? cap * 2 : 4) * sizeof *nv);
+            if (nv == NULL) {
+                tpt_error("health: out of memory reading %s", path);
+                return -1;
+            }
+            e->lrs = nv;
+        }
+        e->lrs[e->nlrs++] = v;
+    }
+    if (e->nlrs == 0) {
+        tpt_error("health: %s:%ld: step %lld has no learning rate (a line is STEP LR [LR...], "
+                  "one LR per param group)",
+                  path, ln, e->step);
+        return -1;
+    }
+    return 0;
+}
+
+/* lr_read reads the --lr-expect file into *t, sorted by step: 0, or -1
+ * after saying why (a file that cannot be read, a malformed line, a step
+ * twice, no step at all). */
+static int lr_read(const char *path, lr_table *t)
+{
+    FILE *f = fopen(path, "r");
+    char *buf = NULL;
+    size_t cap = 0;
+    long ln = 0;
+    int rc = 0;
+    if (f == NULL) {
+        tpt_error("health: --lr-expect: cannot read %s: %s", path, strerror(errno));
+        return -1;
+    }
+    while (rc == 0 && getline(&buf, &cap, f) >= 0) {
+        lr_line e = {0};
+        char *hash = strchr(buf, '#');
+        ln++;
+        if (hash != NULL) *hash = '\0';
+        if ((rc = lr_parse(path, ln, buf, &e)) != 0) {
+            free(e.lrs);
+            rc = rc > 0 ? 0 : -1;
+            continue;
+        }
+        if (t->n == t->cap) {
+            lr_line *nv = realloc(t->v, (t->cap = t->cap ? t->cap * 2 : 64) * sizeof *nv);
+            if (nv == NULL) {
+                free(e.lrs);
+                tpt_error("health: out of memory reading %s", path);
+                rc = -1;
+                continue;
+            }
+            t->v = nv;
+        }
+        t->v[t->n++] = e;
+    }
+    if (rc == 0 && ferror(f)) {
+        tpt_error("health: --lr-expect: cannot read %s: %s", path, strerror(errno));
+        rc = -1;
+    }
+    free(buf);
+    fclose(f);
+    if (rc == 0 && t->n == 0) {
+        tpt_error("health: %s declares no step (lines 'STEP LR [LR...]')", path);
+        rc = -1;
+    }
+    if (rc == 0) qsort(t->v, t->n, sizeof *t->v, cmp_line);
+    for (size_t i = 1; rc == 0 && i < t->n; i++)
+        if (t->v[i].step == t->v[i - 1].step) {
+            tpt_error("health: %s:%ld: step %lld is declared twice (first at line %ld)", path,
+                      t->v[i].line, t->v[i].step, t->v[i - 1].line);
+            rc = -1;
+        }
+    if (rc != 0) lr_table_free(t);
+    return rc;
+}
+
+/* lr_json is the table as [[step, [lr, ...]], ...], or NULL when out of
+ * memory. */
+static json_t *lr_json(const lr_table *t)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a != NULL && i < t->n; i++) {
+        json_t *l = json_array(), *e;
+        for (size_t k = 0; l != NULL && k < t->v[i].nlrs; k++)
+            if (json_array_append_new(l, json_real(t->v[i].lrs[k])) != 0) {
+                json_decref(l);
+                l = NULL;
+            }
+        e = l != NULL ? json_pack("[I, o]", (json_int_t)t->v[i].step, l) : NULL;
+        if (e == NULL || json_array_append_new(a, e) != 0) {
+            json_decref(a);
+            a = NULL;
+        }
+    }
+    return a;
+}
+
+/* The declared bounds, as given (has_*: the option was). */
+typedef struct bounds {
+    bool has_max, has_skipped, has_decrease;
+    double max, skipped, decrease;
+    long long every;     /* 0: not given */
+    const lr_table *lrs; /* NULL: not given */
+} bounds;
+
+/* set adds key (v, whose reference it takes) to o unless bad already;
+ * true when it failed. */
+static bool set(json_t *o, const char *key, json_t *v, bool bad)
+{
+    if (bad) {
+        json_decref(v);
+        return true;
+    }
+    return v == NULL || json_object_set_new(o, key, v) != 0;
+}
+
+/* params_json is the run's params (daemon/checks/health/verdict.h,
+ * bounds.c) as JSON, malloc'ed; NULL when out of memory.  A bound not
+ * given is left out; the --lr-expect file's name only when it is UTF-8. */
+static char *params_json(const bounds *b)
 {
     json_t *o = json_object();
     char *s = NULL;
-    if (o != NULL && (!has_max || json_object_set_new(o, "max_grad_norm", json_real(max)) == 0) &&
-        (!has_skipped || json_object_set_new(o, "max_skipped", json_real(skipped)) == 0))
-        s = json_dumps(o, JSON_PRESERVE_ORDER);
+    bool bad = o == NULL;
+    if (b->has_max) bad = set(o, "max_grad_norm", json_real(b->max), bad);
+    if (b->has_skipped) bad = set(o, "max_skipped", json_real(b->skipped), bad);
+    if (b->has_decrease) bad = set(o, "min_loss_decrease", json_real(b->decrease), bad);
+    if (b->lrs != NULL) {
+        json_t *name = json_string(lr_file);
+        bad = set(o, "lr_expect", lr_json(b->lrs), bad);
+        if (name != NULL) bad = set(o, "lr_expect_file", name, bad);
+    }
+    if (b->every > 0) bad = set(o, "every", json_integer(b->every), bad);
+    if (!bad) s = json_dumps(o, JSON_PRESERVE_ORDER | JSON_COMPACT);
     json_decref(o);
     return s;
 }
 
-/* number parses option opt's value s into *v, within (lo, hi] (lo excluded
- * when open_lo); false after saying why. */
-static bool number(const char *opt, const char *s, double lo, bool open_lo, double hi,
+/* number parses option opt's value s into *v, within [lo, hi] (lo excluded
+ * when open_lo, hi when open_hi); false after saying why. */
+static bool number(const char *opt, const char *s, double lo, bool open_lo, double hi, bool open_hi,
                    const char *want, double *v)
 {
     char *end;
     errno = 0;
     *v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(*v) || *v < lo || (open_lo && *v == lo) || *v > hi) {
+    if (errno || end == s || *end || !isfinite(*v) || *v < lo || (open_lo && *v == lo) || *v > hi ||
+        (open_hi && *v == hi)) {
         tpt_error("health: --%s wants %s, not '%s'", opt, want, s);
         fprintf(stderr, "(see '%s health --help')\n", TPT_PROG);
         return false;
@@ -81,29 +274,71 @@ static bool number(const char *opt, const char *s, double lo, bool open_lo, doub
     return true;
 }
 
+/* whole parses option opt's value s, a whole number >= 1, into *v; false
+ * after saying why. */
+static bool whole(const char *opt, const char *s, long long *v)
+{
+    char *end;
+    errno = 0;
+    *v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || *v < 1) {
+        tpt_error("health: --%s wants a whole number >= 1, not '%s'", opt, s);
+        fprintf(stderr, "(see '%s health --help')\n", TPT_PROG);
+        return false;
+    }
+    return true;
+}
+
+/* parse reads the options into *o and *b (b->lrs into *lrs): an exit
+ * status, or -1 to go on. */
+static int parse(int argc, char **argv, tpt_opts *o, bounds *b, lr_table *lrs)
+{
+    int st;
+    max_norm_s = max_skipped_s = min_decrease_s = lr_file = every_s = NULL;
+    memset(b, 0, sizeof *b);
+    if ((st = tpt_opts_cli(&spec, argc, argv, o)) >= 0) return st;
+    if ((b->has_max = max_norm_s != NULL) &&
+        !number("max-grad-norm", max_norm_s, 0, true, INFINITY, false, "a number > 0", &b->max))
+        return TPT_EXIT_USAGE;
+    if ((b->has_skipped = max_skipped_s != NULL) &&
+        !number("max-skipped", max_skipped_s, 0, false, 1, false, "a fraction from 0 to 1",
+                &b->skipped))
+        return TPT_EXIT_USAGE;
+    if ((b->has_decrease = min_decrease_s != NULL) &&
+        !number("min-loss-decrease", min_decrease_s, 0, true, 1, true,
+                "a fraction between 0 and 1 (both excluded)", &b->decrease))
+        return TPT_EXIT_USAGE;
+    if (every_s != NULL && !whole("every", every_s, &b->every)) return TPT_EXIT_USAGE;
+    if (lr_file != NULL) {
+        if (lr_read(lr_file, lrs) != 0) return TPT_EXIT_USAGE;
+        b->lrs = lrs;
+    }
+    return -1;
+}
+
 int tpt_cmd_health(int argc, char **argv)
 {
-    char err[TPT_ERR_LEN], *params;
-    char *env[] = {"TRAINPARITY_UPDATE_NORM=1", NULL};
+    char err[TPT_ERR_LEN], *params, every_env[64];
+    char *env[] = {"TRAINPARITY_UPDATE_NORM=1", NULL, NULL};
     tpt_session *s = NULL;
     tpt_exec_spec es = {"health", NULL, env, 0};
     tpt_exec_result res;
     tpt_opts o;
-    double max = 0, skipped = 0;
+    bounds b;
+    lr_table lrs = {0};
     int64_t run;
     int st;
 
-    max_norm_s = max_skipped_s = NULL;
-    if ((st = tpt_opts_cli(&spec, argc, argv, &o)) >= 0) return st;
-    if (max_norm_s != NULL &&
-        !number("max-grad-norm", max_norm_s, 0, true, INFINITY, "a number > 0", &max))
-        return TPT_EXIT_USAGE;
-    if (max_skipped_s != NULL &&
-        !number("max-skipped", max_skipped_s, 0, false, 1, "a fraction from 0 to 1", &skipped))
-        return TPT_EXIT_USAGE;
-    if ((params = params_json(max_norm_s != NULL, max, max_skipped_s != NULL, skipped)) == NULL) {
+    if ((st = parse(argc, argv, &o, &b, &lrs)) >= 0) return st;
+    params = params_json(&b);
+    lr_table_free(&lrs);
+    if (params == NULL) {
         tpt_error("health: out of memory");
         return TPT_EXIT_ERROR;
+    }
+    if (b.every > 0) {
+        snprintf(every_env, sizeof every_env, "TRAINPARITY_UPDATE_EVERY=%lld", b.every);
+        env[1] = every_env;
     }
     if (tpt_session_open(&s, err) != TP_OK) {
         tpt_error("%s", err);

@@ -10,6 +10,9 @@
 #   interrupt_at     TRAINPARITY_INTERRUPT_AT, None when unset
 #   capture          "values" or "digests" (TRAINPARITY_CAPTURE)
 #   update_norm      TRAINPARITY_UPDATE_NORM=1: exact update norms
+#   update_every     TRAINPARITY_UPDATE_EVERY=N: those norms only at the
+#                    steps that are multiples of N (health --every N); 1
+#                    when unset or not a whole number >= 1
 #   debug            TRAINPARITY_DEBUG=1
 #   sample_id        TRAINPARITY_SAMPLE_ID (--sample-id), None when unset
 #   loss_counts      TRAINPARITY_LOSS_COUNTS=1 (the accumulation check)

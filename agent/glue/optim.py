@@ -12,6 +12,14 @@ from .state import _any_roots, _param_names, _roots
 from .restore import _restore_hook
 
 
+def _measured():
+    """Whether the update of the step under way is measured: update norms
+    asked for (TRAINPARITY_UPDATE_NORM=1), at a step that is a multiple of
+    TRAINPARITY_UPDATE_EVERY (S.step stays the same from the step's pre
+    event to its post)."""
+    return _cfg["update_norm"] and S.step % _cfg["update_every"] == 0
+
+
 def _step_pre(opt, via):
     try:
         names = _param_names()
@@ -31,7 +39,7 @@ def _step_pre(opt, via):
                         lrs=[float(g["lr"]) for g in opt.param_groups], nparams=len(params),
                         ngrads=len(grads), via=via)
         _tp.emit("step", body, "grads", grads)
-        if _cfg["update_norm"]:
+        if _measured():
             _tp.update_begin(params)
         return params
     except Exception:
@@ -85,7 +93,7 @@ def _step_post(opt, params, skipped=False):
         idx, cls = _index(S.optimizers, opt), type(opt).__name__
         if skipped:
             body = _ev.step("post", idx, cls, skipped=True)
-        elif _cfg["update_norm"] and params is not None:
+        elif params is not None and _measured():
             norm, changed = _tp.update_end(params)
             body = _ev.step("post", idx, cls, unorm=norm, changed=changed)
         else:

@@ -155,7 +155,7 @@ class Bridge(types.ModuleType):
 
 CONFIG = {"run": 1, "exec": 1, "role": "", "interrupt_at": None, "capture": "digests",
           "update_norm": False, "debug": False, "sample_id": None, "loss_counts": False,
-          "disable_dropout": False}
+          "disable_dropout": False, "update_every": 1}
 
 
 def boot(**cfg):

@@ -33,6 +33,10 @@ esac
 
 tp_setup daemon agent
 cp "$root/fixtures/$(dirname "$fixture")"/*.py . || fail "cannot copy the fixtures"
+# a fixture's data files beside it (--lr-expect schedules)
+for f in "$root/fixtures/$(dirname "$fixture")"/*.lrs; do
+    [ ! -e "$f" ] || cp "$f" . || fail "cannot copy $f"
+done
 eval "opts=($options)"
 # {py}, {script} and {torchrun} stand for the interpreter, the fixture and
 # torch's launcher run by that interpreter, in every option word (a reference

@@ -44,6 +44,28 @@ expect_status 64 "$TP_RUN" health --max-grad-norm x -- true
 expect_grep "max-grad-norm wants a number" "$WORK/err"
 expect_status 64 "$TP_RUN" health --max-grad-norm 0 -- true
 expect_status 64 "$TP_RUN" health --bogus -- true
+expect_status 64 "$TP_RUN" health --min-loss-decrease 1 -- true
+expect_grep "min-loss-decrease wants a fraction between 0 and 1" "$WORK/err"
+expect_status 64 "$TP_RUN" health --min-loss-decrease 0 -- true
+expect_status 64 "$TP_RUN" health --min-loss-decrease half -- true
+expect_status 64 "$TP_RUN" health --every 0 -- true
+expect_grep "every wants a whole number >= 1" "$WORK/err"
+expect_status 64 "$TP_RUN" health --every 2.5 -- true
+expect_status 64 "$TP_RUN" health --lr-expect "$WORK/nosuch.lrs" -- true
+expect_grep "cannot read $WORK/nosuch.lrs" "$WORK/err"
+# bad_lrs CONTENT PATTERN: --lr-expect on a file holding CONTENT (printf
+# format) is a usage error whose message matches PATTERN.
+bad_lrs() {
+    printf "$1" >"$WORK/bad.lrs"
+    expect_status 64 "$TP_RUN" health --lr-expect "$WORK/bad.lrs" -- true
+    expect_grep "$2" "$WORK/err"
+}
+bad_lrs '# a comment\n\n0 0.1 # group 0\nstep1 0.1\n' "bad.lrs:4: 'step1' is not a step"
+bad_lrs '0 0.1\n1 fast\n' "bad.lrs:2: 'fast' is not a learning rate"
+bad_lrs '0 nan\n' "'nan' is not a learning rate"
+bad_lrs '0 0.1\n1\n' "bad.lrs:2: step 1 has no learning rate"
+bad_lrs '0 0.1\n1 0.1\n0 0.2\n' "bad.lrs:3: step 0 is declared twice \\(first at line 1\\)"
+bad_lrs '# nothing\n\n' "bad.lrs declares no step"
 for sub in compare; do
     expect_status 64 "$TP_RUN" "$sub" -- true
     expect_grep "'$sub' is not available yet" "$WORK/err"

@@ -65,10 +65,27 @@ typedef struct tpd_hctx {
     bool has_max;
     double max_grad_norm;
     double max_skipped; /* --max-skipped, 0.25 by default */
+    /* --min-loss-decrease, --lr-expect, --every: bounds.c's (read by
+     * tpd_health_bounds_parse) */
+    bool has_min_decrease;
+    double min_decrease;
+    size_t nlr_expect;
+    struct tpd_lr_expect *lr_expect; /* arena, by step */
+    const char *lr_file;             /* the --lr-expect file's name, or NULL */
+    int64_t every;                   /* 0: every step */
+    struct {
+        int state;            /* 0: not reached, 1: checked, 2: too few steps with a loss */
+        size_t rows, quarter; /* steps with a finite loss; a quarter of them */
+        size_t last_row;      /* the row of the last quarter's first */
+        int64_t first_lo, first_hi, last_lo, last_hi; /* the quarters' steps */
+        double first, last, decrease;                 /* their means; (first - last) / |first| */
+    } loss;
     tpd_hrow *rows;
     size_t nrows;
-    bool final_seen;       /* a final snapshot was found */
-    int64_t final_tensors; /* model tensors it holds */
+    bool *replica;             /* per process of ex: a replica of p (ranks.c) */
+    size_t nreplicas, nothers; /* other ranks compared, and not (not replicas) */
+    bool final_seen;           /* a final snapshot was found */
+    int64_t final_tensors;     /* model tensors it holds */
     /* the first failure */
     bool found;
     size_t row; /* its row; nrows for the final snapshot */
@@ -100,6 +117,30 @@ bool tpd_health_amp_step(tpd_hctx *x, size_t i);
 /* tpd_health_amp_skipped: more than x->max_skipped of the steps after the
  * first run of skipped ones were skipped by a GradScaler; true when so. */
 bool tpd_health_amp_skipped(tpd_hctx *x);
+
+/* bounds.c: the run's declared expectations.  tpd_health_bounds_parse
+ * reads them from the run's params (par: a struct tpd_params) into x;
+ * tpd_health_bounds_step checks row i (true: a failure, x->found);
+ * tpd_health_bounds_run checks the run as a whole after the steps. */
+struct tpd_params;
+void tpd_health_bounds_parse(tpd_hctx *x, const struct tpd_params *par);
+bool tpd_health_bounds_step(tpd_hctx *x, size_t i);
+bool tpd_health_bounds_run(tpd_hctx *x);
+/* For report.c: tpd_health_bounds_shown says whether row i is in the text
+ * table of a run without a failure (--every N: the steps that are multiples
+ * of N); _checks appends the declared checks to the "checks" line; _head
+ * the lines under the outcome; _json the fields of the "bounds" object. */
+bool tpd_health_bounds_shown(const tpd_hctx *x, size_t i);
+void tpd_health_bounds_checks(const tpd_hctx *x, tpd_str *t);
+void tpd_health_bounds_head(const tpd_hctx *x, tpd_str *t);
+void tpd_health_bounds_json(const tpd_hctx *x, tpd_str *j);
+
+/* ranks.c: the other ranks of a multi-rank run against the trainer.
+ * tpd_health_ranks_scan finds which processes are replicas of it;
+ * tpd_health_ranks_step compares them at row i's step (true: one drifted,
+ * x->found). */
+void tpd_health_ranks_scan(tpd_hctx *x);
+bool tpd_health_ranks_step(tpd_hctx *x, size_t i);
 
 /* tpd_hctx_rows builds x->rows from x->p (telemetry.c).  Errors: TP_ENOMEM. */
 tp_err tpd_hctx_rows(tpd_hctx *x);

@@ -59,23 +59,30 @@ static void row_text(tpd_str *t, const tpd_hrow *w)
 
 static void table_text(ctx *x, tpd_str *t)
 {
-    size_t lo = 0, hi = x->nrows;
+    size_t lo = 0, hi = x->nrows, n = 0, k = 0;
+    for (size_t i = 0; i < x->nrows; i++) n += tpd_health_bounds_shown(x, i);
     if (x->found) {
         size_t at = x->row < x->nrows ? x->row : x->nrows - 1;
         lo = at >= 2 ? at - 2 : 0;
         hi = at + 3 < x->nrows ? at + 3 : x->nrows;
         tpd_str_printf(t, "\ntelemetry (rows %zu to %zu of %zu, around the first failure)\n", lo,
                        hi - 1, x->nrows);
+    } else if (n < x->nrows) {
+        tpd_str_printf(t, "\ntelemetry (%zu of %zu rows: the steps that are multiples of %lld)\n",
+                       n, x->nrows, (long long)x->every);
     } else {
         tpd_str_printf(t, "\ntelemetry (%zu row%s)\n", x->nrows, x->nrows == 1 ? "" : "s");
     }
     tpd_str_printf(t, "  %-5s %-3s %-12s %-12s %-12s %-16s %-9s %-9s %s\n", "step", "opt", "loss",
                    "grad_norm", "update_norm", "lr", "skipped", "nonfinite", "scale");
     for (size_t i = lo; i < hi; i++) {
-        if (!x->found && hi - lo > SHOW_ALL && i == SHOW_ALL / 2) {
-            tpd_str_printf(t, "  ... %zu rows ...\n", hi - lo - SHOW_ALL);
-            i = hi - SHOW_ALL / 2;
+        /* --every N: the rows of the steps that are multiples of N (bounds.c) */
+        if (!x->found && !tpd_health_bounds_shown(x, i)) continue;
+        if (!x->found && n > SHOW_ALL && k >= SHOW_ALL / 2 && k < n - SHOW_ALL / 2) {
+            if (k++ == SHOW_ALL / 2) tpd_str_printf(t, "  ... %zu rows ...\n", n - SHOW_ALL);
+            continue;
         }
+        k++;
         row_text(t, &x->rows[i]);
     }
 }
@@ -133,6 +140,7 @@ static void checks_text(ctx *x, tpd_str *t)
                     "applied and final parameters; every update not skipped by a GradScaler "
                     "moves a parameter");
     if (x->has_max) tpd_str_printf(t, "; gradient norm <= %g (--max-grad-norm)", x->max_grad_norm);
+    tpd_health_bounds_checks(x, t);
     tpd_str_printf(t, "; at most %g of the steps skipped by a GradScaler\n", x->max_skipped);
 }
 
@@ -195,6 +203,22 @@ static void optimizers_json(const ctx *x, tpd_str *j)
     tpd_str_puts(j, "]");
 }
 
+/* ranks_text: which other ranks were compared with the trainer (ranks.c). */
+static void ranks_text(const ctx *x, tpd_str *t)
+{
+    if (x->nreplicas > 0)
+        tpd_str_printf(t,
+                       "  ranks          %zu other rank%s compared with rank %lld at every step "
+                       "(parameters, gradients, learning rates)\n",
+                       x->nreplicas, x->nreplicas == 1 ? "" : "s", (long long)x->p->rank);
+    if (x->nothers > 0)
+        tpd_str_printf(t,
+                       "  ranks          %zu other rank%s not compared: %s first parameters "
+                       "differ from rank %lld's (not replicas)\n",
+                       x->nothers, x->nothers == 1 ? "" : "s", x->nothers == 1 ? "its" : "their",
+                       (long long)x->p->rank);
+}
+
 /* warmup_text: the leading learning-rate-0 steps not counted as failures. */
 static void warmup_text(const ctx *x, tpd_str *t)
 {
@@ -235,7 +259,9 @@ tp_err tpd_hctx_finish(ctx *x, tpd_outcome oc, tpd_result *out)
                        x->nrows == 1 ? "" : "s", k, k == 1 ? "" : "s");
         checks_text(x, &t);
         optimizers_text(x, &t);
+        ranks_text(x, &t);
         warmup_text(x, &t);
+        tpd_health_bounds_head(x, &t);
         if (x->final_seen)
             tpd_str_printf(&t, "  final state    %lld model tensor%s checked at exit\n",
                            (long long)x->final_tensors, x->final_tensors == 1 ? "" : "s");
@@ -264,6 +290,7 @@ tp_err tpd_hctx_finish(ctx *x, tpd_outcome oc, tpd_result *out)
     jnum(&j, x->has_max, x->max_grad_norm);
     tpd_str_puts(&j, ",\"max_skipped\":");
     jnum(&j, true, x->max_skipped);
+    tpd_health_bounds_json(x, &j);
     tpd_str_puts(&j, "},\"first_divergence\":");
     if (x->found) {
         tpd_str_printf(&j, "{\"step\":%lld,\"path\":", (long long)x->step);

@@ -178,17 +178,19 @@ static tpd_outcome judge(ctx *x)
         return TPD_ERROR;
     }
     tpd_health_amp_scan(x);
+    tpd_health_ranks_scan(x);
     if (tpd_health_cover(x)) {
         check_final(x); /* counts what the final snapshot holds */
         return TPD_FAIL;
     }
     for (size_t i = 0; i < x->nrows && !x->oom; i++)
         if (tpd_health_amp_step(x, i) || check_loss(x, i) || check_grads(x, i) ||
-            check_norm(x, i) || check_update(x, i)) {
+            check_norm(x, i) || check_update(x, i) || tpd_health_bounds_step(x, i) ||
+            tpd_health_ranks_step(x, i)) {
             check_final(x);
             return TPD_FAIL;
         }
-    if (!x->oom && tpd_health_amp_skipped(x)) {
+    if (!x->oom && (tpd_health_amp_skipped(x) || tpd_health_bounds_run(x))) {
         check_final(x);
         return TPD_FAIL;
     }
@@ -208,10 +210,14 @@ tp_err tpd_verdict_health(const tpd_run *r, const tpd_cmp_opts *o, tpd_result *o
     x.max_grad_norm = tpd_params_num(&par, "max_grad_norm", NAN);
     x.has_max = !isnan(x.max_grad_norm);
     x.max_skipped = tpd_params_num(&par, "max_skipped", 0.25);
+    if ((x.a = tpd_arena_create()) == NULL) {
+        tpd_params_clear(&par);
+        return TP_ENOMEM;
+    }
+    tpd_health_bounds_parse(&x, &par);
     tpd_params_clear(&par);
     x.ex = tpd_obs_exec(r, "health");
     x.p = tpd_obs_trainer(x.ex);
-    if ((x.a = tpd_arena_create()) == NULL) return TP_ENOMEM;
     rc = tpd_hctx_finish(&x, judge(&x), out);
     tpd_str_free(&x.head);
     tpd_str_free(&x.value);

@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: MIT
+ * ranks.c -- the other ranks of a multi-rank run against the trainer
+ * (obs.h's tpd_obs_trainer: the lowest rank that stepped), step by step:
+ * in a data-parallel run every replica starts from the same parameters and
+ * steps with the same all-reduced gradients and the same learning rates, so
+ * they stay bit-identical.  A rank whose model parameters (at the start of
+ * a step), gradients (as its optimizer stepped) or learning rates differ
+ * from the trainer's has drifted.
+ *
+ * Only replicas are compared: processes whose model parameters in their
+ * first snapshot are the trainer's, path for path and digest for digest
+ * (DDP broadcasts rank 0's at construction).  Sharded or model-parallel
+ * ranks (FSDP, a pipeline) hold other tensors and are not compared; the
+ * report says so. */
+#include <stdio.h>
+#include <string.h>
+
+#include "daemon/checks/health/ctx.h"
+
+typedef tpd_hctx ctx;
+
+typedef struct span {
+    const tpd_item *v;
+    size_t n;
+} span;
+
+static int cmp_key(const tpd_item *it, int64_t step, tpd_group g)
+{
+    if (it->step != step) return it->step < step ? -1 : 1;
+    if (it->group != g) return it->group < g ? -1 : 1;
+    return 0;
+}
+
+/* span_of: the items of step and group g in l (sorted by step, group, ord). */
+static span span_of(const tpd_items *l, int64_t step, tpd_group g)
+{
+    size_t lo = 0, hi = l->n, end;
+    span s = {NULL, 0};
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (cmp_key(&l->v[mid], step, g) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (end = lo; end < l->n && cmp_key(&l->v[end], step, g) == 0; end++) continue;
+    if (end > lo) {
+        s.v = &l->v[lo];
+        s.n = end - lo;
+    }
+    return s;
+}
+
+/* first_model_step: the lowest step holding model tensors, or -1. */
+static int64_t first_model_step(const tpd_proc *p)
+{
+    for (size_t i = 0; i < p->timeline.n; i++)
+        if (p->timeline.v[i].group == TPD_G_MODEL) return p->timeline.v[i].step;
+    return -1;
+}
+
+static const tpd_item *find_path(span b, size_t hint, const char *path)
+{
+    if (hint < b.n && strcmp(b.v[hint].path, path) == 0) return &b.v[hint];
+    for (size_t j = 0; j < b.n; j++)
+        if (strcmp(b.v[j].path, path) == 0) return &b.v[j];
+    return NULL;
+}
+
+/* first_diff: the first tensor of a whose path b holds with another
+ * digest (*other: b's), or NULL; tensors of one side only are not
+ * compared. */
+static const tpd_item *first_diff(span a, span b, const tpd_item **other)
+{
+    for (size_t i = 0; i < a.n; i++) {
+        const tpd_item *o = find_path(b, i, a.v[i].path);
+        if (o == NULL || a.v[i].v.kind != 't' || o->v.kind != 't') continue;
+        if (memcmp(a.v[i].v.digest, o->v.digest, TP_DIGEST_LEN) != 0) {
+            *other = o;
+            return &a.v[i];
+        }
+    }
+    return NULL;
+}
+
+/* replica: q's first model snapshot is p's, path for path, digest for
+ * digest. */
+static bool replica(const tpd_proc *p, const tpd_proc *q)
+{
+    int64_t sp = first_model_step(p), sq = first_model_step(q);
+    span a, b;
+    const tpd_item *o;
+    if (sp < 0 || sp != sq) return false;
+    a = span_of(&p->timeline, sp, TPD_G_MODEL);
+    b = span_of(&q->timeline, sq, TPD_G_MODEL);
+    if (a.n == 0 || a.n != b.n) return false;
+    for (size_t i = 0; i < a.n; i++)
+        if (find_path(b, i, a.v[i].path) == NULL) return false;
+    return first_diff(a, b, &o) == NULL;
+}
+
+/* step_lrs: q's pre event of optimizer opt at step, or NULL. */
+static const tpd_mark *step_pre(const tpd_proc *q, int64_t step, int64_t opt)
+{
+    for (size_t i = 0; i < q->nmarks; i++) {
+        const tpd_mark *m = &q->marks[i];
+        if (m->kind == TP_K_STEP && m->step == step && m->n == opt && m->op != NULL &&
+            strcmp(m->op, "pre") == 0)
+            return m;
+    }
+    return NULL;
+}
+
+static bool lrs_differ(const tpd_hrow *w, const tpd_mark *m)
+{
+    if (m == NULL || m->nlrs == 0 || w->nlrs == 0) return false;
+    if (m->nlrs != w->nlrs) return true;
+    for (uint32_t i = 0; i < w->nlrs; i++)
+        if (m->lrs[i] != w->lrs[i]) return true;
+    return false;
+}
+
+static void tensor_found(ctx *x, size_t row, const tpd_proc *q, const tpd_item *mine,
+                         const tpd_item *theirs, const char *what)
+{
+    tpd_hctx_found(x, row, mine->step, mine->path);
+    tpd_str_printf(&x->value, "rank %lld's differs from rank %lld's", (long long)q->rank,
+                   (long long)x->p->rank);
+    tpd_why_add(&x->why, "ranks",
+                "at step %lld, %s %s of rank %lld differs from rank %lld's (L2 norm %.9g on rank "
+                "%lld, %.9g on rank %lld)",
+                (long long)mine->step, what, mine->path, (long long)q->rank, (long long)x->p->rank,
+                theirs->v.stats.l2, (long long)q->rank, mine->v.stats.l2, (long long)x->p->rank);
+    tpd_why_add(&x->why, "ranks",
+                "the two ranks' model parameters were identical at their first snapshot (step "
+                "%lld): replicas, which data-parallel training keeps identical",
+                (long long)first_model_step(x->p));
+}
+
+/* drift_at: the first difference of q from the trainer at row i's step
+ * (once per step: the step's first row).  True when found. */
+static bool drift_at(ctx *x, size_t i, const tpd_proc *q)
+{
+    const tpd_hrow *w = &x->rows[i];
+    const tpd_item *mine, *theirs = NULL;
+    const tpd_mark *m;
+    if (i == 0 || x->rows[i - 1].step != w->step) {
+        span a = span_of(&x->p->timeline, w->step, TPD_G_MODEL);
+        span b = span_of(&q->timeline, w->step, TPD_G_MODEL);
+        if ((mine = first_diff(a, b, &theirs)) != NULL) {
+            tensor_found(x, i, q, mine, theirs, "the model parameter");
+            tpd_why_add(&x->why, "ranks",
+                        "their gradients and learning rates were the same at every step before");
+            return true;
+        }
+        a = span_of(&x->p->timeline, w->step, TPD_G_GRAD);
+        b = span_of(&q->timeline, w->step, TPD_G_GRAD);
+        if ((mine = first_diff(a, b, &theirs)) != NULL) {
+            tensor_found(x, i, q, mine, theirs, "the gradient");
+            tpd_why_add(&x->why, "ranks",
+                        "the gradient is the one optimizer[%lld] stepped with, after any "
+                        "all-reduce",
+                        (long long)w->opt);
+            return true;
+        }
+    }
+    m = step_pre(q, w->step, w->opt);
+    if (lrs_differ(w, m)) {
+        char path[64];
+        snprintf(path, sizeof path, "optimizer[%lld].lr", (long long)w->opt);
+        tpd_hctx_found(x, i, w->step, path);
+        tpd_str_printf(&x->value, "rank %lld's learning rates differ from rank %lld's",
+                       (long long)q->rank, (long long)x->p->rank);
+        tpd_why_add(&x->why, "ranks",
+                    "at step %lld optimizer[%lld] of rank %lld stepped with learning rate %g "
+                    "(group 0) where rank %lld's had %g",
+                    (long long)w->step, (long long)w->opt, (long long)q->rank, m->lrs[0],
+                    (long long)x->p->rank, w->lrs[0]);
+        return true;
+    }
+    return false;
+}
+
+void tpd_health_ranks_scan(ctx *x)
+{
+    x->nreplicas = x->nothers = 0;
+    if (x->ex == NULL || x->p == NULL || x->p->rank < 0 || x->ex->nprocs < 2) return;
+    if ((x->replica = tpd_arena_alloc(x->a, sizeof *x->replica * x->ex->nprocs)) == NULL) {
+        x->oom = true;
+        return;
+    }
+    for (size_t k = 0; k < x->ex->nprocs; k++) {
+        const tpd_proc *q = &x->ex->procs[k];
+        if (q == x->p || q->rank < 0 || q->steps == 0) continue;
+        x->replica[k] = replica(x->p, q);
+        if (x->replica[k])
+            x->nreplicas++;
+        else
+            x->nothers++;
+    }
+}
+
+bool tpd_health_ranks_step(ctx *x, size_t i)
+{
+    for (size_t k = 0; x->nreplicas > 0 && k < x->ex->nprocs; k++)
+        if (x->replica[k] && drift_at(x, i, &x->ex->procs[k])) return true;
+    return false;
+}
