@@ -46,8 +46,8 @@ static int64_t *ids_of(ctx *x, const tpd_tensor_ref *t, size_t n)
     return v;
 }
 
-/* held: every tensor of every cover event, sorted (the tensors some
- * optimizer held at some step). */
+/* held: every tensor of every cover event, sorted, once each (the tensors
+ * some optimizer held at some step). */
 typedef struct held {
     int64_t *ids;
     size_t n;
@@ -71,6 +71,12 @@ static void held_build(ctx *x, held *h)
         for (uint32_t j = 0; j < c->nparams; j++) h->ids[h->n++] = c->params[j].id;
     }
     if (h->n > 1) qsort(h->ids, h->n, sizeof *h->ids, cmp_id);
+    if (h->n > 1) { /* one entry per tensor */
+        size_t k = 1;
+        for (size_t i = 1; i < h->n; i++)
+            if (h->ids[i] != h->ids[k - 1]) h->ids[k++] = h->ids[i];
+        h->n = k;
+    }
 }
 
 static bool first_of_opt(const ctx *x, size_t i)
