@@ -318,7 +318,8 @@ void tpd_health_bounds_head(const ctx *x, tpd_str *t)
     if (x->every > 1)
         tpd_str_printf(t,
                        "  update norms   measured at the steps that are multiples of %lld "
-                       "(--every %lld); the other rows have none\n",
+                       "(--every %lld); at the others, whether a step moved a parameter comes "
+                       "from the snapshots around it\n",
                        (long long)x->every, (long long)x->every);
     if (x->loss.state == 2)
         tpd_str_printf(t,

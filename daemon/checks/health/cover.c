@@ -317,11 +317,10 @@ static bool check_dup(ctx *x, size_t ci)
     return false;
 }
 
-/* latest_cover: optimizer opt's last cover event before seq, or NULL. */
-static const tpd_cover *latest_cover(const ctx *x, int64_t opt, uint64_t seq)
+const tpd_cover *tpd_health_cover_at(const tpd_hctx *x, int64_t opt, uint64_t seq)
 {
     const tpd_cover *r = NULL;
-    for (size_t i = 0; i < x->p->ncovers && x->p->covers[i].seq < seq; i++)
+    for (size_t i = 0; x->p != NULL && i < x->p->ncovers && x->p->covers[i].seq < seq; i++)
         if (x->p->covers[i].opt == opt) r = &x->p->covers[i];
     return r;
 }
@@ -331,8 +330,8 @@ static const tpd_cover *latest_cover(const ctx *x, int64_t opt, uint64_t seq)
 static bool check_shared(ctx *x, size_t a, size_t b)
 {
     const tpd_hrow *ra = &x->rows[a], *rb = &x->rows[b];
-    const tpd_cover *ca = latest_cover(x, ra->opt, rb->pre_seq);
-    const tpd_cover *cb = latest_cover(x, rb->opt, rb->pre_seq);
+    const tpd_cover *ca = tpd_health_cover_at(x, ra->opt, rb->pre_seq);
+    const tpd_cover *cb = tpd_health_cover_at(x, rb->opt, rb->pre_seq);
     int64_t *ids;
     if (ca == NULL || cb == NULL) return false;
     ids = ids_of(x, ca->params, ca->nparams);

@@ -36,8 +36,10 @@ typedef struct tpd_hrow {
     double gnorm;
     bool has_unorm; /* post: the update's L2 norm */
     double unorm;
-    bool has_changed, changed; /* post: any parameter changed */
-    bool scaler_skipped;       /* post: a GradScaler skipped the step */
+    bool has_changed, changed;       /* post: any parameter changed */
+    bool changed_by_snaps;           /* changed was read from snapshot digests (moved.c) */
+    int64_t snap_before, snap_after; /* their steps */
+    bool scaler_skipped;             /* post: a GradScaler skipped the step */
     uint32_t nlrs;
     const double *lrs;          /* pre: each group's learning rate */
     int64_t nparams, ngrads;    /* pre: -1 when not said */
@@ -98,6 +100,24 @@ typedef struct tpd_hctx {
     bool oom;
 } tpd_hctx;
 
+/* A run of a timeline's items: those of one step and group (span.c). */
+typedef struct tpd_hspan {
+    const tpd_item *v;
+    size_t n;
+} tpd_hspan;
+
+/* tpd_hspan_of: the items of step and group g in l (sorted by step, group,
+ * ord: obs.h's tpd_items_sort); empty when none. */
+tpd_hspan tpd_hspan_of(const tpd_items *l, int64_t step, tpd_group g);
+/* tpd_hspan_find: s's item of path, or NULL; hint is where it is when the
+ * two sides list the same paths in the same order. */
+const tpd_item *tpd_hspan_find(tpd_hspan s, size_t hint, const char *path);
+
+/* tpd_health_moved: whether each step that the agent did not measure (no
+ * update norm: --every N) moved its optimizer's parameters, from their
+ * digests in the snapshots around it (moved.c). */
+void tpd_health_moved(tpd_hctx *x);
+
 /* tpd_hctx_found records the first failure: at row (nrows: none), step,
  * path (verdict.c). */
 void tpd_hctx_found(tpd_hctx *x, size_t row, int64_t step, const char *path);
@@ -109,6 +129,10 @@ tpd_hrow *tpd_hctx_row_of(tpd_hctx *x, uint64_t seq);
 /* tpd_health_cover runs the optimizer coverage checks (cover.c); true when
  * one failed (x->found). */
 bool tpd_health_cover(tpd_hctx *x);
+
+/* tpd_health_cover_at: optimizer opt's last cover event before event seq,
+ * or NULL (cover.c). */
+const tpd_cover *tpd_health_cover_at(const tpd_hctx *x, int64_t opt, uint64_t seq);
 
 /* tpd_health_amp_scan marks each row's GradScaler misuse (amp.c). */
 void tpd_health_amp_scan(tpd_hctx *x);

@@ -19,38 +19,6 @@
 
 typedef tpd_hctx ctx;
 
-typedef struct span {
-    const tpd_item *v;
-    size_t n;
-} span;
-
-static int cmp_key(const tpd_item *it, int64_t step, tpd_group g)
-{
-    if (it->step != step) return it->step < step ? -1 : 1;
-    if (it->group != g) return it->group < g ? -1 : 1;
-    return 0;
-}
-
-/* span_of: the items of step and group g in l (sorted by step, group, ord). */
-static span span_of(const tpd_items *l, int64_t step, tpd_group g)
-{
-    size_t lo = 0, hi = l->n, end;
-    span s = {NULL, 0};
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (cmp_key(&l->v[mid], step, g) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    for (end = lo; end < l->n && cmp_key(&l->v[end], step, g) == 0; end++) continue;
-    if (end > lo) {
-        s.v = &l->v[lo];
-        s.n = end - lo;
-    }
-    return s;
-}
-
 /* first_model_step: the lowest step holding model tensors, or -1. */
 static int64_t first_model_step(const tpd_proc *p)
 {
@@ -59,21 +27,13 @@ static int64_t first_model_step(const tpd_proc *p)
     return -1;
 }
 
-static const tpd_item *find_path(span b, size_t hint, const char *path)
-{
-    if (hint < b.n && strcmp(b.v[hint].path, path) == 0) return &b.v[hint];
-    for (size_t j = 0; j < b.n; j++)
-        if (strcmp(b.v[j].path, path) == 0) return &b.v[j];
-    return NULL;
-}
-
 /* first_diff: the first tensor of a whose path b holds with another
  * digest (*other: b's), or NULL; tensors of one side only are not
  * compared. */
-static const tpd_item *first_diff(span a, span b, const tpd_item **other)
+static const tpd_item *first_diff(tpd_hspan a, tpd_hspan b, const tpd_item **other)
 {
     for (size_t i = 0; i < a.n; i++) {
-        const tpd_item *o = find_path(b, i, a.v[i].path);
+        const tpd_item *o = tpd_hspan_find(b, i, a.v[i].path);
         if (o == NULL || a.v[i].v.kind != 't' || o->v.kind != 't') continue;
         if (memcmp(a.v[i].v.digest, o->v.digest, TP_DIGEST_LEN) != 0) {
             *other = o;
@@ -88,14 +48,14 @@ static const tpd_item *first_diff(span a, span b, const tpd_item **other)
 static bool replica(const tpd_proc *p, const tpd_proc *q)
 {
     int64_t sp = first_model_step(p), sq = first_model_step(q);
-    span a, b;
+    tpd_hspan a, b;
     const tpd_item *o;
     if (sp < 0 || sp != sq) return false;
-    a = span_of(&p->timeline, sp, TPD_G_MODEL);
-    b = span_of(&q->timeline, sq, TPD_G_MODEL);
+    a = tpd_hspan_of(&p->timeline, sp, TPD_G_MODEL);
+    b = tpd_hspan_of(&q->timeline, sq, TPD_G_MODEL);
     if (a.n == 0 || a.n != b.n) return false;
     for (size_t i = 0; i < a.n; i++)
-        if (find_path(b, i, a.v[i].path) == NULL) return false;
+        if (tpd_hspan_find(b, i, a.v[i].path) == NULL) return false;
     return first_diff(a, b, &o) == NULL;
 }
 
@@ -145,16 +105,16 @@ static bool drift_at(ctx *x, size_t i, const tpd_proc *q)
     const tpd_item *mine, *theirs = NULL;
     const tpd_mark *m;
     if (i == 0 || x->rows[i - 1].step != w->step) {
-        span a = span_of(&x->p->timeline, w->step, TPD_G_MODEL);
-        span b = span_of(&q->timeline, w->step, TPD_G_MODEL);
+        tpd_hspan a = tpd_hspan_of(&x->p->timeline, w->step, TPD_G_MODEL);
+        tpd_hspan b = tpd_hspan_of(&q->timeline, w->step, TPD_G_MODEL);
         if ((mine = first_diff(a, b, &theirs)) != NULL) {
             tensor_found(x, i, q, mine, theirs, "the model parameter");
             tpd_why_add(&x->why, "ranks",
                         "their gradients and learning rates were the same at every step before");
             return true;
         }
-        a = span_of(&x->p->timeline, w->step, TPD_G_GRAD);
-        b = span_of(&q->timeline, w->step, TPD_G_GRAD);
+        a = tpd_hspan_of(&x->p->timeline, w->step, TPD_G_GRAD);
+        b = tpd_hspan_of(&q->timeline, w->step, TPD_G_GRAD);
         if ((mine = first_diff(a, b, &theirs)) != NULL) {
             tensor_found(x, i, q, mine, theirs, "the gradient");
             tpd_why_add(&x->why, "ranks",

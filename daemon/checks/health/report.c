@@ -122,8 +122,14 @@ static void row_json(tpd_str *j, const tpd_hrow *w)
         tpd_str_puts(j, "\"unchanged\"");
     else
         tpd_str_puts(j, "null");
-    tpd_str_printf(j, ",\"changed\":%s,\"nonfinite_grads\":%u,\"first_nonfinite_grad\":",
-                   w->has_changed ? (w->changed ? "true" : "false") : "null", w->nonfinite_grads);
+    tpd_str_printf(j,
+                   ",\"changed\":%s,\"changed_from\":%s,\"nonfinite_grads\":%u,"
+                   "\"first_nonfinite_grad\":",
+                   w->has_changed ? (w->changed ? "true" : "false") : "null",
+                   !w->has_changed       ? "null"
+                   : w->changed_by_snaps ? "\"snapshots\""
+                                         : "\"update\"",
+                   w->nonfinite_grads);
     if (w->nonfinite_grad)
         tpd_str_jsonz(j, w->nonfinite_grad);
     else

@@ -189,6 +189,7 @@ tp_err tpd_hctx_rows(tpd_hctx *x)
         }
     }
     if (x->p != NULL) nonfinite_grads(x);
+    tpd_health_moved(x);
     warmup(x);
     return TP_OK;
 }

@@ -114,10 +114,18 @@ static bool check_update(ctx *x, size_t i)
     snprintf(path, sizeof path, "optimizer[%lld]", (long long)w->opt);
     tpd_hctx_found(x, i, w->step, path);
     tpd_str_puts(&x->value, "not skipped by a GradScaler; no parameter changed");
-    tpd_why_add(&x->why, "update",
-                "optimizer[%lld] stepped at step %lld, no GradScaler skipped it, and no parameter "
-                "changed (the agent compared them before and after the step)",
-                (long long)w->opt, (long long)w->step);
+    if (w->changed_by_snaps)
+        tpd_why_add(&x->why, "update",
+                    "optimizer[%lld] stepped at step %lld, no GradScaler skipped it, and none of "
+                    "its parameters changed (their digests in the snapshots of steps %lld and "
+                    "%lld are equal)",
+                    (long long)w->opt, (long long)w->step, (long long)w->snap_before,
+                    (long long)w->snap_after);
+    else
+        tpd_why_add(&x->why, "update",
+                    "optimizer[%lld] stepped at step %lld, no GradScaler skipped it, and no "
+                    "parameter changed (the agent compared them before and after the step)",
+                    (long long)w->opt, (long long)w->step);
     if (w->nlrs > 0) {
         tpd_str lr = {0};
         lrs_text(&lr, w);
