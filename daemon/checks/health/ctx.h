@@ -48,7 +48,8 @@ typedef struct tpd_hrow {
     const char *nonfinite_grad; /* the first, or NULL */
     uint64_t nonfinite_ord;     /* its timeline ord */
     uint64_t nonfinite_vals;    /* its non-finite values */
-    bool has_scale;             /* the last GradScaler scale seen in the step */
+    bool has_scale;             /* the GradScaler's scale after the step (its update()),
+                                 * else the last one seen in the step */
     double scale;
     bool scaler;              /* pre: it ran through GradScaler.step */
     tpd_amp_misuse amp;       /* the GradScaler misuse found at the step (amp.c) */

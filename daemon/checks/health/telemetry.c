@@ -6,7 +6,8 @@
  * gradients with non-finite values come from the timeline) and closes at the post event of the same
  * optimizer (update norm, changed, skipped).  The backward calls and
  * GradScaler calls that carry the same step index belong to it: its loss is
- * the last backward's, its scale the last scale a GradScaler call reported.
+ * the last backward's, its scale the one GradScaler.update reported after
+ * it (else the last a GradScaler call of the step reported).
  * Two optimizers stepping in one iteration have two step indices (the agent
  * counts every optimizer step), so the second one's row has no backward. */
 #include <math.h>
@@ -170,6 +171,15 @@ tp_err tpd_hctx_rows(tpd_hctx *x)
             }
             break;
         case TP_K_AMP:
+            if (m->op != NULL && strcmp(m->op, "update") == 0) {
+                /* the scale after the step: update() follows the step it
+                 * concludes, under the next step's index */
+                if (x->nrows > 0 && m->has_f) {
+                    x->rows[x->nrows - 1].has_scale = true;
+                    x->rows[x->nrows - 1].scale = m->f;
+                }
+                break;
+            }
             acc_at(&c, m->step);
             if (m->has_f) {
                 c.has_scale = true;
