@@ -17,11 +17,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/control.h"
 #include "tools/cli.h"
 #include "tools/cmds.h"
 #include "tools/ctl.h"
 #include "tools/errbuf.h"
 #include "tools/exec.h"
+#include "tools/lrfile.h"
 #include "tools/opts.h"
 #include "tools/session.h"
 
@@ -70,158 +72,12 @@ static const tpt_cmdspec spec = {
     extra,
 };
 
-/* One line of the --lr-expect file: a step and its learning rates. */
-typedef struct lr_line {
-    long long step;
-    size_t nlrs;
-    double *lrs; /* malloc'ed */
-    long line;   /* where it is in the file */
-} lr_line;
-
-typedef struct lr_table {
-    lr_line *v;
-    size_t n, cap;
-} lr_table;
-
-static void lr_table_free(lr_table *t)
-{
-    for (size_t i = 0; i < t->n; i++) free(t->v[i].lrs);
-    free(t->v);
-    memset(t, 0, sizeof *t);
-}
-
-static int cmp_line(const void *a, const void *b)
-{
-    const lr_line *p = a, *q = b;
-    if (p->step != q->step) return p->step < q->step ? -1 : 1;
-    return p->line < q->line ? -1 : p->line > q->line;
-}
-
-/* lr_parse reads one line's words (s, comment cut) into e: 0, 1 for a
- * blank line, -1 after saying why (path:line). */
-static int lr_parse(const char *path, long ln, char *s, lr_line *e)
-{
-    char *w, *end, *save = NULL;
-    size_t cap = 0;
-    if ((w = strtok_r(s, " \t\r\n", &save)) == NULL) return 1;
-    errno = 0;
-    e->step = strtoll(w, &end, 10);
-    e->line = ln;
-    if (errno || *end || e->step < 0) {
-        tpt_error("health: %s:%ld: '%s' is not a step (a whole number >= 0)", path, ln, w);
-        return -1;
-    }
-    while ((w = strtok_r(NULL, " \t\r\n", &save)) != NULL) {
-        double v;
-        errno = 0;
-        v = strtod(w, &end);
-        if (errno || end == w || *end || !isfinite(v)) {
-            tpt_error("health: %s:%ld: '%s' is not a learning rate (a finite number)", path, ln, w);
-            return -1;
-        }
-        if (e->nlrs == cap) {
-            double *nv = realloc(e->lrs, (cap = cap ? cap * 2 : 4) * sizeof *nv);
-            if (nv == NULL) {
-                tpt_error("health: out of memory reading %s", path);
-                return -1;
-            }
-            e->lrs = nv;
-        }
-        e->lrs[e->nlrs++] = v;
-    }
-    if (e->nlrs == 0) {
-        tpt_error("health: %s:%ld: step %lld has no learning rate (a line is STEP LR [LR...], "
-                  "one LR per param group)",
-                  path, ln, e->step);
-        return -1;
-    }
-    return 0;
-}
-
-/* lr_read reads the --lr-expect file into *t, sorted by step: 0, or -1
- * after saying why (a file that cannot be read, a malformed line, a step
- * twice, no step at all). */
-static int lr_read(const char *path, lr_table *t)
-{
-    FILE *f = fopen(path, "r");
-    char *buf = NULL;
-    size_t cap = 0;
-    long ln = 0;
-    int rc = 0;
-    if (f == NULL) {
-        tpt_error("health: --lr-expect: cannot read %s: %s", path, strerror(errno));
-        return -1;
-    }
-    while (rc == 0 && getline(&buf, &cap, f) >= 0) {
-        lr_line e = {0};
-        char *hash = strchr(buf, '#');
-        ln++;
-        if (hash != NULL) *hash = '\0';
-        if ((rc = lr_parse(path, ln, buf, &e)) != 0) {
-            free(e.lrs);
-            rc = rc > 0 ? 0 : -1;
-            continue;
-        }
-        if (t->n == t->cap) {
-            lr_line *nv = realloc(t->v, (t->cap = t->cap ? t->cap * 2 : 64) * sizeof *nv);
-            if (nv == NULL) {
-                free(e.lrs);
-                tpt_error("health: out of memory reading %s", path);
-                rc = -1;
-                continue;
-            }
-            t->v = nv;
-        }
-        t->v[t->n++] = e;
-    }
-    if (rc == 0 && ferror(f)) {
-        tpt_error("health: --lr-expect: cannot read %s: %s", path, strerror(errno));
-        rc = -1;
-    }
-    free(buf);
-    fclose(f);
-    if (rc == 0 && t->n == 0) {
-        tpt_error("health: %s declares no step (lines 'STEP LR [LR...]')", path);
-        rc = -1;
-    }
-    if (rc == 0) qsort(t->v, t->n, sizeof *t->v, cmp_line);
-    for (size_t i = 1; rc == 0 && i < t->n; i++)
-        if (t->v[i].step == t->v[i - 1].step) {
-            tpt_error("health: %s:%ld: step %lld is declared twice (first at line %ld)", path,
-                      t->v[i].line, t->v[i].step, t->v[i - 1].line);
-            rc = -1;
-        }
-    if (rc != 0) lr_table_free(t);
-    return rc;
-}
-
-/* lr_json is the table as [[step, [lr, ...]], ...], or NULL when out of
- * memory. */
-static json_t *lr_json(const lr_table *t)
-{
-    json_t *a = json_array();
-    for (size_t i = 0; a != NULL && i < t->n; i++) {
-        json_t *l = json_array(), *e;
-        for (size_t k = 0; l != NULL && k < t->v[i].nlrs; k++)
-            if (json_array_append_new(l, json_real(t->v[i].lrs[k])) != 0) {
-                json_decref(l);
-                l = NULL;
-            }
-        e = l != NULL ? json_pack("[I, o]", (json_int_t)t->v[i].step, l) : NULL;
-        if (e == NULL || json_array_append_new(a, e) != 0) {
-            json_decref(a);
-            a = NULL;
-        }
-    }
-    return a;
-}
-
 /* The declared bounds, as given (has_*: the option was). */
 typedef struct bounds {
     bool has_max, has_skipped, has_decrease;
     double max, skipped, decrease;
-    long long every;     /* 0: not given */
-    const lr_table *lrs; /* NULL: not given */
+    long long every;         /* 0: not given */
+    const tpt_lr_table *lrs; /* NULL: not given */
 } bounds;
 
 /* set adds key (v, whose reference it takes) to o unless bad already;
@@ -248,7 +104,7 @@ static char *params_json(const bounds *b)
     if (b->has_decrease) bad = set(o, "min_loss_decrease", json_real(b->decrease), bad);
     if (b->lrs != NULL) {
         json_t *name = json_string(lr_file);
-        bad = set(o, "lr_expect", lr_json(b->lrs), bad);
+        bad = set(o, "lr_expect", tpt_lr_json(b->lrs), bad);
         if (name != NULL) bad = set(o, "lr_expect_file", name, bad);
     }
     if (b->every > 0) bad = set(o, "every", json_integer(b->every), bad);
@@ -291,7 +147,7 @@ static bool whole(const char *opt, const char *s, long long *v)
 
 /* parse reads the options into *o and *b (b->lrs into *lrs): an exit
  * status, or -1 to go on. */
-static int parse(int argc, char **argv, tpt_opts *o, bounds *b, lr_table *lrs)
+static int parse(int argc, char **argv, tpt_opts *o, bounds *b, tpt_lr_table *lrs)
 {
     int st;
     max_norm_s = max_skipped_s = min_decrease_s = lr_file = every_s = NULL;
@@ -310,7 +166,7 @@ static int parse(int argc, char **argv, tpt_opts *o, bounds *b, lr_table *lrs)
         return TPT_EXIT_USAGE;
     if (every_s != NULL && !whole("every", every_s, &b->every)) return TPT_EXIT_USAGE;
     if (lr_file != NULL) {
-        if (lr_read(lr_file, lrs) != 0) return TPT_EXIT_USAGE;
+        if (tpt_lr_read(lr_file, lrs) != 0) return TPT_EXIT_USAGE;
         b->lrs = lrs;
     }
     return -1;
@@ -319,25 +175,25 @@ static int parse(int argc, char **argv, tpt_opts *o, bounds *b, lr_table *lrs)
 int tpt_cmd_health(int argc, char **argv)
 {
     char err[TPT_ERR_LEN], *params, every_env[64];
-    char *env[] = {"TRAINPARITY_UPDATE_NORM=1", NULL, NULL};
+    char *env[] = {TP_ENV_UPDATE_NORM "=1", NULL, NULL};
     tpt_session *s = NULL;
     tpt_exec_spec es = {"health", NULL, env, 0};
     tpt_exec_result res;
     tpt_opts o;
     bounds b;
-    lr_table lrs = {0};
+    tpt_lr_table lrs = {0};
     int64_t run;
     int st;
 
     if ((st = parse(argc, argv, &o, &b, &lrs)) >= 0) return st;
     params = params_json(&b);
-    lr_table_free(&lrs);
+    tpt_lr_free(&lrs);
     if (params == NULL) {
         tpt_error("health: out of memory");
         return TPT_EXIT_ERROR;
     }
     if (b.every > 0) {
-        snprintf(every_env, sizeof every_env, "TRAINPARITY_UPDATE_EVERY=%lld", b.every);
+        snprintf(every_env, sizeof every_env, TP_ENV_UPDATE_EVERY "=%lld", b.every);
         env[1] = every_env;
     }
     if (tpt_session_open(&s, err) != TP_OK) {
