@@ -63,7 +63,8 @@ static const char usage_query[] = "usage: " PROG " query [--db PATH] runs | run 
 static const char help_query[] =
     "  runs       one line per run: id, name, check, created, executions, verdict\n"
     "  run ID     a run's executions and their processes\n"
-    "  steps ID   per optimizer step: loss, backward count, grad and update norms, lrs\n"
+    "  steps ID   per step: loss, backward count, grad and update norms, lrs, optimizer\n"
+    "             steps, whether each update moved a parameter, GradScaler scale\n"
     "  --db PATH  database (default " DEFAULT_DB "), opened read-only\n";
 
 static const char usage_ingest[] = "usage: " PROG " ingest [--db PATH] FILE...\n";

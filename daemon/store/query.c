@@ -246,7 +246,9 @@ typedef struct step_row {
     bool has_loss;
     int64_t nback;
     int64_t nopt;
-    tpd_str gnorm, unorm, lrs;
+    tpd_str gnorm, unorm, lrs, update;
+    bool has_scale;
+    double scale;
 } step_row;
 
 /* list_num appends v (or "-") to a comma-separated list. */
@@ -259,13 +261,15 @@ static void list_num(tpd_str *l, bool has, double v)
 
 static void row_print(step_row *r, tpd_str *out)
 {
-    char loss[32];
+    char loss[32], scale[32];
     if (!r->open) return;
-    tpd_str_printf(out, "  %-6lld %-12s %-8lld %-12s %-12s %-16s %lld\n", (long long)r->step,
-                   r->has_loss ? tpd_fmt_g(loss, sizeof loss, r->loss) : "-", (long long)r->nback,
-                   r->gnorm.len ? tpd_str_cstr(&r->gnorm) : "-",
+    tpd_str_printf(out, "  %-6lld %-12s %-8lld %-12s %-12s %-16s %-9lld %-12s %s\n",
+                   (long long)r->step, r->has_loss ? tpd_fmt_g(loss, sizeof loss, r->loss) : "-",
+                   (long long)r->nback, r->gnorm.len ? tpd_str_cstr(&r->gnorm) : "-",
                    r->unorm.len ? tpd_str_cstr(&r->unorm) : "-",
-                   r->lrs.len ? tpd_str_cstr(&r->lrs) : "-", (long long)r->nopt);
+                   r->lrs.len ? tpd_str_cstr(&r->lrs) : "-", (long long)r->nopt,
+                   r->update.len ? tpd_str_cstr(&r->update) : "-",
+                   r->has_scale ? tpd_fmt_g(scale, sizeof scale, r->scale) : "-");
     r->open = false;
 }
 
@@ -276,12 +280,21 @@ static void row_start(step_row *r, int64_t step)
     r->loss = 0;
     r->has_loss = false;
     r->nback = r->nopt = 0;
+    r->has_scale = false;
+    tpd_str_reset(&r->update);
     tpd_str_reset(&r->gnorm);
     tpd_str_reset(&r->unorm);
     tpd_str_reset(&r->lrs);
 }
 
-/* row_add folds one backward or step event into the row. */
+/* list_word appends w to a comma-separated list. */
+static void list_word(tpd_str *l, const char *w)
+{
+    if (l->len) tpd_str_puts(l, ",");
+    tpd_str_puts(l, w);
+}
+
+/* row_add folds one backward, step or GradScaler event into the row. */
 static void row_add(step_row *r, const tp_event *e)
 {
     const char *phase;
@@ -290,6 +303,13 @@ static void row_add(step_row *r, const tp_event *e)
     bool has;
     tp_mpr f;
     uint32_t n;
+    if (e->kind == TP_K_AMP) {
+        if (tp_body_f64(e, TPF_amp_scale, &v) == TP_OK) {
+            r->scale = v;
+            r->has_scale = true;
+        }
+        return;
+    }
     if (e->kind == TP_K_BACKWARD) {
         r->nback++;
         if (tp_body_f64(e, TPF_backward_loss, &v) == TP_OK) {
@@ -318,8 +338,15 @@ static void row_add(step_row *r, const tp_event *e)
             }
         }
     } else if (tp_mp_str_eq(phase, plen, "post")) {
+        bool b;
         has = tp_body_f64(e, TPF_step_unorm, &v) == TP_OK;
         list_num(&r->unorm, has, v);
+        if (tp_body_bool(e, TPF_step_skipped, &b) == TP_OK && b)
+            list_word(&r->update, "skipped");
+        else if (tp_body_bool(e, TPF_step_changed, &b) == TP_OK)
+            list_word(&r->update, b ? "moved" : "none");
+        else
+            list_word(&r->update, "-");
     }
 }
 
@@ -347,8 +374,9 @@ static tp_err process_steps(tpd_store *s, sqlite3_stmt *ev, int64_t exec, const 
         if (!header) {
             tpd_str_printf(out, "exec %lld [%s] process %lld rank %s\n", (long long)exec, role,
                            (long long)pid, rank);
-            tpd_str_printf(out, "  %-6s %-12s %-8s %-12s %-12s %-16s %s\n", "STEP", "LOSS",
-                           "BACKWARD", "GNORM", "UNORM", "LR", "OPT_STEPS");
+            tpd_str_printf(out, "  %-6s %-12s %-8s %-12s %-12s %-16s %-9s %-12s %s\n", "STEP",
+                           "LOSS", "BACKWARD", "GNORM", "UNORM", "LR", "OPT_STEPS", "UPDATE",
+                           "SCALE");
             header = true;
             *any = true;
         }
@@ -369,7 +397,7 @@ tp_err tpd_query_steps(tpd_store *s, int64_t run, tpd_str *out, char *why, size_
         " WHERE e.run_id = ?1 ORDER BY e.id, p.pid";
     static const char ev_sql[] =
         "SELECT step, kind, body FROM events WHERE exec_id = ?1 AND pid = ?2"
-        " AND kind IN ('backward', 'step') ORDER BY seq";
+        " AND kind IN ('backward', 'step', 'amp') ORDER BY seq";
     sqlite3_stmt *ps = NULL, *ev = NULL;
     step_row r;
     bool any = false;
@@ -398,6 +426,7 @@ out:
     tpd_str_free(&r.gnorm);
     tpd_str_free(&r.unorm);
     tpd_str_free(&r.lrs);
+    tpd_str_free(&r.update);
     sqlite3_finalize(ps);
     sqlite3_finalize(ev);
     return err;
