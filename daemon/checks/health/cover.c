@@ -79,7 +79,7 @@ static void held_build(ctx *x, held *h)
     }
 }
 
-static bool first_of_opt(const ctx *x, size_t i)
+bool tpd_health_cover_first(const ctx *x, size_t i)
 {
     for (size_t k = 0; k < i; k++)
         if (x->p->covers[k].opt == x->p->covers[i].opt) return false;
@@ -134,7 +134,7 @@ static bool check_copy(ctx *x, const held *h, size_t ci)
     size_t norphans = 0, nnamed = 0;
     char path[64];
     size_t row;
-    if (c->nparams == 0 || !first_of_opt(x, ci)) return false;
+    if (c->nparams == 0 || !tpd_health_cover_first(x, ci)) return false;
     if (c->ngraded == 0) return false; /* no gradient anywhere: the update check's */
     /* the step's own count of its tensors with a gradient (plain tensors
      * too), else the modules' parameters that held one */

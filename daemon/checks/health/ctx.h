@@ -86,6 +86,7 @@ typedef struct tpd_hctx {
     tpd_hrow *rows;
     size_t nrows;
     bool *replica;             /* per process of ex: a replica of p (ranks.c) */
+    size_t *mark_at;           /* per process of ex: where ranks.c's search of its marks is */
     size_t nreplicas, nothers; /* other ranks compared, and not (not replicas) */
     bool final_seen;           /* a final snapshot was found */
     int64_t final_tensors;     /* model tensors it holds */
@@ -173,6 +174,12 @@ tp_err tpd_hctx_rows(tpd_hctx *x);
 /* tpd_hrow_skipped: the step moved nothing, by a GradScaler's decision or
  * because no parameter changed. */
 bool tpd_hrow_skipped(const tpd_hrow *w);
+
+/* tpd_hrow_lrs_zero: every param group's learning rate was 0 (telemetry.c). */
+bool tpd_hrow_lrs_zero(const tpd_hrow *w);
+
+/* tpd_health_cover_first: cover event i is its optimizer's first (cover.c). */
+bool tpd_health_cover_first(const tpd_hctx *x, size_t i);
 
 /* tpd_hctx_finish writes the report of outcome oc into *out (report.c).
  * Errors: TP_ENOMEM (then *out is cleared). */

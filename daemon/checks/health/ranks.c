@@ -59,13 +59,16 @@ static bool replica(const tpd_proc *p, const tpd_proc *q)
     return first_diff(a, b, &o) == NULL;
 }
 
-/* step_lrs: q's pre event of optimizer opt at step, or NULL. */
-static const tpd_mark *step_pre(const tpd_proc *q, int64_t step, int64_t opt)
+/* step_pre: q's pre event of optimizer opt at step, or NULL.  *cur is
+ * where the search starts: marks are in emission order, their steps never
+ * go down, and the rows ask for steps that never go down either, so it
+ * only moves forward (one pass over q's marks for the whole run). */
+static const tpd_mark *step_pre(const tpd_proc *q, size_t *cur, int64_t step, int64_t opt)
 {
-    for (size_t i = 0; i < q->nmarks; i++) {
+    while (*cur < q->nmarks && q->marks[*cur].step < step) (*cur)++;
+    for (size_t i = *cur; i < q->nmarks && q->marks[i].step == step; i++) {
         const tpd_mark *m = &q->marks[i];
-        if (m->kind == TP_K_STEP && m->step == step && m->n == opt && m->op != NULL &&
-            strcmp(m->op, "pre") == 0)
+        if (m->kind == TP_K_STEP && m->n == opt && m->op != NULL && strcmp(m->op, "pre") == 0)
             return m;
     }
     return NULL;
@@ -99,7 +102,7 @@ static void tensor_found(ctx *x, size_t row, const tpd_proc *q, const tpd_item *
 
 /* drift_at: the first difference of q from the trainer at row i's step
  * (once per step: the step's first row).  True when found. */
-static bool drift_at(ctx *x, size_t i, const tpd_proc *q)
+static bool drift_at(ctx *x, size_t i, const tpd_proc *q, size_t *cur)
 {
     const tpd_hrow *w = &x->rows[i];
     const tpd_item *mine, *theirs = NULL;
@@ -124,7 +127,7 @@ static bool drift_at(ctx *x, size_t i, const tpd_proc *q)
             return true;
         }
     }
-    m = step_pre(q, w->step, w->opt);
+    m = step_pre(q, cur, w->step, w->opt);
     if (lrs_differ(w, m)) {
         char path[64];
         snprintf(path, sizeof path, "optimizer[%lld].lr", (long long)w->opt);
@@ -145,7 +148,9 @@ void tpd_health_ranks_scan(ctx *x)
 {
     x->nreplicas = x->nothers = 0;
     if (x->ex == NULL || x->p == NULL || x->p->rank < 0 || x->ex->nprocs < 2) return;
-    if ((x->replica = tpd_arena_alloc(x->a, sizeof *x->replica * x->ex->nprocs)) == NULL) {
+    x->mark_at = tpd_arena_alloc(x->a, sizeof *x->mark_at * x->ex->nprocs);
+    if ((x->replica = tpd_arena_alloc(x->a, sizeof *x->replica * x->ex->nprocs)) == NULL ||
+        x->mark_at == NULL) {
         x->oom = true;
         return;
     }
@@ -163,6 +168,6 @@ void tpd_health_ranks_scan(ctx *x)
 bool tpd_health_ranks_step(ctx *x, size_t i)
 {
     for (size_t k = 0; x->nreplicas > 0 && k < x->ex->nprocs; k++)
-        if (x->replica[k] && drift_at(x, i, &x->ex->procs[k])) return true;
+        if (x->replica[k] && drift_at(x, i, &x->ex->procs[k], &x->mark_at[k])) return true;
     return false;
 }

@@ -150,22 +150,6 @@ static void checks_text(ctx *x, tpd_str *t)
     tpd_str_printf(t, "; at most %g of the steps skipped by a GradScaler\n", x->max_skipped);
 }
 
-/* last_cover: optimizer k's last cover event, or NULL. */
-static const tpd_cover *last_cover(const ctx *x, size_t k)
-{
-    const tpd_cover *c = NULL;
-    for (size_t i = 0; x->p != NULL && i < x->p->ncovers; i++)
-        if (x->p->covers[i].opt == x->p->covers[k].opt) c = &x->p->covers[i];
-    return c;
-}
-
-static bool first_cover(const ctx *x, size_t k)
-{
-    for (size_t i = 0; i < k; i++)
-        if (x->p->covers[i].opt == x->p->covers[k].opt) return false;
-    return true;
-}
-
 static int64_t ngroups(const tpd_cover *c)
 {
     int64_t g = 0;
@@ -182,8 +166,8 @@ static void optimizers_text(const ctx *x, tpd_str *t)
     for (size_t k = 0; x->p != NULL && k < x->p->ncovers; k++) {
         const tpd_cover *c;
         int64_t g;
-        if (!first_cover(x, k)) continue;
-        c = last_cover(x, k);
+        if (!tpd_health_cover_first(x, k)) continue;
+        c = tpd_health_cover_at(x, x->p->covers[k].opt, UINT64_MAX);
         g = ngroups(c);
         tpd_str_printf(t, "%soptimizer[%lld] %s, %u tensor%s in %lld group%s", sep,
                        (long long)c->opt, c->cls, c->nparams, c->nparams == 1 ? "" : "s",
@@ -199,8 +183,8 @@ static void optimizers_json(const ctx *x, tpd_str *j)
     tpd_str_puts(j, ",\"optimizers\":[");
     for (size_t k = 0; x->p != NULL && k < x->p->ncovers; k++) {
         const tpd_cover *c;
-        if (!first_cover(x, k)) continue;
-        c = last_cover(x, k);
+        if (!tpd_health_cover_first(x, k)) continue;
+        c = tpd_health_cover_at(x, x->p->covers[k].opt, UINT64_MAX);
         tpd_str_printf(j, "%s{\"opt\":%lld,\"class\":", any ? "," : "", (long long)c->opt);
         tpd_str_jsonz(j, c->cls);
         tpd_str_printf(j, ",\"tensors\":%u,\"groups\":%lld}", c->nparams, (long long)ngroups(c));

@@ -119,7 +119,7 @@ static bool moved(const tpd_hrow *w)
     return !w->scaler_skipped && w->has_changed && w->changed;
 }
 
-static bool lrs_zero(const tpd_hrow *w)
+bool tpd_hrow_lrs_zero(const tpd_hrow *w)
 {
     for (uint32_t i = 0; i < w->nlrs; i++)
         if (w->lrs[i] != 0) return false;
@@ -135,7 +135,7 @@ static void warmup(tpd_hctx *x)
     for (size_t i = 0; i < x->nrows; i++) {
         tpd_hrow *w = &x->rows[i];
         bool before = false, after = false;
-        if (!lrs_zero(w) || !w->has_changed || w->changed) continue;
+        if (!tpd_hrow_lrs_zero(w) || !w->has_changed || w->changed) continue;
         for (size_t k = 0; k < x->nrows && !before; k++) {
             if (x->rows[k].opt != w->opt || !moved(&x->rows[k])) continue;
             if (k < i)

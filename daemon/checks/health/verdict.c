@@ -28,13 +28,6 @@ static void lrs_text(tpd_str *t, const tpd_hrow *w)
     for (uint32_t i = 0; i < w->nlrs; i++) tpd_str_printf(t, "%s%g", i ? ", " : "", w->lrs[i]);
 }
 
-static bool all_lrs_zero(const tpd_hrow *w)
-{
-    for (uint32_t i = 0; i < w->nlrs; i++)
-        if (w->lrs[i] != 0) return false;
-    return w->nlrs > 0;
-}
-
 /* last_finite_loss: the last step before row i whose loss was reported
  * finite, or -1. */
 static int64_t last_finite_loss(const ctx *x, size_t i)
@@ -131,7 +124,7 @@ static bool check_update(ctx *x, size_t i)
         lrs_text(&lr, w);
         tpd_why_add(&x->why, "update", "the learning rate%s of its param group%s %s %s%s",
                     w->nlrs == 1 ? "" : "s", w->nlrs == 1 ? "" : "s", w->nlrs == 1 ? "was" : "were",
-                    tpd_str_cstr(&lr), all_lrs_zero(w) ? " at that step" : "");
+                    tpd_str_cstr(&lr), tpd_hrow_lrs_zero(w) ? " at that step" : "");
         tpd_str_free(&lr);
     }
     if (w->ngrads >= 0 && w->nparams >= 0)
