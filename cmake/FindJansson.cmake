@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 # FindJansson.cmake -- Jansson, the JSON library (libjansson) that reads and
-# writes a run's params; provides TP::jansson.
+# writes the reports and a run's params; provides TP::jansson.
 find_package(PkgConfig QUIET)
 if(PkgConfig_FOUND)
   pkg_check_modules(PC_JANSSON QUIET jansson)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT
- * main.c -- trainparity-daemon: serve, query and offline ingest.
- * Exit status: 0 success, 1 error, 64 usage. */
+ * main.c -- trainparity-daemon: serve, query, offline ingest, and a run's
+ * export and import.  Exit status: 0 success, 1 error, 64 usage; query diff:
+ * 0 the executions match, 1 they differ, 2 they cannot be compared. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -12,25 +13,37 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "daemon/checks/golden/diff.h"
 #include "daemon/ingest/ingest.h"
 #include "daemon/serve/serve.h"
+#include "daemon/store/export.h"
 #include "daemon/store/query.h"
 #include "daemon/store/store.h"
 #include "proto/control.h"
 
 #define PROG       "trainparity-daemon"
 #define EX_USAGE_  64
+#define EX_DIFFER  1 /* query diff: the executions differ */
+#define EX_TROUBLE 2 /* query diff: they cannot be compared */
 #define DEFAULT_DB ".trainparity/runs.db"
 #define MAX_LISTEN 16
+
+/* the database a command opens unless its own --db says otherwise: a --db
+ * before the command, or DEFAULT_DB */
+static const char *g_db = DEFAULT_DB;
 
 #ifndef TPD_VERSION
 #define TPD_VERSION "0.1.0"
 #endif
 
 static const char usage_main[] =
-    "usage: " PROG " serve [--db PATH] [--listen URL]... [--control URL] [--token-file F]\n"
-    "       " PROG " query [--db PATH] runs | run ID | steps ID\n"
-    "       " PROG " ingest [--db PATH] FILE...\n"
+    "usage: " PROG " [--db PATH] serve [--listen URL]... [--control URL] [--token-file F]\n"
+    "       " PROG " [--db PATH] query [--json] runs [--check C] [--outcome O] [--limit N]\n"
+    "       " PROG " [--db PATH] query [--json] run ID | steps ID | verdict ID\n"
+    "       " PROG " [--db PATH] query [--json] diff ID1 ID2 [--exec1 E] [--exec2 E]\n"
+    "       " PROG " [--db PATH] ingest FILE...\n"
+    "       " PROG " [--db PATH] export RUN_ID > FILE\n"
+    "       " PROG " [--db PATH] import FILE\n"
     "       " PROG " --help | --version\n";
 
 static const char help_main[] =
@@ -38,8 +51,11 @@ static const char help_main[] =
     "\n"
     "commands:\n"
     "  serve    receive agent batches and control commands until SIGINT/SIGTERM\n"
-    "  query    print the runs, one run, or a run's per-step table\n"
+    "  query    print the runs, one run, a run's per-step table or its verdict, or\n"
+    "           compare two runs step by step\n"
     "  ingest   store spool files written while no daemon was reachable\n"
+    "  export   write one run, with its captured values, as one file to stdout\n"
+    "  import   add an exported run to the database, as a new run\n"
     "\n"
     "Run '" PROG " COMMAND --help' for a command's options.\n";
 
@@ -59,13 +75,51 @@ static const char help_serve[] =
     "command that attached as its owner started it (trainparity-run), once no\n"
     "attached command is left.\n";
 
-static const char usage_query[] = "usage: " PROG " query [--db PATH] runs | run ID | steps ID\n";
+static const char usage_query[] =
+    "usage: " PROG " query [--db PATH] [--json] runs [--check C] [--outcome O] [--limit N]\n"
+    "       " PROG " query [--db PATH] [--json] run ID | steps ID | verdict ID\n"
+    "       " PROG " query [--db PATH] [--json] diff ID1 ID2 [--exec1 E] [--exec2 E]\n";
 static const char help_query[] =
-    "  runs       one line per run: id, name, check, created, executions, verdict\n"
-    "  run ID     a run's executions and their processes\n"
-    "  steps ID   per step: loss, backward count, grad and update norms, lrs, optimizer\n"
-    "             steps, whether each update moved a parameter, GradScaler scale\n"
+    "  runs          one line per run: id, name, check, created, executions, the latest\n"
+    "                verdict's outcome\n"
+    "  run ID        a run, its latest verdict, its executions and their processes\n"
+    "  steps ID      per step: loss, backward count, grad and update norms, lrs, optimizer\n"
+    "                steps, whether each update moved a parameter, GradScaler scale\n"
+    "  verdict ID    the text report of the run's latest verdict\n"
+    "  diff ID1 ID2  an execution of each run compared step by step from step 0, by the\n"
+    "                rules of compare (exact digests, the training data stream, the number\n"
+    "                of steps): that they match, or the first divergence, what else\n"
+    "                differs at that step and what the observations show of it.  Exit\n"
+    "                status 0 when they match, 1 when they differ, 2 when they cannot be\n"
+    "                compared (an unknown run, no execution that made a step), 64 on a\n"
+    "                usage error (a bad ID, an execution not of its run)\n"
+    "  --exec1 E     diff: execution E of run ID1 (default: its first execution that made\n"
+    "                an optimizer step; of an execution, its trainer: rank 0 or the only\n"
+    "                process)\n"
+    "  --exec2 E     diff: execution E of run ID2\n"
+    "  --check C     runs: only the runs of check C (record, resume, health, ...)\n"
+    "  --outcome O   runs: only those whose latest verdict is O: PASS, FAIL, ABSTAIN,\n"
+    "                ERROR, or none (no verdict)\n"
+    "  --limit N     runs: only the newest N of those\n"
+    "  --json        JSON instead of text; for verdict, the stored JSON report as it is\n"
+    "  --db PATH     database (default " DEFAULT_DB "), opened read-only\n"
+    "Text tables are aligned: each column as wide as its widest value.\n";
+
+static const char usage_export[] = "usage: " PROG " export [--db PATH] RUN_ID > FILE\n";
+static const char help_export[] =
+    "Writes run RUN_ID to stdout as one file: its run, executions, processes,\n"
+    "events, gaps and verdicts, and the bytes of the tensors it captured\n"
+    "(--capture values).  The file is an SQLite database (format version %d);\n"
+    "execution keys are not in it.\n"
     "  --db PATH  database (default " DEFAULT_DB "), opened read-only\n";
+
+static const char usage_import[] = "usage: " PROG " import [--db PATH] FILE\n";
+static const char help_import[] =
+    "Adds the run exported in FILE to the database (created if missing) as a new\n"
+    "run, every id new, in one transaction, and prints 'run N'.  FILE is checked\n"
+    "whole first (its format, length, checksum, every row and event); a file\n"
+    "that is not a complete export changes nothing.\n"
+    "  --db PATH  database (default " DEFAULT_DB ")\n";
 
 static const char usage_ingest[] = "usage: " PROG " ingest [--db PATH] FILE...\n";
 static const char help_ingest[] =
@@ -198,7 +252,7 @@ static int cmd_serve(int argc, char **argv)
                                          {"token-file", required_argument, NULL, 'T'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    const char *db = DEFAULT_DB, *control = NULL, *token = getenv(TP_ENV_TOKEN), *open_url;
+    const char *db = g_db, *control = NULL, *token = getenv(TP_ENV_TOKEN), *open_url;
     const char *listen[MAX_LISTEN];
     char def_listen[4200], why[1024], urls[4096], tokbuf[256], derived[4200];
     size_t nlisten = 0, w = 0;
@@ -303,26 +357,98 @@ static int parse_id(const char *s, int64_t *id)
     long long v;
     errno = 0;
     v = strtoll(s, &end, 10);
-    if (errno || end == s || *end != '\0') return -1;
+    if (errno || end == s || *end != '\0' || v < 0) return -1;
     *id = v;
     return 0;
 }
 
-static int cmd_query(int argc, char **argv)
+/* write_out writes the text of out to stdout; 1 when it cannot. */
+static int write_out(const tpd_str *out)
 {
-    static const struct option opts[] = {
-        {"db", required_argument, NULL, 'd'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-    const char *db = DEFAULT_DB, *what;
-    char why[512];
-    int64_t id = 0;
+    fwrite(tpd_str_cstr(out), 1, out->len, stdout);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, PROG ": cannot write the output: %s\n", strerror(errno));
+        return 1;
+    }
+    return 0;
+}
+
+/* query_diff compares the executions a and b name (query diff): 0 when
+ * they match, EX_DIFFER when they differ, EX_USAGE_ for an execution not
+ * of its run, EX_TROUBLE when they cannot be compared.  Read-only. */
+static int query_diff(const char *db, tpd_diff_side a, tpd_diff_side b, bool json)
+{
+    char why[1024];
+    bool match = false;
     tpd_store *s;
     tpd_str out;
     tp_err err;
-    int c, rest;
+    int status;
+    if ((s = open_store(db, TPD_STORE_READONLY)) == NULL) return EX_TROUBLE;
+    tpd_str_init(&out);
+    err = tpd_golden_diff(s, a, b, json, &out, &match, why, sizeof why);
+    tpd_store_close(s);
+    if (err == TP_OK)
+        status = write_out(&out) ? EX_TROUBLE : match ? 0 : EX_DIFFER;
+    else if (err == TP_EINVAL)
+        status = usage_error(usage_query, "%s", why);
+    else {
+        fprintf(stderr, PROG ": %s\n", why);
+        status = EX_TROUBLE;
+    }
+    tpd_str_free(&out);
+    return status;
+}
+
+static int cmd_query(int argc, char **argv)
+{
+    static const struct option opts[] = {{"db", required_argument, NULL, 'd'},
+                                         {"json", no_argument, NULL, 'j'},
+                                         {"check", required_argument, NULL, 'c'},
+                                         {"outcome", required_argument, NULL, 'o'},
+                                         {"limit", required_argument, NULL, 'l'},
+                                         {"exec1", required_argument, NULL, '1'},
+                                         {"exec2", required_argument, NULL, '2'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    const char *db = g_db, *what;
+    char why[512];
+    int64_t id = 0;
+    tpd_diff_side side[2] = {{0, -1}, {0, -1}};
+    tpd_query_opts o;
+    tpd_store *s;
+    tpd_str out;
+    tp_err err;
+    int c, rest, status;
+    memset(&o, 0, sizeof o);
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
         case 'd':
             db = optarg;
+            break;
+        case 'j':
+            o.json = true;
+            break;
+        case 'c':
+            if (optarg[0] == '\0')
+                return usage_error(usage_query, "--check needs a check name%s", "");
+            o.check = optarg;
+            break;
+        case 'o':
+            if ((o.outcome = tpd_query_outcome(optarg)) == NULL)
+                return usage_error(usage_query,
+                                   "unknown outcome '%s' (PASS, FAIL, ABSTAIN, ERROR or none)",
+                                   optarg);
+            break;
+        case 'l':
+            if (parse_id(optarg, &o.limit) != 0 || o.limit == 0)
+                return usage_error(usage_query, "--limit takes a positive number, not '%s'",
+                                   optarg);
+            break;
+        case '1':
+        case '2':
+            if (parse_id(optarg, &side[c - '1'].exec) != 0)
+                return usage_error(usage_query, "'%s' is not an execution ID", optarg);
             break;
         case 'h':
             printf("%s%s", usage_query, help_query);
@@ -334,35 +460,139 @@ static int cmd_query(int argc, char **argv)
     rest = argc - optind;
     if (rest == 0) return usage_error(usage_query, "what to query?%s", "");
     what = argv[optind];
+    if ((side[0].exec >= 0 || side[1].exec >= 0) && strcmp(what, "diff") != 0)
+        return usage_error(usage_query, "--exec1 and --exec2 choose the executions of diff, not %s",
+                           what);
+    if (strcmp(what, "diff") == 0) {
+        if (rest < 3) return usage_error(usage_query, "diff needs two run IDs%s", "");
+        if (rest > 3) return usage_error(usage_query, "unexpected argument '%s'", argv[optind + 3]);
+        for (int k = 0; k < 2; k++)
+            if (parse_id(argv[optind + 1 + k], &side[k].run) != 0)
+                return usage_error(usage_query, "'%s' is not a run ID", argv[optind + 1 + k]);
+        if (o.check || o.outcome || o.limit)
+            return usage_error(usage_query, "--check, --outcome and --limit filter runs, not %s",
+                               what);
+        return query_diff(db, side[0], side[1], o.json);
+    }
     if (strcmp(what, "runs") == 0) {
         if (rest != 1)
             return usage_error(usage_query, "unexpected argument '%s'", argv[optind + 1]);
-    } else if (strcmp(what, "run") == 0 || strcmp(what, "steps") == 0) {
+    } else if (strcmp(what, "run") == 0 || strcmp(what, "steps") == 0 ||
+               strcmp(what, "verdict") == 0) {
         if (rest < 2) return usage_error(usage_query, "%s needs a run ID", what);
         if (rest > 2) return usage_error(usage_query, "unexpected argument '%s'", argv[optind + 2]);
         if (parse_id(argv[optind + 1], &id) != 0)
             return usage_error(usage_query, "'%s' is not a run ID", argv[optind + 1]);
+        if (o.check || o.outcome || o.limit)
+            return usage_error(usage_query, "--check, --outcome and --limit filter runs, not %s",
+                               what);
     } else {
-        return usage_error(usage_query, "unknown query '%s'", what);
+        return usage_error(usage_query, "unknown query '%s' (runs, run, steps, verdict, diff)",
+                           what);
     }
     if ((s = open_store(db, TPD_STORE_READONLY)) == NULL) return 1;
     tpd_str_init(&out);
-    err = tpd_query(s, what, id, &out, why, sizeof why);
-    if (err == TP_OK && out.oom) {
-        err = TP_ENOMEM;
-        snprintf(why, sizeof why, "out of memory");
-    }
-    if (err == TP_OK)
-        fputs(tpd_str_cstr(&out), stdout);
-    else
-        fprintf(stderr, PROG ": %s\n", why);
-    tpd_str_free(&out);
+    err = tpd_query_with(s, what, id, &o, &out, why, sizeof why);
     tpd_store_close(s);
-    if (err == TP_OK && (fflush(stdout) != 0 || ferror(stdout))) {
-        fprintf(stderr, PROG ": cannot write the output: %s\n", strerror(errno));
+    if (err == TP_OK) {
+        status = write_out(&out);
+    } else {
+        fprintf(stderr, PROG ": %s\n", why);
+        status = 1;
+    }
+    tpd_str_free(&out);
+    return status;
+}
+
+/* ---- export and import ---- */
+
+static int cmd_export(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"db", required_argument, NULL, 'd'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    const char *db = g_db;
+    char why[1024];
+    int64_t run;
+    tpd_store *s;
+    tp_err err;
+    int c;
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'd':
+            db = optarg;
+            break;
+        case 'h':
+            printf("%s", usage_export);
+            printf(help_export, TPD_EXPORT_FORMAT);
+            return 0;
+        default:
+            return bad_option(usage_export, argv, c);
+        }
+    }
+    if (optind == argc) return usage_error(usage_export, "which run? give its RUN_ID%s", "");
+    if (argc - optind > 1)
+        return usage_error(usage_export, "unexpected argument '%s'", argv[optind + 1]);
+    if (parse_id(argv[optind], &run) != 0)
+        return usage_error(usage_export, "'%s' is not a run ID", argv[optind]);
+    if (isatty(STDOUT_FILENO))
+        return usage_error(usage_export,
+                           "an export is a binary file: redirect stdout to a file "
+                           "(> FILE)%s",
+                           "");
+    if ((s = open_store(db, TPD_STORE_READONLY)) == NULL) return 1;
+    err = tpd_export_write(s, run, STDOUT_FILENO, why, sizeof why);
+    tpd_store_close(s);
+    if (err != TP_OK) {
+        fprintf(stderr, PROG ": %s\n", why);
         return 1;
     }
-    return err == TP_OK ? 0 : 1;
+    return 0;
+}
+
+static int cmd_import(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"db", required_argument, NULL, 'd'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    const char *db = g_db;
+    char why[1024];
+    tpd_export *x = NULL;
+    int64_t run = 0;
+    tpd_store *s;
+    tp_err err;
+    int c;
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'd':
+            db = optarg;
+            break;
+        case 'h':
+            printf("%s%s", usage_import, help_import);
+            return 0;
+        default:
+            return bad_option(usage_import, argv, c);
+        }
+    }
+    if (optind == argc) return usage_error(usage_import, "no export file given%s", "");
+    if (argc - optind > 1)
+        return usage_error(usage_import, "unexpected argument '%s'", argv[optind + 1]);
+    /* the whole file is checked before the database is opened (or created) */
+    if ((err = tpd_export_open(&x, argv[optind], why, sizeof why)) != TP_OK) {
+        fprintf(stderr, PROG ": %s\n", why);
+        return 1;
+    }
+    if ((s = open_store(db, 0)) == NULL) {
+        tpd_export_close(x);
+        return 1;
+    }
+    err = tpd_export_import(x, s, &run, why, sizeof why);
+    tpd_store_close(s);
+    tpd_export_close(x);
+    if (err != TP_OK) {
+        fprintf(stderr, PROG ": %s: %s\n", db, why);
+        return 1;
+    }
+    printf("run %lld\n", (long long)run);
+    return fflush(stdout) == 0 ? 0 : 1;
 }
 
 /* ---- ingest ---- */
@@ -371,7 +601,7 @@ static int cmd_ingest(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"db", required_argument, NULL, 'd'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-    const char *db = DEFAULT_DB;
+    const char *db = g_db;
     tpd_ingest *in = NULL;
     tpd_store *s;
     tp_err err;
@@ -423,6 +653,17 @@ int main(int argc, char **argv)
         fputs(usage_main, stderr);
         return EX_USAGE_;
     }
+    /* --db PATH before the command: the database of whichever it is */
+    if (strcmp(argv[1], "--db") == 0 || strncmp(argv[1], "--db=", 5) == 0) {
+        int used = argv[1][4] == '=' ? 1 : 2;
+        if (used == 2 && argc < 3)
+            return usage_error(usage_main, "option '--db' needs a path%s", "");
+        g_db = used == 1 ? argv[1] + 5 : argv[2];
+        if (g_db[0] == '\0') return usage_error(usage_main, "option '--db' needs a path%s", "");
+        argc -= used;
+        argv += used;
+        if (argc < 2) return usage_error(usage_main, "no command given%s", "");
+    }
     cmd = argv[1];
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         printf("%s\n%s", usage_main, help_main);
@@ -435,6 +676,8 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "serve") == 0) return cmd_serve(argc - 1, argv + 1);
     if (strcmp(cmd, "query") == 0) return cmd_query(argc - 1, argv + 1);
     if (strcmp(cmd, "ingest") == 0) return cmd_ingest(argc - 1, argv + 1);
+    if (strcmp(cmd, "export") == 0) return cmd_export(argc - 1, argv + 1);
+    if (strcmp(cmd, "import") == 0) return cmd_import(argc - 1, argv + 1);
     return usage_error(usage_main, cmd[0] == '-' ? "unknown option '%s'" : "unknown command '%s'",
                        cmd);
 }

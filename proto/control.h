@@ -9,6 +9,9 @@
  *                                          -> run (started_ago_ns: how long ago the
  *                                             check began, a duration so that the
  *                                             daemon's clock places it)
+ *   run.find    run | name [check]         -> found; run, check, name when found (the
+ *                                             run by id, or the latest called name
+ *                                             whose check is check)
  *   exec.create run role argv              -> exec, key (the execution's secret)
  *   exec.finish exec status signal wait_ms -> pending, complete, processes, events,
  *                                             gaps, dropped, unstored (events received
@@ -17,7 +20,8 @@
  *   ingest      path                       -> events, bad (a spool file named
  *                                             <exec>-<pid>.spool, of the daemon's
  *                                             user; local control sockets only)
- *   query       what ("runs"|"run"|"steps") id -> text
+ *   query       what ("runs"|"run"|"steps"|"verdict"|"saves") id [json]
+ *                                          -> text (the view; JSON when json is true)
  *   verdict     run                        -> outcome, text, json
  *   coverage.evidence run                  -> evidence (every ID's occurrences,
  *                                             JSON lines)

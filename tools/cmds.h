@@ -21,4 +21,7 @@ int tpt_cmd_coverage(int argc, char **argv);
  * nothing, gradient norms). */
 int tpt_cmd_health(int argc, char **argv);
 
+/* compare: golden-run regression of a command against a recorded run. */
+int tpt_cmd_compare(int argc, char **argv);
+
 #endif

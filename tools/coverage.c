@@ -70,7 +70,7 @@ static const tpt_cmdspec spec = {
     "integers or strings.  ABSTAIN (2) for\n"
     "an unknown universe where the policy needs one, or an epoch not seen\n"
     "complete; ERROR (3) when a rank crashed or its events are incomplete.",
-    TPT_O_NAME | TPT_O_JSON | TPT_O_SAMPLE_ID | TPT_O_CMD,
+    TPT_O_NAME | TPT_O_JSON | TPT_O_JUNIT | TPT_O_HTML | TPT_O_SAMPLE_ID | TPT_O_CMD,
     extra,
 };
 
@@ -340,7 +340,7 @@ int tpt_cmd_coverage(int argc, char **argv)
     es.argv = o.cmd;
     es.env = env;
     if (tpt_exec_one(s, "coverage", run, &es, &res) != 0) goto done;
-    st = tpt_judge(tpt_session_client(s), run, NULL, o.json);
+    st = tpt_judge(tpt_session_client(s), run, NULL, &o);
     if (evidence_f && evidence(tpt_session_client(s), run, evidence_f) != 0) st = TPT_EXIT_ERROR;
 done:
     if (tpt_session_close(s, err) != TP_OK) tpt_error("%s", err);

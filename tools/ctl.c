@@ -7,6 +7,8 @@
 
 #include "tools/cli.h"
 #include "tools/ctl.h"
+#include "tools/html.h"
+#include "tools/junit.h"
 #include "tools/errbuf.h"
 
 #define INGEST_TIMEOUT_MS (10 * 60 * 1000)
@@ -76,6 +78,45 @@ tp_err tpt_run_create(tpt_client *c, const char *name, const char *check, const 
     }
     if ((rc = call(c, &req, &rep, err)) != TP_OK) goto fail;
     if (tpt_reply_int(&rep, "run", run) != TP_OK) rc = missing(err, "run.create", "run");
+fail:
+    tp_buf_free(&rep);
+    return rc;
+}
+
+tp_err tpt_run_find(tpt_client *c, int64_t run, const char *name, const char *check,
+                    tpt_run_info *out, char *err)
+{
+    tp_buf req, rep;
+    tpt_run_info ri;
+    tp_err rc;
+
+    memset(&ri, 0, sizeof ri);
+    tp_buf_init(&req);
+    tp_buf_init(&rep);
+    tpt_req_begin(&req, "run.find", name == NULL ? 1 : check == NULL ? 1 : 2);
+    if (name == NULL) {
+        tp_mp_cstr(&req, "run");
+        tp_mp_int(&req, run);
+    } else {
+        tp_mp_cstr(&req, "name");
+        tp_mp_cstr(&req, name);
+        if (check != NULL) {
+            tp_mp_cstr(&req, "check");
+            tp_mp_cstr(&req, check);
+        }
+    }
+    if ((rc = call(c, &req, &rep, err)) != TP_OK) goto fail;
+    if (tpt_reply_bool(&rep, "found", &ri.found) != TP_OK) {
+        rc = missing(err, "run.find", "found");
+        goto fail;
+    }
+    if (ri.found && tpt_reply_int(&rep, "run", &ri.run) != TP_OK) {
+        rc = missing(err, "run.find", "run");
+        goto fail;
+    }
+    copy_str(&rep, "check", ri.check, sizeof ri.check);
+    copy_str(&rep, "name", ri.name, sizeof ri.name);
+    *out = ri;
 fail:
     tp_buf_free(&rep);
     return rc;
@@ -240,18 +281,23 @@ fail:
     return rc;
 }
 
-tp_err tpt_query(tpt_client *c, const char *what, int64_t id, char **text, char *err)
+/* query asks for the view what of id, as JSON when json. */
+static tp_err query(tpt_client *c, const char *what, int64_t id, bool json, char **text, char *err)
 {
     tp_buf req, rep;
     tp_err rc;
 
     tp_buf_init(&req);
     tp_buf_init(&rep);
-    tpt_req_begin(&req, "query", 2);
+    tpt_req_begin(&req, "query", json ? 3 : 2);
     tp_mp_cstr(&req, "what");
     tp_mp_cstr(&req, what);
     tp_mp_cstr(&req, "id");
     tp_mp_int(&req, id);
+    if (json) {
+        tp_mp_cstr(&req, "json");
+        tp_mp_bool(&req, true);
+    }
     if ((rc = call(c, &req, &rep, err)) != TP_OK) goto fail;
     rc = tpt_reply_strdup(&rep, "text", text);
     if (rc == TP_ENOMEM)
@@ -261,6 +307,16 @@ tp_err tpt_query(tpt_client *c, const char *what, int64_t id, char **text, char 
 fail:
     tp_buf_free(&rep);
     return rc;
+}
+
+tp_err tpt_query(tpt_client *c, const char *what, int64_t id, char **text, char *err)
+{
+    return query(c, what, id, false, text, err);
+}
+
+tp_err tpt_query_json(tpt_client *c, const char *what, int64_t id, char **text, char *err)
+{
+    return query(c, what, id, true, text, err);
 }
 
 tp_err tpt_verdict(tpt_client *c, int64_t run, const tpt_tolerance *tol, tpt_verdict_info *out,
@@ -374,7 +430,7 @@ fail:
     return rc;
 }
 
-int tpt_judge(tpt_client *c, int64_t run, const tpt_tolerance *tol, const char *json)
+int tpt_judge(tpt_client *c, int64_t run, const tpt_tolerance *tol, const tpt_opts *o)
 {
     tpt_verdict_info v = {NULL, NULL, NULL};
     char err[TPT_ERR_LEN];
@@ -387,7 +443,9 @@ int tpt_judge(tpt_client *c, int64_t run, const tpt_tolerance *tol, const char *
     printf("run %lld\n%s", (long long)run, v.text ? v.text : "");
     fflush(stdout);
     st = tpt_outcome_status(v.outcome);
-    if (json != NULL && tpt_write_report(json, v.json) != 0) st = TPT_EXIT_ERROR;
+    if (o->json != NULL && tpt_write_report(o->json, v.json) != 0) st = TPT_EXIT_ERROR;
+    if (o->junit != NULL && tpt_junit_write(o->junit, o, run, &v) != 0) st = TPT_EXIT_ERROR;
+    if (o->html != NULL && tpt_html_write(o->html, c, o, run, &v) != 0) st = TPT_EXIT_ERROR;
     tpt_verdict_info_free(&v);
     return st;
 }

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "proto/control.h"
+#include "tools/opts.h"
 #include "proto/tp_err.h"
 #include "tools/client.h"
 
@@ -31,6 +32,19 @@ tp_err tpt_ping(tpt_client *c, tpt_ping_info *out, char *err);
  * run is dated from tpt_clock_start when it was called (cli.h). */
 tp_err tpt_run_create(tpt_client *c, const char *name, const char *check, const char *params,
                       int64_t *run, char *err);
+
+typedef struct tpt_run_info {
+    bool found;     /* the rest is valid only when found */
+    int64_t run;    /* its id */
+    char check[64]; /* its check ("record", ...) */
+    char name[256]; /* its name ("" when it has none) */
+} tpt_run_info;
+
+/* tpt_run_find looks a stored run up: the run with id run (when name is
+ * NULL), or the latest run called name whose check is check (NULL: any).
+ * A run that is not there is out->found false, not an error. */
+tp_err tpt_run_find(tpt_client *c, int64_t run, const char *name, const char *check,
+                    tpt_run_info *out, char *err);
 
 /* tpt_exec_create creates an execution of run with role ("record", "A",
  * "I", ...) and the command argv (NULL-terminated); key receives the
@@ -84,6 +98,10 @@ tp_err tpt_ingest(tpt_client *c, const char *path, tpt_ingest_info *out, char *e
  * about id in *text (NUL-terminated; free() it). */
 tp_err tpt_query(tpt_client *c, const char *what, int64_t id, char **text, char *err);
 
+/* tpt_query_json is tpt_query asking for the view's JSON form instead
+ * (daemon/store/query.h: one document and a newline). */
+tp_err tpt_query_json(tpt_client *c, const char *what, int64_t id, char **text, char *err);
+
 typedef struct tpt_verdict_info {
     char *outcome; /* "PASS", "FAIL", "ABSTAIN", "ERROR" as the daemon says it */
     char *text;    /* human report, or NULL */
@@ -102,11 +120,12 @@ tp_err tpt_verdict(tpt_client *c, int64_t run, const tpt_tolerance *tol, tpt_ver
                    char *err);
 
 /* tpt_judge asks the daemon for run's verdict under tol (NULL: exact),
- * prints "run N" and the text report on stdout, writes the JSON report to
- * json (when not NULL) and returns the exit status that goes with it: the
- * outcome's, or TPT_EXIT_ERROR (said on stderr) when it cannot judge or
- * write. */
-int tpt_judge(tpt_client *c, int64_t run, const tpt_tolerance *tol, const char *json);
+ * prints "run N" and the text report on stdout, writes the reports o asks
+ * for (--json: the JSON report; --junit: JUnit XML, tools/junit.h; --html:
+ * an HTML page, tools/html.h, which asks c for the run's steps) and
+ * returns the exit status that goes with it: the outcome's, or
+ * TPT_EXIT_ERROR (said on stderr) when it cannot judge or write. */
+int tpt_judge(tpt_client *c, int64_t run, const tpt_tolerance *tol, const tpt_opts *o);
 
 /* tpt_verdict_info_free frees what tpt_verdict allocated in v.  NULL is a
  * no-op. */

@@ -142,8 +142,10 @@ finish:
 int tpt_exec_one(tpt_session *s, const char *tag, int64_t run, const tpt_exec_spec *spec,
                  tpt_exec_result *res)
 {
-    char err[TPT_ERR_LEN], shown[512], who[64] = "";
+    char err[TPT_ERR_LEN], shown[512], who[64] = "", stored[64] = "";
     bool failed = false;
+    long long t0 = tpt_now_ms();
+    double secs;
     if (spec->role != NULL && strcmp(spec->role, tag) != 0)
         snprintf(who, sizeof who, "%s: ", spec->role);
     tpt_argv_join(spec->argv, shown, sizeof shown);
@@ -153,9 +155,14 @@ int tpt_exec_one(tpt_session *s, const char *tag, int64_t run, const tpt_exec_sp
         failed = true;
         if (!res->launched) return -1;
     }
+    secs = (double)(tpt_now_ms() - t0) / 1000.0;
+    if (res->finished)
+        snprintf(stored, sizeof stored, ", %lld events stored", (long long)res->finish.events);
     if (res->exit.signal > 0)
-        tpt_progress(tag, "%skilled by signal %d", who, res->exit.signal);
+        tpt_progress(tag, "%skilled by signal %d after %.1f s%s", who, res->exit.signal, secs,
+                     stored);
     else
-        tpt_progress(tag, "%sexited with status %d", who, res->exit.status);
+        tpt_progress(tag, "%sexited with status %d after %.1f s%s", who, res->exit.status, secs,
+                     stored);
     return failed ? -1 : 0;
 }

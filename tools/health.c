@@ -68,7 +68,7 @@ static const tpt_cmdspec spec = {
     "less than --min-loss-decrease; or at a non-finite parameter at exit.  PASS (0)\n"
     "otherwise, ERROR (3) when the command fails, loses events or makes no\n"
     "optimizer step.",
-    TPT_O_NAME | TPT_O_JSON | TPT_O_CMD,
+    TPT_O_NAME | TPT_O_JSON | TPT_O_JUNIT | TPT_O_HTML | TPT_O_CMD,
     extra,
 };
 
@@ -209,7 +209,7 @@ int tpt_cmd_health(int argc, char **argv)
     tpt_progress("health", "run %lld", (long long)run);
     es.argv = o.cmd;
     if (tpt_exec_one(s, "health", run, &es, &res) != 0) goto done;
-    st = tpt_judge(tpt_session_client(s), run, NULL, o.json);
+    st = tpt_judge(tpt_session_client(s), run, NULL, &o);
 done:
     if (tpt_session_close(s, err) != TP_OK) tpt_error("%s", err);
     free(params);

@@ -13,8 +13,6 @@ typedef struct subcmd {
     const char *help;
 } subcmd;
 
-static int not_yet(int argc, char **argv);
-
 static const subcmd subcmds[] = {
     {"record", tpt_cmd_record, "run a command under the agent and store what it did"},
     {"resume", tpt_cmd_resume,
@@ -22,23 +20,9 @@ static const subcmd subcmds[] = {
     {"accum", tpt_cmd_accum, "gradient-accumulation parity: micro-batches match the full batch"},
     {"coverage", tpt_cmd_coverage, "sample coverage: each sample seen as the policy says"},
     {"health", tpt_cmd_health, "training health: loss, gradients, updates, mixed precision"},
-    {"compare", not_yet, "trajectory regression: a recorded run against a golden one"},
+    {"compare", tpt_cmd_compare, "golden-run regression: a command against a recorded run"},
 };
 #define NSUB (sizeof(subcmds) / sizeof(subcmds[0]))
-
-static int not_yet(int argc, char **argv)
-{
-    int i;
-    for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            printf("usage: %s %s [options] -- CMD...\n\n'%s' is not available yet.\n", TPT_PROG,
-                   argv[0], argv[0]);
-            return TPT_EXIT_PASS;
-        }
-    }
-    tpt_error("'%s' is not available yet", argv[0]);
-    return TPT_EXIT_USAGE;
-}
 
 static void usage(FILE *f)
 {

@@ -6,6 +6,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +16,6 @@
 #include "tools/ctl.h"
 #include "tools/errbuf.h"
 #include "tools/exec.h"
-#include "tools/json.h"
 #include "tools/opts.h"
 #include "tools/session.h"
 
@@ -33,40 +33,114 @@ static const tpt_cmdspec spec = {
     NULL,
 };
 
+#define REPORT_SCHEMA 1 /* schema_version of the reports trainparity-run writes */
+
+/* utf8_len is the length of the valid UTF-8 sequence that starts at p, 0
+ * when none does (RFC 3629: no overlong forms, surrogates or code points
+ * above U+10FFFF). */
+static size_t utf8_len(const unsigned char *p)
+{
+    unsigned char lo = 0x80, hi = 0xbf;
+    size_t n;
+    if (p[0] < 0x80) return 1;
+    if (p[0] >= 0xc2 && p[0] <= 0xdf)
+        n = 2;
+    else if (p[0] >= 0xe0 && p[0] <= 0xef)
+        n = 3;
+    else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+        n = 4;
+    else
+        return 0;
+    if (p[0] == 0xe0) lo = 0xa0;
+    if (p[0] == 0xed) hi = 0x9f;
+    if (p[0] == 0xf0) lo = 0x90;
+    if (p[0] == 0xf4) hi = 0x8f;
+    if (p[1] < lo || p[1] > hi) return 0;
+    for (size_t i = 2; i < n; i++)
+        if (p[i] < 0x80 || p[i] > 0xbf) return 0;
+    return n;
+}
+
+/* str_json is s as a JSON string, each byte that starts no valid UTF-8
+ * sequence replaced by U+FFFD (jansson takes UTF-8 only); null for NULL,
+ * NULL when out of memory. */
+static json_t *str_json(const char *s)
+{
+    json_t *v;
+    char *c, *w;
+    if (s == NULL) return json_null();
+    if ((v = json_string(s)) != NULL) return v;
+    if ((c = malloc(3 * strlen(s) + 1)) == NULL) return NULL;
+    for (w = c; *s != '\0';) {
+        size_t k = utf8_len((const unsigned char *)s);
+        if (k == 0) {
+            memcpy(w, "\xef\xbf\xbd", 3);
+            w += 3;
+            s++;
+        } else {
+            memcpy(w, s, k);
+            w += k;
+            s += k;
+        }
+    }
+    v = json_stringn(c, (size_t)(w - c));
+    free(c);
+    return v;
+}
+
+/* report_json is record's report of the run and its execution r; NULL when
+ * out of memory. */
+static json_t *report_json(const tpt_opts *o, int64_t run, const tpt_exec_result *r)
+{
+    json_t *j = json_object(), *cmd = json_array(), *exit_;
+    bool bad = cmd == NULL;
+    for (int i = 0; o->cmd != NULL && o->cmd[i] != NULL; i++)
+        bad |= json_array_append_new(cmd, str_json(o->cmd[i])) != 0;
+    if (r->launched && r->exit.signal > 0)
+        exit_ = json_pack("{s:n, s:i}", "status", "signal", r->exit.signal);
+    else if (r->launched)
+        exit_ = json_pack("{s:i, s:n}", "status", r->exit.status, "signal");
+    else
+        exit_ = json_null();
+    bad |= json_object_set_new(j, "schema_version", json_integer(REPORT_SCHEMA)) != 0;
+    bad |= json_object_set_new(j, "trainparity_version", str_json(TPT_VERSION)) != 0;
+    bad |= json_object_set_new(j, "check", json_string("record")) != 0;
+    bad |= json_object_set_new(j, "name", str_json(o->name)) != 0;
+    bad |= json_object_set_new(j, "run", json_integer(run)) != 0;
+    bad |= json_object_set_new(j, "exec", json_integer(r->exec)) != 0;
+    bad |= json_object_set_new(j, "command", cmd) != 0;
+    bad |= json_object_set_new(j, "capture", str_json(o->capture)) != 0;
+    bad |= json_object_set_new(j, "exit", exit_) != 0;
+    if (r->finished) {
+        bad |= json_object_set_new(j, "complete", json_boolean(r->finish.complete)) != 0;
+        bad |= json_object_set_new(j, "processes", json_integer(r->finish.processes)) != 0;
+        bad |= json_object_set_new(j, "events", json_integer(r->finish.events)) != 0;
+        bad |= json_object_set_new(j, "gaps", json_integer(r->finish.gaps)) != 0;
+        bad |= json_object_set_new(j, "dropped", json_integer(r->finish.dropped)) != 0;
+        bad |= json_object_set_new(j, "unstored", json_integer(r->finish.unstored)) != 0;
+        if (r->finish.unstored > 0)
+            bad |= json_object_set_new(j, "unstored_why", str_json(r->finish.unstored_why)) != 0;
+    }
+    bad |= json_object_set_new(j, "spool_files", json_integer(r->nspool)) != 0;
+    if (!bad) return j;
+    json_decref(j);
+    return NULL;
+}
+
 static int write_report(const char *path, const tpt_opts *o, int64_t run, const tpt_exec_result *r,
                         char *err)
 {
-    FILE *f = fopen(path, "w");
-    if (f == NULL) return tpt_seterr(err, TP_EIO, "cannot write %s: %s", path, strerror(errno));
-    fprintf(f, "{\n  \"schema_version\": %d,\n  \"trainparity_version\": ", TPT_REPORT_SCHEMA);
-    tpt_json_str(f, TPT_VERSION);
-    fputs(",\n  \"check\": \"record\",\n  \"name\": ", f);
-    tpt_json_str(f, o->name);
-    fprintf(f, ",\n  \"run\": %lld,\n  \"exec\": %lld,\n  \"command\": ", (long long)run,
-            (long long)r->exec);
-    tpt_json_argv(f, o->cmd);
-    fputs(",\n  \"capture\": ", f);
-    tpt_json_str(f, o->capture);
-    if (r->launched && r->exit.signal > 0)
-        fprintf(f, ",\n  \"exit\": {\"status\": null, \"signal\": %d}", r->exit.signal);
-    else if (r->launched)
-        fprintf(f, ",\n  \"exit\": {\"status\": %d, \"signal\": null}", r->exit.status);
-    else
-        fputs(",\n  \"exit\": null", f);
-    if (r->finished) {
-        fprintf(f,
-                ",\n  \"complete\": %s,\n  \"processes\": %lld,\n  \"events\": %lld,\n"
-                "  \"gaps\": %lld,\n  \"dropped\": %lld,\n  \"unstored\": %lld",
-                r->finish.complete ? "true" : "false", (long long)r->finish.processes,
-                (long long)r->finish.events, (long long)r->finish.gaps,
-                (long long)r->finish.dropped, (long long)r->finish.unstored);
-        if (r->finish.unstored > 0) {
-            fputs(",\n  \"unstored_why\": ", f);
-            tpt_json_str(f, r->finish.unstored_why);
-        }
+    json_t *j = report_json(o, run, r);
+    FILE *f;
+    int bad;
+    if (j == NULL) return tpt_seterr(err, TP_ENOMEM, "cannot write %s: out of memory", path);
+    if ((f = fopen(path, "w")) == NULL) {
+        json_decref(j);
+        return tpt_seterr(err, TP_EIO, "cannot write %s: %s", path, strerror(errno));
     }
-    fprintf(f, ",\n  \"spool_files\": %d\n}\n", r->nspool);
-    if (fclose(f) != 0)
+    bad = json_dumpf(j, f, JSON_PRESERVE_ORDER | JSON_INDENT(2)) != 0 || fputc('\n', f) == EOF;
+    json_decref(j);
+    if (fclose(f) != 0 || bad)
         return tpt_seterr(err, TP_EIO, "cannot write %s: %s", path, strerror(errno));
     return TP_OK;
 }

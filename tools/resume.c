@@ -50,7 +50,8 @@ static const tpt_cmdspec spec = {
     "process (R), and compares R with A from the step the checkpoint was saved.\n"
     "PASS (0), FAIL (1) with the first divergence and its likely cause, ABSTAIN\n"
     "(2) when A and B already differ, ERROR (3) when an execution fails.",
-    TPT_O_NAME | TPT_O_CAPTURE | TPT_O_JSON | TPT_O_RTOL | TPT_O_ATOL | TPT_O_SAMPLE_ID | TPT_O_CMD,
+    TPT_O_NAME | TPT_O_CAPTURE | TPT_O_JSON | TPT_O_JUNIT | TPT_O_HTML | TPT_O_RTOL | TPT_O_ATOL |
+        TPT_O_SAMPLE_ID | TPT_O_CMD,
     extra,
 };
 
@@ -296,7 +297,7 @@ int tpt_cmd_resume(int argc, char **argv)
     tol.declared = p.o.rtol_set || p.o.atol_set;
     tol.rtol = p.o.rtol;
     tol.atol = p.o.atol;
-    st = tpt_judge(tpt_session_client(s), run, &tol, p.o.json);
+    st = tpt_judge(tpt_session_client(s), run, &tol, &p.o);
 done:
     if (tpt_session_close(s, err) != TP_OK) tpt_error("%s", err);
     tpt_snapshot_free(&tool);

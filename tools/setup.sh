@@ -4,7 +4,9 @@
 # (apt-get) and a project venv with torch 2.13, NumPy, safetensors and the
 # pinned trainers the framework fixtures run (transformers, accelerate,
 # lightning; torch is in the same pip command, so none of them can pull
-# another torch).  Re-running it when everything is there takes well under a
+# another torch), jsonschema, which the tests check reports with
+# (docs/report-schema.json), pytest, and this repository's own Python package
+# (python/: trainparity and its pytest plugin), editable.  Re-running it when everything is there takes well under a
 # second.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,7 +14,8 @@ cd "$(dirname "$0")/.."
 say() { printf 'setup: %s\n' "$*" >&2; }
 
 debs=(pkg-config libnng-dev libmsgpack-dev check libsubunit-dev libxxhash-dev
-      libjansson-dev libsqlite3-dev python3-torch python3-numpy clang-format)
+      libjansson-dev libxml2-dev libxml2-utils libsqlite3-dev python3-torch python3-numpy clang-format
+      chromium)
 # make fuzz: Debian's clang and the runtime that holds libFuzzer
 # (libclang_rt.fuzzer), of clang's own version (bookworm: 14)
 clang_major=$(clang --version 2>/dev/null | sed -n 's/.*clang version \([0-9][0-9]*\).*/\1/p' ||
@@ -38,13 +41,17 @@ if [ ${#missing[@]} -gt 0 ]; then
     "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-want="torch==2.13.0 numpy safetensors transformers==5.24.0 accelerate==1.15.0 lightning==2.6.6"
+want="torch==2.13.0 numpy safetensors transformers==5.24.0 accelerate==1.15.0 lightning==2.6.6 jsonschema==4.26.0 pytest==9.2.0"
 stamp=.venv/.trainparity-ready
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     py=${TRAINPARITY_PYTHON:-python3}
     [ -x .venv/bin/python ] || { say "creating .venv with $($py --version 2>&1)"; "$py" -m venv .venv; }
     say "installing $want into .venv"
     .venv/bin/python -m pip install -q --disable-pip-version-check $want
-    .venv/bin/python -c 'import torch, numpy, transformers, accelerate, lightning'
+    .venv/bin/python -c 'import torch, numpy, transformers, accelerate, lightning, jsonschema, pytest'
     printf '%s' "$want" >"$stamp"
+fi
+if ! .venv/bin/python -c 'import trainparity.pytest_plugin' 2>/dev/null; then
+    say "installing the trainparity package (python/) into .venv"
+    .venv/bin/python -m pip install -q --disable-pip-version-check -e python
 fi

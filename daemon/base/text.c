@@ -180,6 +180,24 @@ int tpd_utf8_clean(const char *s, size_t n)
     return 1;
 }
 
+void tpd_str_fffd(tpd_str *b, const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0, run = 0;
+    while (i < n) {
+        unsigned cp = 0;
+        size_t len = utf8_len(p + i, n - i, &cp);
+        if (len > 0) {
+            i += len;
+            continue;
+        }
+        tpd_str_append(b, s + run, i - run);
+        tpd_str_append(b, "\xef\xbf\xbd", 3);
+        run = ++i;
+    }
+    tpd_str_append(b, s + run, n - run);
+}
+
 void tpd_str_utf8(tpd_str *b, const char *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";

@@ -41,6 +41,10 @@ int tpd_utf8_clean(const char *s, size_t n);
  * inside a JSON string too, so JSON text stays JSON. */
 void tpd_str_utf8(tpd_str *b, const char *s, size_t n);
 
+/* tpd_str_fffd appends s (n bytes) as valid UTF-8: each byte that starts no
+ * valid sequence becomes U+FFFD; control characters stay as they are. */
+void tpd_str_fffd(tpd_str *b, const char *s, size_t n);
+
 /* tpd_str_jsonz appends the NUL-terminated s as a JSON string; NULL appends
  * null. */
 void tpd_str_jsonz(tpd_str *b, const char *s);

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT
  * compare.c -- lockstep comparison of two timelines (see compare.h). */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "daemon/checks/compare.h"
+#include "daemon/obs/values.h"
 
 /* stats_prove_diff: with |a_i - b_i| <= atol + rtol |b_i| for every element,
  * the statistics obey the bounds below (Cauchy-Schwarz for the sum, the
@@ -43,6 +45,21 @@ static bool numeric(const tpd_val *v, double *d)
     return true;
 }
 
+/* values_within judges two tensors from their captured values: TPD_UNSURE
+ * when either was not captured (or cannot be read). */
+static tpd_eq values_within(const tpd_val *a, const tpd_val *b, const tpd_cmp_opts *o)
+{
+    double *x = NULL, *y = NULL;
+    size_t nx = 0, ny = 0;
+    tpd_eq eq = TPD_UNSURE;
+    if (o->values != NULL && tpd_values_read(o->values, a, &x, &nx) == TP_OK &&
+        tpd_values_read(o->values, b, &y, &ny) == TP_OK && nx == ny)
+        eq = tpd_values_within(x, y, nx, o->rtol, o->atol, NULL) ? TPD_SAME : TPD_DIFF;
+    free(x);
+    free(y);
+    return eq;
+}
+
 tpd_eq tpd_val_eq(const tpd_val *a, const tpd_val *b, const tpd_cmp_opts *o)
 {
     if (a->kind != b->kind) return TPD_DIFF;
@@ -53,7 +70,8 @@ tpd_eq tpd_val_eq(const tpd_val *a, const tpd_val *b, const tpd_cmp_opts *o)
             return TPD_DIFF;
         if (memcmp(a->digest, b->digest, TP_DIGEST_LEN) == 0) return TPD_SAME;
         if (!o->tolerance) return TPD_DIFF;
-        return stats_prove_diff(a, b, o) ? TPD_DIFF : TPD_UNSURE;
+        if (stats_prove_diff(a, b, o)) return TPD_DIFF;
+        return values_within(a, b, o);
     case 'd':
     case 'i':
         return a->n == b->n && memcmp(a->digest, b->digest, TP_DIGEST_LEN) == 0 ? TPD_SAME

@@ -19,11 +19,18 @@
 typedef struct tpd_cmp_opts {
     bool tolerance; /* false: exact */
     double rtol, atol;
+    /* the run whose blob store holds the captured values of the tensors
+     * compared (--capture values), or NULL: with a tolerance, a tensor whose
+     * digest differs and whose statistics prove nothing is then judged
+     * element by element instead of unsure */
+    const tpd_run *values;
 } tpd_cmp_opts;
 
 typedef enum tpd_eq { TPD_SAME, TPD_DIFF, TPD_UNSURE } tpd_eq;
 
-/* tpd_val_eq compares two values under o. */
+/* tpd_val_eq compares two values under o: exact digests, or within o's
+ * tolerance of b (the values when both were captured and o->values says
+ * where, otherwise what the statistics prove). */
 tpd_eq tpd_val_eq(const tpd_val *a, const tpd_val *b, const tpd_cmp_opts *o);
 
 typedef struct tpd_div {

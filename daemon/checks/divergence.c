@@ -128,42 +128,6 @@ void tpd_divergences_free(tpd_divergences *d)
     memset(d, 0, sizeof *d);
 }
 
-static void json_num(tpd_str *j, double x)
-{
-    if (isfinite(x))
-        tpd_str_printf(j, "%.17g", x);
-    else
-        tpd_str_puts(j, "null");
-}
-
-void tpd_divergences_json(tpd_str *j, const tpd_divergences *d, const char *la, const char *lb)
-{
-    tpd_str_puts(j, "[");
-    for (size_t i = 0; i < d->n; i++) {
-        const tpd_divergence *v = &d->v[i];
-        tpd_str_puts(j, i ? ",{\"path\":" : "{\"path\":");
-        tpd_str_jsonz(j, v->path);
-        tpd_str_puts(j, ",\"group\":");
-        tpd_str_jsonz(j, tpd_group_name(v->group));
-        tpd_str_printf(j, ",\"unsure\":%s,", v->unsure ? "true" : "false");
-        tpd_str_jsonz(j, la);
-        tpd_str_puts(j, ":");
-        tpd_render_val_json(j, v->a);
-        tpd_str_puts(j, ",");
-        tpd_str_jsonz(j, lb);
-        tpd_str_puts(j, ":");
-        tpd_render_val_json(j, v->b);
-        if (v->has_errors) {
-            tpd_str_puts(j, ",\"max_abs_error\":");
-            json_num(j, v->max_abs);
-            tpd_str_puts(j, ",\"max_rel_error\":");
-            json_num(j, v->max_rel);
-        }
-        tpd_str_puts(j, "}");
-    }
-    tpd_str_puts(j, "]");
-}
-
 void tpd_divergence_errors_text(tpd_str *t, const tpd_divergence *v)
 {
     if (v->has_errors)
@@ -178,4 +142,23 @@ void tpd_divergences_others_text(tpd_str *t, const tpd_divergences *d, size_t ma
     for (size_t i = 1; i < d->n && i <= max; i++)
         tpd_str_printf(t, "%s %s", i > 1 ? "," : "", d->v[i].path);
     tpd_str_puts(t, d->n - 1 > max ? ", ...\n" : "\n");
+}
+
+json_t *tpd_json_divergences(const tpd_divergences *d, const char *la, const char *lb)
+{
+    json_t *a = json_array();
+    bool bad = a == NULL;
+    for (size_t i = 0; i < d->n; i++) {
+        const tpd_divergence *v = &d->v[i];
+        json_t *o = json_pack("{s:o, s:s, s:b}", "path", tpd_json_str(v->path), "group",
+                              tpd_group_name(v->group), "unsure", v->unsure);
+        bad |= !tpd_jset(o, la, tpd_json_val(v->a));
+        bad |= !tpd_jset(o, lb, tpd_json_val(v->b));
+        if (v->has_errors) {
+            bad |= !tpd_jset(o, "max_abs_error", tpd_json_num(v->max_abs));
+            bad |= !tpd_jset(o, "max_rel_error", tpd_json_num(v->max_rel));
+        }
+        bad |= !tpd_jpush(a, o);
+    }
+    return tpd_jdone(a, bad);
 }

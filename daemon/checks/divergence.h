@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "daemon/base/json.h"
 #include "daemon/base/text.h"
 #include "daemon/checks/compare.h"
 #include "daemon/obs/obs.h"
@@ -50,10 +51,11 @@ tp_err tpd_divergences_at(tpd_divergences *out, const tpd_run *r, const tpd_div 
 /* tpd_divergences_free releases d's array and empties it.  NULL is a no-op. */
 void tpd_divergences_free(tpd_divergences *d);
 
-/* tpd_divergences_json appends d as a JSON array of objects {"path",
- * "group", "unsure", la: value, lb: value} with "max_abs_error" and
- * "max_rel_error" when computed (null when infinite). */
-void tpd_divergences_json(tpd_str *j, const tpd_divergences *d, const char *la, const char *lb);
+/* tpd_json_divergences is d as a jansson array (NULL when an allocation
+ * failed) of objects {"path", "group", "unsure", la: value, lb: value}
+ * (render.h's tpd_json_val), with "max_abs_error" and "max_rel_error" when
+ * computed (null when infinite). */
+json_t *tpd_json_divergences(const tpd_divergences *d, const char *la, const char *lb);
 
 /* tpd_divergence_errors_text appends "max |error| X, max relative Y" for
  * one divergence whose errors were computed, nothing otherwise. */

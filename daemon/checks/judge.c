@@ -8,6 +8,7 @@
 
 #include "daemon/checks/accum/verdict.h"
 #include "daemon/checks/coverage/verdict.h"
+#include "daemon/checks/golden/verdict.h"
 #include "daemon/checks/health/verdict.h"
 #include "daemon/checks/judge.h"
 #include "daemon/checks/resume/verdict.h"
@@ -16,19 +17,30 @@
 
 typedef tp_err (*engine_fn)(const tpd_run *r, const tpd_cmp_opts *o, tpd_result *out);
 typedef tp_err (*evidence_fn)(const tpd_run *r, char **out, char *why, size_t whylen);
+/* A check that judges its run against another stored run (compare: a
+ * golden run) names that run from its own (against_fn: its id, -1 for
+ * none); judge loads it beside the run for pair_fn, or passes NULL and the
+ * reason it could not. */
+typedef int64_t (*against_fn)(const tpd_run *r);
+typedef tp_err (*pair_fn)(const tpd_run *r, const tpd_run *ref, const char *refwhy,
+                          const tpd_cmp_opts *o, tpd_result *out);
 
 /* A check: its name (the run's check, trainparity-run's subcommand), its
- * verdict engine, and its evidence file (control command
+ * verdict engine (fn; or against and pair, for a check that judges its run
+ * against another), and its evidence file (control command
  * "<check>.evidence") or NULL. */
 static const struct engine {
     const char *check;
     engine_fn fn;
     evidence_fn evidence;
+    against_fn against;
+    pair_fn pair;
 } engines[] = {
-    {"resume", tpd_verdict_resume, NULL},
-    {"accum", tpd_verdict_accum, NULL},
-    {"coverage", tpd_verdict_coverage, tpd_coverage_evidence},
-    {"health", tpd_verdict_health, NULL},
+    {"resume", tpd_verdict_resume, NULL, NULL, NULL},
+    {"accum", tpd_verdict_accum, NULL, NULL, NULL},
+    {"coverage", tpd_verdict_coverage, tpd_coverage_evidence, NULL, NULL},
+    {"health", tpd_verdict_health, NULL, NULL, NULL},
+    {"compare", NULL, NULL, tpd_golden_against, tpd_verdict_compare},
 };
 
 static const struct engine *find(const char *check)
@@ -38,12 +50,39 @@ static const struct engine *find(const char *check)
     return NULL;
 }
 
+/* pair loads the run r is judged against (e->against) and runs e->pair;
+ * a run that cannot be loaded is the engine's to report (an ERROR verdict),
+ * except for want of memory. */
+static tp_err pair(tpd_store *s, const struct engine *e, const tpd_run *r, const tpd_cmp_opts *o,
+                   tpd_result *out)
+{
+    char why[512] = "";
+    int64_t id = e->against(r);
+    tpd_run *ref = NULL;
+    tp_err err = TP_OK;
+    if (id >= 0 && (err = tpd_obs_load(tpd_store_db(s), id, &ref, why, sizeof why)) == TP_OK)
+        err = tpd_values_locate(ref, tpd_store_path(s));
+    if (err == TP_ENOMEM) {
+        tpd_obs_free(ref);
+        return err;
+    }
+    if (err != TP_OK) {
+        if (!why[0]) snprintf(why, sizeof why, "%s", tp_strerror(err));
+        tpd_obs_free(ref);
+        ref = NULL;
+    }
+    err = e->pair(r, ref, why, o, out);
+    tpd_obs_free(ref);
+    return err;
+}
+
 tp_err tpd_judge(tpd_store *s, int64_t run, const tpd_cmp_opts *o, tpd_result *out, char *why,
                  size_t whylen)
 {
     tpd_run *r = NULL;
     tpd_result res;
     tpd_verdict v;
+    tpd_cmp_opts with;
     const struct engine *e;
     tp_err err = tpd_obs_load(tpd_store_db(s), run, &r, why, whylen);
     if (err != TP_OK) return err;
@@ -59,7 +98,11 @@ tp_err tpd_judge(tpd_store *s, int64_t run, const tpd_cmp_opts *o, tpd_result *o
         tpd_obs_free(r);
         return TP_EINVAL;
     }
-    err = e->fn(r, o, &res);
+    /* a tolerance judges tensors from their captured values, in r's blob
+     * store (a golden run is in the same database, so the same store) */
+    with = *o;
+    with.values = r;
+    err = e->pair ? pair(s, e, r, &with, &res) : e->fn(r, &with, &res);
     if (err != TP_OK) {
         snprintf(why, whylen, "%s", tp_strerror(err));
         tpd_obs_free(r);

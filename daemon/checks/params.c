@@ -3,6 +3,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "daemon/checks/params.h"
 
@@ -18,9 +19,11 @@ tp_err tpd_params_parse(tpd_params *p, const char *json, char *why, size_t whyle
         return TP_EINVAL;
     }
     /* any value, so that a number or a string is told apart from bad text */
+    memset(&e, 0, sizeof e);
     root = json_loads(json, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &e);
     if (root == NULL) {
-        if (json_error_code(&e) == json_error_out_of_memory) {
+        /* an allocation that fails before parsing starts leaves e as it was */
+        if (json_error_code(&e) == json_error_out_of_memory || e.text[0] == '\0') {
             snprintf(why, whylen, "out of memory");
             return TP_ENOMEM;
         }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT
- * render.c -- values for humans and for JSON readers. */
+ * render.c -- values for humans (text) and for JSON readers (jansson). */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "daemon/checks/render.h"
 
@@ -16,14 +17,6 @@ static void shape(tpd_str *b, const tpd_val *v)
     for (uint32_t i = 0; i < v->ndim; i++)
         tpd_str_printf(b, "%s%lld", i ? "," : "", (long long)v->shape[i]);
     tpd_str_puts(b, "]");
-}
-
-static void json_num(tpd_str *b, double x)
-{
-    if (isfinite(x))
-        tpd_str_printf(b, "%.17g", x);
-    else
-        tpd_str_puts(b, "null");
 }
 
 void tpd_render_val(tpd_str *b, const tpd_val *v)
@@ -78,64 +71,6 @@ void tpd_render_val(tpd_str *b, const tpd_val *v)
     }
 }
 
-void tpd_render_val_json(tpd_str *b, const tpd_val *v)
-{
-    if (v == NULL) {
-        tpd_str_puts(b, "null");
-        return;
-    }
-    switch (v->kind) {
-    case 't':
-        tpd_str_puts(b, "{\"kind\":\"tensor\",\"dtype\":");
-        tpd_str_jsonz(b, v->dtype);
-        tpd_str_puts(b, ",\"shape\":");
-        shape(b, v);
-        tpd_str_puts(b, ",\"digest\":\"");
-        tpd_render_hex(b, v->digest, 16);
-        tpd_str_puts(b, "\",\"sum\":");
-        json_num(b, v->stats.sum);
-        tpd_str_puts(b, ",\"l2\":");
-        json_num(b, v->stats.l2);
-        tpd_str_puts(b, ",\"maxabs\":");
-        json_num(b, v->stats.maxabs);
-        tpd_str_printf(b, ",\"nonfinite\":%llu}", (unsigned long long)v->stats.nonfinite);
-        break;
-    case 'd':
-        tpd_str_puts(b, "{\"kind\":\"digest\",\"digest\":\"");
-        tpd_render_hex(b, v->digest, 16);
-        tpd_str_printf(b, "\",\"items\":%llu}", (unsigned long long)v->n);
-        break;
-    case 'i':
-        tpd_str_puts(b, "{\"kind\":\"ids\",\"digest\":\"");
-        tpd_render_hex(b, v->digest, 16);
-        tpd_str_printf(b, "\",\"count\":%llu,\"first\":[", (unsigned long long)v->n);
-        for (uint64_t i = 0; i < v->n && i < 8; i++)
-            tpd_str_printf(b, "%s%lld", i ? "," : "", (long long)v->ids[i]);
-        tpd_str_puts(b, "]}");
-        break;
-    default:
-        tpd_str_puts(b, "{\"kind\":\"value\",\"value\":");
-        switch (v->vtype) {
-        case TP_V_NIL:
-            tpd_str_puts(b, "null");
-            break;
-        case TP_V_BOOL:
-            tpd_str_puts(b, v->b ? "true" : "false");
-            break;
-        case TP_V_INT:
-            tpd_str_printf(b, "%lld", (long long)v->i);
-            break;
-        case TP_V_FLOAT:
-            json_num(b, v->f);
-            break;
-        case TP_V_STR:
-            tpd_str_jsonz(b, v->s);
-            break;
-        }
-        tpd_str_puts(b, "}");
-    }
-}
-
 void tpd_render_comparison(tpd_str *b, const tpd_cmp_opts *o)
 {
     if (o->tolerance)
@@ -144,88 +79,147 @@ void tpd_render_comparison(tpd_str *b, const tpd_cmp_opts *o)
         tpd_str_puts(b, "exact (equal digests)");
 }
 
-void tpd_render_comparison_json(tpd_str *b, const tpd_cmp_opts *o)
-{
-    if (o->tolerance)
-        tpd_str_printf(b, "{\"mode\":\"tolerance\",\"rtol\":%.17g,\"atol\":%.17g}", o->rtol,
-                       o->atol);
-    else
-        tpd_str_puts(b, "{\"mode\":\"exact\"}");
-}
-
-/* secs appends ns as seconds, or null when it is not a duration. */
-static void secs(tpd_str *b, int64_t ns)
-{
-    if (ns < 0)
-        tpd_str_puts(b, "null");
-    else
-        tpd_str_printf(b, "%.6f", (double)ns / 1e9);
-}
-
 static int64_t exec_wall_ns(const tpd_exec *e)
 {
     return e->finished ? e->finished_ns - e->created_ns : -1;
 }
 
-void tpd_render_exec_cost_json(tpd_str *j, const tpd_exec *e)
+/* ---- as jansson values ---- */
+
+static json_t *shape_json(const tpd_val *v)
 {
-    int64_t total = 0;
-    tpd_str_puts(j, ",\"wall_s\":");
-    secs(j, exec_wall_ns(e));
-    tpd_str_puts(j, ",\"processes\":[");
-    for (size_t i = 0; i < e->nprocs; i++) {
-        const tpd_proc *p = &e->procs[i];
-        tpd_str_printf(j, "%s{\"pid\":%lld,\"rank\":", i ? "," : "", (long long)p->pid);
-        if (p->rank >= 0)
-            tpd_str_printf(j, "%lld", (long long)p->rank);
-        else
-            tpd_str_puts(j, "null");
-        tpd_str_printf(j, ",\"events\":%lld}", (long long)p->nevents);
-        total += p->nevents;
-    }
-    tpd_str_printf(j, "],\"events\":%lld", (long long)total);
+    json_t *a = json_array();
+    bool bad = a == NULL;
+    for (uint32_t i = 0; i < v->ndim; i++) bad |= !tpd_jpush(a, tpd_json_int(v->shape[i]));
+    return tpd_jdone(a, bad);
 }
 
-void tpd_render_wall_json(tpd_str *j, const tpd_run *r)
+static json_t *scalar_json(const tpd_val *v)
+{
+    switch (v->vtype) {
+    case TP_V_BOOL:
+        return tpd_json_bool(v->b);
+    case TP_V_INT:
+        return tpd_json_int(v->i);
+    case TP_V_FLOAT:
+        return tpd_json_num(v->f);
+    case TP_V_STR:
+        return tpd_json_str(v->s);
+    default:
+        return json_null();
+    }
+}
+
+json_t *tpd_json_val(const tpd_val *v)
+{
+    json_t *o;
+    bool bad;
+    if (v == NULL) return json_null();
+    bad = (o = json_object()) == NULL;
+    switch (v->kind) {
+    case 't':
+        bad |= !tpd_jset(o, "kind", json_string("tensor"));
+        bad |= !tpd_jset(o, "dtype", tpd_json_str(v->dtype));
+        bad |= !tpd_jset(o, "shape", shape_json(v));
+        bad |= !tpd_jset(o, "digest", tpd_json_hex(v->digest, 16));
+        bad |= !tpd_jset(o, "sum", tpd_json_num(v->stats.sum));
+        bad |= !tpd_jset(o, "l2", tpd_json_num(v->stats.l2));
+        bad |= !tpd_jset(o, "maxabs", tpd_json_num(v->stats.maxabs));
+        bad |= !tpd_jset(o, "nonfinite", tpd_json_int((int64_t)v->stats.nonfinite));
+        break;
+    case 'd':
+        bad |= !tpd_jset(o, "kind", json_string("digest"));
+        bad |= !tpd_jset(o, "digest", tpd_json_hex(v->digest, 16));
+        bad |= !tpd_jset(o, "items", tpd_json_int((int64_t)v->n));
+        break;
+    case 'i': {
+        json_t *first = json_array();
+        bad |= first == NULL;
+        for (uint64_t i = 0; i < v->n && i < 8; i++)
+            bad |= !tpd_jpush(first, tpd_json_int(v->ids[i]));
+        bad |= !tpd_jset(o, "kind", json_string("ids"));
+        bad |= !tpd_jset(o, "digest", tpd_json_hex(v->digest, 16));
+        bad |= !tpd_jset(o, "count", tpd_json_int((int64_t)v->n));
+        bad |= !tpd_jset(o, "first", first);
+        break;
+    }
+    default:
+        bad |= !tpd_jset(o, "kind", json_string("value"));
+        bad |= !tpd_jset(o, "value", scalar_json(v));
+    }
+    return tpd_jdone(o, bad);
+}
+
+json_t *tpd_json_comparison(const tpd_cmp_opts *o)
+{
+    if (!o->tolerance) return json_pack("{s:s}", "mode", "exact");
+    return json_pack("{s:s, s:o, s:o}", "mode", "tolerance", "rtol", tpd_json_num(o->rtol), "atol",
+                     tpd_json_num(o->atol));
+}
+
+/* secs_json is ns as seconds, or null when it is not a duration. */
+static json_t *secs_json(int64_t ns)
+{
+    return ns < 0 ? json_null() : json_real((double)ns / 1e9);
+}
+
+bool tpd_json_exec_cost(json_t *o, const tpd_exec *e)
+{
+    int64_t total = 0;
+    json_t *procs = json_array();
+    bool bad = procs == NULL;
+    for (size_t i = 0; i < e->nprocs; i++) {
+        const tpd_proc *p = &e->procs[i];
+        bad |= !tpd_jpush(procs, json_pack("{s:I, s:o, s:I}", "pid", (json_int_t)p->pid, "rank",
+                                           p->rank >= 0 ? tpd_json_int(p->rank) : json_null(),
+                                           "events", (json_int_t)p->nevents));
+        total += p->nevents;
+    }
+    bad |= !tpd_jset(o, "wall_s", secs_json(exec_wall_ns(e)));
+    bad |= !tpd_jset(o, "processes", procs);
+    bad |= !tpd_jset(o, "events", tpd_json_int(total));
+    return !bad;
+}
+
+json_t *tpd_json_wall(const tpd_run *r)
 {
     int64_t check, execs = 0;
-    if (r == NULL || r->judged_ns == 0) {
-        tpd_str_puts(j, "null");
-        return;
-    }
+    if (r == NULL || r->judged_ns == 0) return json_null();
     /* every execution, also one the report leaves out, ran inside the check */
     for (size_t i = 0; i < r->nexecs; i++)
         if (r->execs[i].finished) execs += exec_wall_ns(&r->execs[i]);
     check = r->judged_ns - r->created_ns;
-    tpd_str_puts(j, "{\"check_s\":");
-    secs(j, check);
-    tpd_str_puts(j, ",\"executions_s\":");
-    secs(j, execs);
-    tpd_str_puts(j, ",\"ratio\":");
-    if (check >= 0 && execs > 0)
-        tpd_str_printf(j, "%.4f", (double)check / (double)execs);
-    else
-        tpd_str_puts(j, "null");
-    tpd_str_puts(j, "}");
+    return json_pack(
+        "{s:o, s:o, s:o}", "check_s", secs_json(check), "executions_s", secs_json(execs), "ratio",
+        check >= 0 && execs > 0 ? json_real((double)check / (double)execs) : json_null());
 }
 
-void tpd_render_execs_json(tpd_str *j, const tpd_exec *const *ex, const tpd_proc *const *px,
-                           size_t n)
+json_t *tpd_json_argv(const char *s)
 {
-    bool first = true;
-    tpd_str_puts(j, "[");
+    json_error_t err;
+    json_t *v;
+    if (s == NULL) return json_null();
+    memset(&err, 0, sizeof err);
+    if ((v = json_loads(s, JSON_DECODE_ANY, &err)) != NULL) return v;
+    /* an allocation that fails before parsing starts leaves err as it was */
+    if (json_error_code(&err) == json_error_out_of_memory || err.text[0] == '\0') return NULL;
+    return json_null();
+}
+
+json_t *tpd_json_execs(const tpd_exec *const *ex, const tpd_proc *const *px, size_t n)
+{
+    json_t *a = json_array();
+    bool bad = a == NULL;
     for (size_t i = 0; i < n; i++) {
+        json_t *o;
         if (ex[i] == NULL) continue;
-        tpd_str_printf(j, "%s{\"role\":", first ? "" : ",");
-        tpd_str_jsonz(j, ex[i]->role);
-        tpd_str_printf(j, ",\"execution\":%lld,\"argv\":%s", (long long)ex[i]->id,
-                       ex[i]->argv_json ? ex[i]->argv_json : "null");
-        if (ex[i]->has_status) tpd_str_printf(j, ",\"exit_status\":%lld", (long long)ex[i]->status);
-        if (ex[i]->has_signal) tpd_str_printf(j, ",\"exit_signal\":%lld", (long long)ex[i]->signal);
-        if (px[i]) tpd_str_printf(j, ",\"steps\":%lld", (long long)px[i]->steps);
-        tpd_render_exec_cost_json(j, ex[i]);
-        tpd_str_puts(j, "}");
-        first = false;
+        o = json_pack("{s:o, s:I, s:o}", "role", tpd_json_str(ex[i]->role), "execution",
+                      (json_int_t)ex[i]->id, "argv", tpd_json_argv(ex[i]->argv_json));
+        if (ex[i]->has_status) bad |= !tpd_jset(o, "exit_status", tpd_json_int(ex[i]->status));
+        if (ex[i]->has_signal) bad |= !tpd_jset(o, "exit_signal", tpd_json_int(ex[i]->signal));
+        if (px[i]) bad |= !tpd_jset(o, "steps", tpd_json_int(px[i]->steps));
+        bad |= o == NULL || !tpd_json_exec_cost(o, ex[i]);
+        bad |= !tpd_jpush(a, o);
     }
-    tpd_str_puts(j, "]");
+    return tpd_jdone(a, bad);
 }

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "daemon/base/json.h"
 #include "daemon/base/text.h"
 
 typedef enum tpd_outcome { TPD_PASS = 0, TPD_FAIL, TPD_ABSTAIN, TPD_ERROR } tpd_outcome;
@@ -24,14 +25,25 @@ typedef struct tpd_result {
     char *json;     /* JSON report, malloc'ed */
 } tpd_result;
 
+/* TPD_REPORT_SCHEMA is the schema_version of the JSON reports
+ * (docs/report-schema.md). */
+#define TPD_REPORT_SCHEMA 1
+
+/* tpd_report_new starts a check's JSON report: {"schema_version",
+ * "trainparity_version", "check", "run", "outcome"}, in that order; NULL
+ * when an allocation failed. */
+json_t *tpd_report_new(const char *check, int64_t run, tpd_outcome oc);
+
 /* tpd_result_clear frees text and json and zeroes r.  NULL is a no-op. */
 void tpd_result_clear(tpd_result *r);
 
 /* The explanation of a verdict ("why"), built line by line: text lines
- * "  - LINE" and JSON objects {"kind": KIND, "text": LINE}, comma-separated
- * (the caller writes the brackets).  Zero-initialised is empty. */
+ * "  - LINE" and JSON objects {"kind": KIND, "text": LINE}.  Zero-initialised
+ * is empty. */
 typedef struct tpd_why {
-    tpd_str text, json;
+    tpd_str text;
+    json_t *items; /* the JSON objects; NULL while empty */
+    bool oom;      /* an allocation failed: items is incomplete */
     int n;
 } tpd_why;
 
@@ -40,6 +52,10 @@ void tpd_why_vadd(tpd_why *w, const char *kind, const char *fmt, va_list ap);
 /* tpd_why_add appends one line, formatted from fmt. */
 void tpd_why_add(tpd_why *w, const char *kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* tpd_why_json is a new reference to w's explanation as a JSON array
+ * (empty when w is); NULL when an allocation failed, now or while it was
+ * built. */
+json_t *tpd_why_json(const tpd_why *w);
 /* tpd_why_free frees w's text and JSON and empties it. */
 void tpd_why_free(tpd_why *w);
 

@@ -315,6 +315,52 @@ out:
     return err;
 }
 
+/* cmd_run_find names a stored run: the run "run" (an id), or the latest run
+ * called "name" whose check is "check" (optional: any check).  Replies
+ * found; when found, the run's id, check and name (nil when it has none).
+ * A check that judges its run against another (compare, against a golden
+ * run) resolves what the user named before it runs anything. */
+static tp_err cmd_run_find(tpd_control *c, const tpd_req *q, tpd_reply *r)
+{
+    static const char by_id[] = "SELECT id, check_kind, name FROM runs WHERE id = ?1";
+    static const char by_name[] = "SELECT id, check_kind, name FROM runs WHERE name = ?1 AND "
+                                  "(?2 IS NULL OR check_kind = ?2) ORDER BY id DESC LIMIT 1";
+    char *name = NULL, *check = NULL;
+    sqlite3_stmt *st = NULL;
+    int64_t run = 0;
+    bool has_run;
+    tp_err err;
+    int rc;
+    if ((err = opt_int(q, r, "run", &run, &has_run)) != TP_OK) return err;
+    if ((err = opt_str(q, r, "name", &name)) != TP_OK) goto out;
+    if ((err = opt_str(q, r, "check", &check)) != TP_OK) goto out;
+    if (has_run == (name != NULL)) {
+        err = tpd_reply_fail(r, TP_EINVAL, "give one of 'run' and 'name'");
+        goto out;
+    }
+    rc = sqlite3_prepare_v2(tpd_store_db(c->store), has_run ? by_id : by_name, -1, &st, NULL);
+    if (rc == SQLITE_OK && has_run) rc = sqlite3_bind_int64(st, 1, run);
+    if (rc == SQLITE_OK && !has_run) rc = sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK && !has_run && check)
+        rc = sqlite3_bind_text(st, 2, check, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK) rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        tpd_reply_bool(r, "found", true);
+        tpd_reply_int(r, "run", sqlite3_column_int64(st, 0));
+        tpd_reply_cstr(r, "check", (const char *)sqlite3_column_text(st, 1));
+        tpd_reply_cstr(r, "name", (const char *)sqlite3_column_text(st, 2));
+    } else if (rc == SQLITE_DONE) {
+        tpd_reply_bool(r, "found", false);
+    } else {
+        err = store_fail(c, r, tpd_sqlite_err(rc));
+    }
+out:
+    sqlite3_finalize(st);
+    free(name);
+    free(check);
+    return err;
+}
+
 /* cmd_exec_create makes an execution and its key (store/store.h), which only
  * this reply carries: trainparity-run hands it to the agent. */
 static tp_err cmd_exec_create(tpd_control *c, const tpd_req *q, tpd_reply *r)
@@ -472,11 +518,15 @@ static tp_err cmd_ingest(tpd_control *c, const tpd_req *q, tpd_reply *r)
     return TP_OK;
 }
 
+/* cmd_query answers a view of the database (store/query.h) as "text":
+ * what, id (not for "runs"), and json (optional, false): the view's JSON
+ * form instead of its text. */
 static tp_err cmd_query(tpd_control *c, const tpd_req *q, tpd_reply *r)
 {
     char *what = NULL, why[512];
     int64_t id = 0;
     bool has_id;
+    tpd_query_opts opts = {0};
     tpd_str out;
     tp_err err;
     if ((err = need_str(q, r, "what", &what)) != TP_OK) return err;
@@ -485,8 +535,13 @@ static tp_err cmd_query(tpd_control *c, const tpd_req *q, tpd_reply *r)
         err = tpd_reply_fail(r, TP_EINVAL, "missing argument 'id'");
         goto out;
     }
+    err = tpd_req_bool(q, "json", &opts.json);
+    if (err != TP_OK && err != TP_ENOENT) {
+        err = tpd_reply_fail(r, TP_EINVAL, "argument 'json' is not a boolean");
+        goto out;
+    }
     tpd_str_init(&out);
-    err = tpd_query(c->store, what, id, &out, why, sizeof why);
+    err = tpd_query_with(c->store, what, id, &opts, &out, why, sizeof why);
     if (err == TP_OK && out.oom) {
         snprintf(why, sizeof why, "out of memory");
         err = TP_ENOMEM;
@@ -521,7 +576,7 @@ static tp_err opt_f64(const tpd_req *q, tpd_reply *r, const char *k, double *v, 
 static tp_err cmd_verdict(tpd_control *c, const tpd_req *q, tpd_reply *r)
 {
     int64_t run;
-    tpd_cmp_opts o = {false, 0, 0};
+    tpd_cmp_opts o = {false, 0, 0, NULL};
     bool has_r, has_a;
     tpd_result res;
     char why[512];
@@ -613,6 +668,7 @@ static const struct command {
 } commands[] = {
     {"ping", cmd_ping},
     {"run.create", cmd_run_create},
+    {"run.find", cmd_run_find},
     {"exec.create", cmd_exec_create},
     {"exec.finish", cmd_exec_finish},
     {"seen", cmd_seen},

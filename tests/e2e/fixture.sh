@@ -14,7 +14,9 @@ venv) py=${TP_PYTHON:?} ;;
 system) py=${TP_SYSTEM_PYTHON:?} ;;
 *) fail "unknown python '$which'" ;;
 esac
-TP_NAME="$check.$(basename "$fixture" .py).$which"
+# (a fixture in several rows: the later rows' tests carry their outcome,
+# TP_FIXTURE_SUFFIX, as in tests/e2e/CMakeLists.txt)
+TP_NAME="$check.$(basename "$fixture" .py)${TP_FIXTURE_SUFFIX:-}.$which"
 
 skip() {
     printf 'SKIP %s: %s\n' "$TP_NAME" "$*"
@@ -69,13 +71,27 @@ for i in "${!opts[@]}"; do
     break
 done
 want_status=$(case $outcome in PASS) echo 0 ;; FAIL) echo 1 ;; ABSTAIN) echo 2 ;; ERROR) echo 3 ;; esac)
-"$TP_RUN" "$check" "${opts[@]}" --json report.json -- "${cmd[@]}" >out 2>err
+"$TP_RUN" "$check" "${opts[@]}" --json report.json --junit report.xml -- "${cmd[@]}" >out 2>err
 got=$?
 [ "$got" = "$want_status" ] || fail "exit status $got, want $want_status ($outcome); report: $(grep -v '^\(step\|epoch\|iter\) ' out | head -40); stderr: $(tail -20 err)"
 [ -s report.json ] || fail "no JSON report"
 # TP_REPORT_DIR keeps every report, for comparing two builds over the whole
 # table (tests/e2e/compare_reports.py).
 [ -z "${TP_REPORT_DIR:-}" ] || cp report.json "$TP_REPORT_DIR/$TP_NAME.json"
+# Every report follows the documented schema (docs/report-schema.json),
+# whichever interpreter ran the training.
+"$TP_PYTHON" "$root/tests/e2e/report_schema.py" report.json >schema.out 2>&1 ||
+    fail "the report does not follow docs/report-schema.json: $(head -20 schema.out)"
+# and the JUnit report the common JUnit schema, its case saying the outcome
+# (tests/e2e/junit.sh checks what it says)
+xmllint --noout --schema "$root/tests/e2e/junit.xsd" report.xml >xsd.out 2>&1 ||
+    fail "the JUnit report does not follow tests/e2e/junit.xsd: $(head -20 xsd.out)"
+case $outcome in
+PASS) grep -q '<system-out>' report.xml && ! grep -q '<failure\|<error\|<skipped' report.xml ;;
+FAIL) grep -q '<failure message="first divergence: ' report.xml ;;
+ABSTAIN) grep -q '<skipped message="[^"]' report.xml ;;
+ERROR) grep -q '<error message="[^"]' report.xml ;;
+esac || fail "the JUnit report does not say $outcome: $(head -30 report.xml)"
 "$py" - "$outcome" "$want_path" "$check" "$fixture" "$root/fixtures/why.tsv" <<'PY' || fail "report: $(cat report.json)"
 import json, sys
 want_outcome, want_path, check, fixture, why_table = sys.argv[1:6]

@@ -66,10 +66,9 @@ bad_lrs '0 nan\n' "'nan' is not a learning rate"
 bad_lrs '0 0.1\n1\n' "bad.lrs:2: step 1 has no learning rate"
 bad_lrs '0 0.1\n1 0.1\n0 0.2\n' "bad.lrs:3: step 0 is declared twice \\(first at line 1\\)"
 bad_lrs '# nothing\n\n' "bad.lrs declares no step"
-for sub in compare; do
-    expect_status 64 "$TP_RUN" "$sub" -- true
-    expect_grep "'$sub' is not available yet" "$WORK/err"
-done
+expect_status 64 "$TP_RUN" compare -- true
+expect_grep "compare: --against NAME\|RUN_ID is required" "$WORK/err"
+expect_status 64 "$TP_RUN" compare --against golden --rtol x -- true
 
 expect_status 0 "$TP_RUN" --help
 expect_grep '^usage:' "$WORK/out"

@@ -193,7 +193,7 @@ static world *clean(double micro_loss, int micro_bwd)
 
 static tpd_result judge(world *w)
 {
-    tpd_cmp_opts o = {false, 0, 0};
+    tpd_cmp_opts o = {false, 0, 0, NULL};
     tpd_result res;
     for (int k = 0; k < 2; k++) tpd_proc_finish(&w->pr[k]);
     ck_assert_int_eq(tpd_verdict_accum(w->run, &o, &res), TP_OK);

@@ -192,7 +192,7 @@ static void set(world *w, int who, int64_t local, const char *path, tpd_val v)
 static tpd_result judge(world *w, const tpd_cmp_opts *o)
 {
     tpd_result res;
-    static const tpd_cmp_opts exact = {false, 0, 0};
+    static const tpd_cmp_opts exact = {false, 0, 0, NULL};
     finish_world(w);
     ck_assert_int_eq(tpd_verdict_resume(w->run, o ? o : &exact, &res), TP_OK);
     ck_assert_ptr_nonnull(res.text);
@@ -385,7 +385,7 @@ END_TEST
 START_TEST(test_verdict_resume_tolerance_needs_values_or_proves_difference)
 {
     world *w = clean();
-    tpd_cmp_opts tol = {true, 1e-3, 1e-6};
+    tpd_cmp_opts tol = {true, 1e-3, 1e-6, NULL};
     tpd_result res;
     tpd_val close = tensor(0x31, 5.0 + 1e-9); /* other bytes, same statistics */
     set(w, R, 1, "model.fc.weight", close);

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "daemon/base/json.h"
 #include "daemon/base/text.h"
 #include "daemon/checks/accum/windows.h"
 #include "daemon/checks/compare.h"
@@ -37,8 +38,8 @@ typedef struct tpd_actx {
     bool judged_init; /* the initial states were compared */
     int64_t init_cmp[TPD_G__COUNT], init_diff, init_skipped;
     tpd_str init_rngs;    /* RNGs seeded alike but drawn in pieces, "a, b" */
-    tpd_str init_rngj;    /* the same, JSON strings "a","b" */
-    tpd_str init_differ;  /* the paths that differ, JSON strings "a","b" */
+    json_t *init_rngj;    /* the same, a JSON array of strings */
+    json_t *init_differ;  /* the paths that differ, a JSON array of strings */
     bool disable_dropout; /* declared: --disable-dropout */
     bool oom;
 } tpd_actx;

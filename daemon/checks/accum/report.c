@@ -43,58 +43,51 @@ static void init_text(ctx *x, tpd_str *t)
 }
 
 /* init_evidence: the evidence of the initial states. */
-static void init_evidence(ctx *x, tpd_str *j)
+static json_t *init_evidence(ctx *x)
 {
-    bool first = true;
-    tpd_str_printf(j,
-                   "{\"verified_equal\":%s,\"at\":\"the first backward, before any optimizer "
-                   "step (update 0)\",\"comparison\":\"exact (equal digests)\",\"compared\":{",
-                   init_total(x) > 0 && x->init_diff == 0 && x->init_rngs.len == 0 ? "true"
-                                                                                   : "false");
-    for (int g = TPD_G_MODEL; g <= TPD_G_RNG; g++) {
-        tpd_str_printf(j, "%s\"%s\":%lld", first ? "" : ",", tpd_group_name((tpd_group)g),
-                       (long long)x->init_cmp[g]);
-        first = false;
-    }
-    tpd_str_printf(j, "},\"not_compared\":{\"batchnorm_running_stats\":%lld},\"differ\":[%s]",
-                   (long long)x->init_skipped, x->init_differ.s ? x->init_differ.s : "");
-    tpd_str_printf(j, ",\"rng_judged_by_updates\":[%s", x->init_rngj.s ? x->init_rngj.s : "");
-    tpd_str_puts(j, "]}");
+    json_t *o = json_object(), *cmp = json_object();
+    bool bad = false;
+    bad |=
+        !tpd_jset(o, "verified_equal",
+                  tpd_json_bool(init_total(x) > 0 && x->init_diff == 0 && x->init_rngs.len == 0));
+    bad |=
+        !tpd_jset(o, "at", json_string("the first backward, before any optimizer step (update 0)"));
+    bad |= !tpd_jset(o, "comparison", json_string("exact (equal digests)"));
+    for (int g = TPD_G_MODEL; g <= TPD_G_RNG; g++)
+        bad |= !tpd_jset(cmp, tpd_group_name((tpd_group)g), tpd_json_int(x->init_cmp[g]));
+    bad |= !tpd_jset(o, "compared", cmp);
+    bad |= !tpd_jset(o, "not_compared",
+                     json_pack("{s:I}", "batchnorm_running_stats", (json_int_t)x->init_skipped));
+    bad |= !tpd_jset(o, "differ", json_incref(x->init_differ));
+    bad |= !tpd_jset(o, "rng_judged_by_updates", json_incref(x->init_rngj));
+    return tpd_jdone(o, bad);
 }
 
 /* declared_json: the equivalence the user declared, as the tool tests it. */
-static void declared_json(ctx *x, tpd_str *j)
+static json_t *declared_json(ctx *x)
 {
-    tpd_str_printf(j,
-                   "{\"micro\":%lld,\"updates\":%lld,\"disable_dropout\":%s,\"reference\":%s,"
-                   "\"command\":%s,",
-                   (long long)x->N, (long long)x->U, x->disable_dropout ? "true" : "false",
-                   x->F && x->F->argv_json ? x->F->argv_json : "null",
-                   x->M && x->M->argv_json ? x->M->argv_json : "null");
-    tpd_str_printf(j,
-                   "\"relation\":\"update u of the command (N=%lld backward calls) is update u "
-                   "of the reference (one full batch)\",\"normalisation\":\"the losses the "
-                   "command backpropagates in an update sum to the reference's full-batch loss "
-                   "(each divided by N, or by the update's element count); the gradients at the "
-                   "step and the weights after it equal the reference's within the "
-                   "comparison\"}",
-                   (long long)x->N);
+    char rel[160];
+    snprintf(rel, sizeof rel,
+             "update u of the command (N=%lld backward calls) is update u of the reference (one "
+             "full batch)",
+             (long long)x->N);
+    return json_pack("{s:I, s:I, s:b, s:o, s:o, s:s, s:s}", "micro", (json_int_t)x->N, "updates",
+                     (json_int_t)x->U, "disable_dropout", x->disable_dropout, "reference",
+                     tpd_json_argv(x->F ? x->F->argv_json : NULL), "command",
+                     tpd_json_argv(x->M ? x->M->argv_json : NULL), "relation", rel, "normalisation",
+                     "the losses the command backpropagates in an update sum to the reference's "
+                     "full-batch loss (each divided by N, or by the update's element count); the "
+                     "gradients at the step and the weights after it equal the reference's "
+                     "within the comparison");
 }
 
-static void win_json(tpd_str *j, const tpd_awin *w)
+static json_t *win_json(const tpd_awin *w)
 {
-    tpd_str_printf(j, "{\"backward\":%d,\"loss_sum\":", w->nbwd);
-    if (w->loss_known && w->nbwd)
-        tpd_str_printf(j, "%.17g", w->loss);
-    else
-        tpd_str_puts(j, "null");
-    tpd_str_puts(j, ",\"lr\":");
-    if (w->has_lr)
-        tpd_str_printf(j, "%.17g", w->lr);
-    else
-        tpd_str_puts(j, "null");
-    tpd_str_printf(j, ",\"scheduler_steps\":%d,\"clips\":%d,\"unscales\":%d,\"samples\":%lld}",
-                   w->nsched, w->nclip, w->nunscale, (long long)(w->nbatches ? w->samples : -1));
+    return json_pack("{s:i, s:o, s:o, s:i, s:i, s:i, s:I}", "backward", w->nbwd, "loss_sum",
+                     w->loss_known && w->nbwd ? tpd_json_num(w->loss) : json_null(), "lr",
+                     w->has_lr ? tpd_json_num(w->lr) : json_null(), "scheduler_steps", w->nsched,
+                     "clips", w->nclip, "unscales", w->nunscale, "samples",
+                     (json_int_t)(w->nbatches ? w->samples : -1));
 }
 
 static void updates_text(ctx *x, tpd_str *t, int64_t upto)
@@ -115,17 +108,6 @@ static void updates_text(ctx *x, tpd_str *t, int64_t upto)
                            w->nunscale);
         }
     }
-}
-
-/* execs_json writes the executions and, after them, the check's wall time
- * (the "executions" and "wall_time" members of the evidence). */
-static void execs_json(ctx *x, tpd_str *j)
-{
-    const tpd_exec *ex[2] = {x->F, x->M};
-    const tpd_proc *px[2] = {x->pf, x->pm};
-    tpd_render_execs_json(j, ex, px, 2);
-    tpd_str_puts(j, ",\"wall_time\":");
-    tpd_render_wall_json(j, x->run);
 }
 
 /* keep_only keeps the entries of d from index from on whose group is g, or,
@@ -164,6 +146,49 @@ static tp_err update_divergences(ctx *x, tpd_divergences *all)
     return rc;
 }
 
+/* updates_json: the updates 0..upto-1 side by side, as the report shows
+ * them (a side without the update: null). */
+static json_t *updates_json(ctx *x, int64_t upto)
+{
+    json_t *a = json_array();
+    bool bad = a == NULL;
+    for (int64_t u = 0; x->pf && x->pm && u < upto; u++)
+        bad |= !tpd_jpush(a, json_pack("{s:I, s:o, s:o}", "update", (json_int_t)u, "full",
+                                       (size_t)u < x->wf.n ? win_json(&x->wf.v[u]) : json_null(),
+                                       "micro",
+                                       (size_t)u < x->wm.n ? win_json(&x->wm.v[u]) : json_null()));
+    return tpd_jdone(a, bad);
+}
+
+/* report_json: the JSON report of outcome oc, with the components that
+ * differ in the first divergent update (all); NULL when out of memory. */
+static json_t *report_json(ctx *x, tpd_outcome oc, const tpd_divergences *all, int64_t upto)
+{
+    const tpd_exec *ex[2] = {x->F, x->M};
+    const tpd_proc *px[2] = {x->pf, x->pm};
+    json_t *j = tpd_report_new("accum", x->run->id, oc), *ev = json_object();
+    bool bad = false;
+    bad |= !tpd_jset(j, "comparison", tpd_json_comparison(&x->o));
+    bad |= !tpd_jset(j, "micro", tpd_json_int(x->N));
+    bad |= !tpd_jset(j, "updates", tpd_json_int(x->U));
+    bad |=
+        !tpd_jset(j, "first_divergence",
+                  x->found ? json_pack("{s:I, s:I, s:o, s:o, s:o}", "update", (json_int_t)x->update,
+                                       "step", (json_int_t)x->update, "path", tpd_json_str(x->path),
+                                       "micro", tpd_json_str(tpd_str_cstr(&x->vm)), "full",
+                                       tpd_json_str(tpd_str_cstr(&x->vf)))
+                           : json_null());
+    bad |= !tpd_jset(j, "divergences", tpd_json_divergences(all, "full", "micro"));
+    bad |= !tpd_jset(j, "explanation", tpd_why_json(&x->why));
+    bad |= !tpd_jset(ev, "declared", declared_json(x));
+    bad |= !tpd_jset(ev, "initial_state", x->judged_init ? init_evidence(x) : json_null());
+    bad |= !tpd_jset(ev, "executions", tpd_json_execs(ex, px, 2));
+    bad |= !tpd_jset(ev, "wall_time", tpd_json_wall(x->run));
+    bad |= !tpd_jset(ev, "updates", updates_json(x, upto));
+    bad |= !tpd_jset(j, "evidence", ev);
+    return tpd_jdone(j, bad);
+}
+
 /* divergences_text names the components of all (at most max). */
 static void divergences_text(tpd_str *t, const tpd_divergences *all, size_t max)
 {
@@ -177,7 +202,7 @@ static void divergences_text(tpd_str *t, const tpd_divergences *all, size_t max)
 
 tp_err tpd_actx_finish(ctx *x, tpd_outcome oc, tpd_result *out)
 {
-    tpd_str t = {0}, j = {0};
+    tpd_str t = {0};
     tpd_divergences all = {0};
     tp_err rc = update_divergences(x, &all);
     int64_t upto = x->found ? x->update + 1 : x->U;
@@ -206,55 +231,8 @@ tp_err tpd_actx_finish(ctx *x, tpd_outcome oc, tpd_result *out)
     }
     if (x->pf && x->pm && oc != TPD_ERROR) updates_text(x, &t, upto);
 
-    tpd_str_printf(&j,
-                   "{\"schema_version\":1,\"trainparity_version\":\"0.1.0\",\"check\":\"accum\","
-                   "\"run\":%lld,\"outcome\":\"%s\",\"comparison\":",
-                   (long long)x->run->id, tpd_outcome_name(oc));
-    tpd_render_comparison_json(&j, &x->o);
-    tpd_str_printf(&j, ",\"micro\":%lld,\"updates\":%lld,\"first_divergence\":", (long long)x->N,
-                   (long long)x->U);
-    if (x->found) {
-        tpd_str_printf(&j, "{\"update\":%lld,\"step\":%lld,\"path\":", (long long)x->update,
-                       (long long)x->update);
-        tpd_str_jsonz(&j, x->path);
-        tpd_str_puts(&j, ",\"micro\":");
-        tpd_str_jsonz(&j, tpd_str_cstr(&x->vm));
-        tpd_str_puts(&j, ",\"full\":");
-        tpd_str_jsonz(&j, tpd_str_cstr(&x->vf));
-        tpd_str_puts(&j, "}");
-    } else {
-        tpd_str_puts(&j, "null");
-    }
-    tpd_str_puts(&j, ",\"divergences\":");
-    tpd_divergences_json(&j, &all, "full", "micro");
-    tpd_str_puts(&j, ",\"explanation\":[");
-    tpd_str_puts(&j, x->why.json.s ? x->why.json.s : "");
-    tpd_str_puts(&j, "],\"evidence\":{\"declared\":");
-    declared_json(x, &j);
-    tpd_str_puts(&j, ",\"initial_state\":");
-    if (x->judged_init)
-        init_evidence(x, &j);
-    else
-        tpd_str_puts(&j, "null");
-    tpd_str_puts(&j, ",\"executions\":");
-    execs_json(x, &j);
-    tpd_str_puts(&j, ",\"updates\":[");
-    for (int64_t u = 0; x->pf && x->pm && u < upto; u++) {
-        tpd_str_printf(&j, "%s{\"update\":%lld,\"full\":", u ? "," : "", (long long)u);
-        if ((size_t)u < x->wf.n)
-            win_json(&j, &x->wf.v[u]);
-        else
-            tpd_str_puts(&j, "null");
-        tpd_str_puts(&j, ",\"micro\":");
-        if ((size_t)u < x->wm.n)
-            win_json(&j, &x->wm.v[u]);
-        else
-            tpd_str_puts(&j, "null");
-        tpd_str_puts(&j, "}");
-    }
-    tpd_str_puts(&j, "]}}\n");
+    out->json = tpd_json_dump(report_json(x, oc, &all, upto));
     out->text = tpd_str_steal(&t);
-    out->json = tpd_str_steal(&j);
     tpd_divergences_free(&all);
     if (rc != TP_OK || out->text == NULL || out->json == NULL || x->oom) {
         tpd_result_clear(out);

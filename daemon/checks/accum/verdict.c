@@ -59,10 +59,13 @@ static bool same_seeding(const ctx *x, const char *path)
  * records what it compared (x->init_*) for the report. */
 static init_diff initial_differs(ctx *x)
 {
-    tpd_cmp_opts exact = {false, 0, 0};
+    tpd_cmp_opts exact = {false, 0, 0, NULL};
     size_t lo, hi, k = 0;
     tpd_str list = {0};
     bool rng = false;
+    x->init_rngj = json_array();
+    x->init_differ = json_array();
+    if (x->init_rngj == NULL || x->init_differ == NULL) x->oom = true;
     tpd_actx_items_at(x->pf, 0, &lo, &hi);
     for (size_t i = lo; i < hi; i++) {
         const tpd_item *f = &x->pf->timeline.v[i], *m;
@@ -79,14 +82,12 @@ static init_diff initial_differs(ctx *x)
         if (m != NULL && tpd_val_eq(&m->v, &f->v, &exact) == TPD_SAME) continue;
         if (f->group == TPD_G_RNG && m != NULL && same_seeding(x, f->path)) {
             tpd_str_printf(&x->init_rngs, "%s%s", x->init_rngs.len ? ", " : "", f->path);
-            tpd_str_puts(&x->init_rngj, x->init_rngj.len ? "," : "");
-            tpd_str_jsonz(&x->init_rngj, f->path);
+            if (!tpd_jpush(x->init_rngj, tpd_json_str(f->path))) x->oom = true;
             continue;
         }
         if (f->group == TPD_G_RNG) rng = true;
         if (k < 6) tpd_str_printf(&list, "%s%s%s", k ? ", " : "", f->path, m ? "" : " (absent)");
-        tpd_str_puts(&x->init_differ, k ? "," : "");
-        tpd_str_jsonz(&x->init_differ, f->path);
+        if (!tpd_jpush(x->init_differ, tpd_json_str(f->path))) x->oom = true;
         k++;
     }
     x->init_diff = (int64_t)k;
@@ -109,8 +110,8 @@ static void ctx_free(ctx *x)
 {
     tpd_str_free(&x->head);
     tpd_str_free(&x->init_rngs);
-    tpd_str_free(&x->init_differ);
-    tpd_str_free(&x->init_rngj);
+    json_decref(x->init_differ);
+    json_decref(x->init_rngj);
     tpd_why_free(&x->why);
     tpd_str_free(&x->vm);
     tpd_str_free(&x->vf);

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "daemon/base/arena.h"
+#include "daemon/base/json.h"
 #include "daemon/base/text.h"
 #include "daemon/checks/coverage/audit.h"
 #include "daemon/checks/coverage/decl.h"
@@ -72,8 +73,11 @@ tp_err tpd_cctx_finish(tpd_cctx *x, tpd_outcome oc, const tpd_cov_finding *f, tp
 tp_err tpd_cctx_say(tpd_cctx *x, tpd_outcome oc, tpd_result *out, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/* tpd_cctx_put_id writes ID id as the reports show it: a number, or its
- * string (quoted, JSON-escaped, in the text report too). */
+/* tpd_cctx_put_id writes ID id as the text report shows it: a number, or
+ * its string (quoted, JSON-escaped). */
 void tpd_cctx_put_id(const tpd_cctx *x, tpd_str *s, int64_t id);
+/* tpd_cctx_id_json is ID id as the JSON reports show it: a number, or its
+ * string; NULL when out of memory. */
+json_t *tpd_cctx_id_json(const tpd_cctx *x, int64_t id);
 
 #endif

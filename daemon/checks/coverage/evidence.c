@@ -52,21 +52,25 @@ static occ *occs_of(ctx *x, size_t *n)
     return v;
 }
 
-/* id_line writes ID id's line with its observations v[0..n-1]. */
-static void id_line(const ctx *x, tpd_str *s, int64_t id, const occ *v, size_t n)
+/* id_line writes ID id's line with its observations v[0..n-1]; false when
+ * out of memory. */
+static bool id_line(const ctx *x, tpd_str *s, int64_t id, const occ *v, size_t n)
 {
-    tpd_str_puts(s, "{\"id\":");
-    tpd_cctx_put_id(x, s, id);
-    tpd_str_puts(s, ",\"occurrences\":[");
-    for (size_t i = 0; i < n; i++) {
-        tpd_str_printf(s, "%s{\"epoch\":%u,\"rank\":%lld,\"position\":%u,\"item\":%u,\"worker\":",
-                       i ? "," : "", v[i].epoch, (long long)v[i].rank, v[i].pos, v[i].item);
-        if (v[i].b->has_worker)
-            tpd_str_printf(s, "%lld}", (long long)v[i].b->worker);
-        else
-            tpd_str_puts(s, "null}");
-    }
-    tpd_str_puts(s, "]}\n");
+    json_t *o = json_object(), *a = json_array();
+    char *line;
+    bool bad = a == NULL;
+    bad |= !tpd_jset(o, "id", tpd_cctx_id_json(x, id));
+    for (size_t i = 0; i < n; i++)
+        bad |= !tpd_jpush(
+            a, json_pack("{s:I, s:I, s:I, s:I, s:o}", "epoch", (json_int_t)v[i].epoch, "rank",
+                         (json_int_t)v[i].rank, "position", (json_int_t)v[i].pos, "item",
+                         (json_int_t)v[i].item, "worker",
+                         v[i].b->has_worker ? tpd_json_int(v[i].b->worker) : json_null()));
+    bad |= !tpd_jset(o, "occurrences", a);
+    if ((line = tpd_json_dump(tpd_jdone(o, bad))) == NULL) return false;
+    tpd_str_puts(s, line);
+    free(line);
+    return true;
 }
 
 /* next_listed steps *it through a listed universe in ascending order; false
@@ -129,7 +133,11 @@ tp_err tpd_coverage_evidence(const tpd_run *r, char **out, char *why, size_t why
         int64_t id = i < n ? v[i].id : u;
         if (more && (i >= n || u < id)) id = u;
         while (k < n && v[k].id == id) k++;
-        id_line(&x, &s, id, v + i, k - i);
+        if (!id_line(&x, &s, id, v + i, k - i)) {
+            rc = TP_ENOMEM;
+            snprintf(why, whylen, "%s", tp_strerror(rc));
+            goto done;
+        }
         i = k;
         while (more && u <= id) more = next_listed(&x, &range, &u, &started);
     }

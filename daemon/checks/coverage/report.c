@@ -20,59 +20,55 @@ void tpd_cctx_put_id(const ctx *x, tpd_str *s, int64_t id)
         tpd_str_printf(s, "%lld", (long long)id);
 }
 
+json_t *tpd_cctx_id_json(const ctx *x, int64_t id)
+{
+    if (x->strs != NULL && id >= 0 && id < x->nstrs) return tpd_json_str(x->strs[id]);
+    return tpd_json_int(id);
+}
+
 static const char *pad_rule(const ctx *x)
 {
     return x->d.padding_exact ? "exactly" : "at most";
 }
 
-static void decl_json(ctx *x, tpd_str *j)
+static json_t *decl_json(ctx *x)
 {
-    if (!x->decl_ok) {
-        tpd_str_puts(j, "null");
-        return;
-    }
-    tpd_str_puts(j, "{\"policy\":");
-    tpd_str_jsonz(j, tpd_cov_policy_name(x->d.policy));
-    tpd_str_printf(j, ",\"loader\":%lld,\"epochs\":", (long long)x->d.loader);
-    if (x->d.epochs > 0)
-        tpd_str_printf(j, "%lld", (long long)x->d.epochs);
-    else
-        tpd_str_puts(j, "null");
-    tpd_str_puts(j, ",\"universe\":");
-    if (x->u.known)
-        tpd_str_printf(j, "{\"count\":%lld,\"from\":", (long long)x->u.n);
-    else
-        tpd_str_puts(j, "{\"count\":null,\"from\":");
-    tpd_str_jsonz(j, x->u_from);
-    tpd_str_puts(j, "},\"padding\":");
-    if (x->d.policy == TPD_COV_EXPECTED_PADDING) {
-        tpd_str_printf(j, "{\"repeats\":%lld,\"rule\":\"%s\",\"from\":", (long long)x->padding,
-                       x->d.padding_exact ? "exactly" : "at_most");
-        tpd_str_jsonz(j, x->pad_from);
-        tpd_str_puts(j, "}");
-    } else {
-        tpd_str_puts(j, "null");
-    }
-    tpd_str_puts(j, ",\"sample_id\":");
-    tpd_str_jsonz(j, x->d.sample_id);
-    tpd_str_printf(j, ",\"examples\":%lld}", (long long)x->d.examples);
+    json_t *o;
+    bool bad;
+    if (!x->decl_ok) return json_null();
+    bad = (o = json_object()) == NULL;
+    bad |= !tpd_jset(o, "policy", tpd_json_str(tpd_cov_policy_name(x->d.policy)));
+    bad |= !tpd_jset(o, "loader", tpd_json_int(x->d.loader));
+    bad |= !tpd_jset(o, "epochs", x->d.epochs > 0 ? tpd_json_int(x->d.epochs) : json_null());
+    bad |=
+        !tpd_jset(o, "universe",
+                  json_pack("{s:o, s:o}", "count", x->u.known ? tpd_json_int(x->u.n) : json_null(),
+                            "from", tpd_json_str(x->u_from)));
+    bad |= !tpd_jset(o, "padding",
+                     x->d.policy == TPD_COV_EXPECTED_PADDING
+                         ? json_pack("{s:I, s:s, s:o}", "repeats", (json_int_t)x->padding, "rule",
+                                     x->d.padding_exact ? "exactly" : "at_most", "from",
+                                     tpd_json_str(x->pad_from))
+                         : json_null());
+    bad |= !tpd_jset(o, "sample_id", tpd_json_str(x->d.sample_id));
+    bad |= !tpd_jset(o, "examples", tpd_json_int(x->d.examples));
+    return tpd_jdone(o, bad);
 }
 
-static void ranks_json(ctx *x, tpd_str *j)
+static json_t *ranks_json(ctx *x)
 {
-    tpd_str_puts(j, "[");
+    json_t *a = json_array();
+    bool bad = a == NULL;
     for (int64_t r = 0; x->ranks && r < x->world; r++) {
         const tpd_cov_rank *k = &x->ranks[r];
-        tpd_str_printf(j, "%s{\"rank\":%lld,\"pid\":%lld,\"batches\":%zu,\"observations\":%lld",
-                       r ? "," : "", (long long)r, (long long)(k->p ? k->p->pid : -1), k->nbatches,
-                       (long long)k->observations);
-        tpd_str_puts(j, ",\"sampler\":");
-        tpd_str_jsonz(j, k->sampler);
-        tpd_str_puts(j, ",\"id_source\":");
-        tpd_str_jsonz(j, k->id_source);
-        tpd_str_printf(j, ",\"worker_known\":%s}", k->workers ? "true" : "false");
+        bad |= !tpd_jpush(a, json_pack("{s:I, s:I, s:I, s:I, s:o, s:o, s:b}", "rank", (json_int_t)r,
+                                       "pid", (json_int_t)(k->p ? k->p->pid : -1), "batches",
+                                       (json_int_t)k->nbatches, "observations",
+                                       (json_int_t)k->observations, "sampler",
+                                       tpd_json_str(k->sampler), "id_source",
+                                       tpd_json_str(k->id_source), "worker_known", k->workers));
     }
-    tpd_str_puts(j, "]");
+    return tpd_jdone(a, bad);
 }
 
 static bool is(const tpd_cov_finding *f, const char *path)
@@ -147,53 +143,57 @@ static void finding_text(ctx *x, tpd_str *t, const tpd_cov_finding *f)
                        (long long)f->repeats, (long long)x->padding, (long long)f->allowed);
 }
 
-static void finding_json(ctx *x, tpd_str *j, const tpd_cov_finding *f)
+/* seen_json is where an ID was first observed in the epoch. */
+static json_t *seen_json(int64_t rank, uint32_t pos, uint32_t item)
 {
-    tpd_str_puts(j, "{\"path\":");
-    tpd_str_jsonz(j, f->path);
-    tpd_str_printf(j, ",\"epoch\":%u", f->epoch);
+    return json_pack("{s:I, s:I, s:I}", "rank", (json_int_t)rank, "position", (json_int_t)pos,
+                     "item", (json_int_t)item);
+}
+
+static json_t *finding_json(ctx *x, const tpd_cov_finding *f)
+{
+    json_t *o = json_object();
+    bool bad = false;
+    bad |= !tpd_jset(o, "path", tpd_json_str(f->path));
+    bad |= !tpd_jset(o, "epoch", tpd_json_int(f->epoch));
+    if (is(f, "coverage.missing") || is(f, "coverage.padding_short") || epochwide(f)) {
+        bad |= !tpd_jset(o, "rank", json_null());
+        bad |= !tpd_jset(o, "position", json_null());
+    }
     if (is(f, "coverage.missing")) {
-        tpd_str_printf(j,
-                       ",\"rank\":null,\"position\":null,\"missing\":{\"count\":%lld,\"first\":[",
-                       (long long)f->nmissing);
-        for (int i = 0; i < f->nshown; i++) {
-            tpd_str_puts(j, i ? "," : "");
-            tpd_cctx_put_id(x, j, f->missing[i]);
-        }
-        tpd_str_puts(j, "]}}");
-        return;
+        json_t *first = json_array();
+        bad |= first == NULL;
+        for (int i = 0; i < f->nshown; i++)
+            bad |= !tpd_jpush(first, tpd_cctx_id_json(x, f->missing[i]));
+        bad |= !tpd_jset(o, "missing",
+                         json_pack("{s:I, s:o}", "count", (json_int_t)f->nmissing, "first", first));
+        return tpd_jdone(o, bad);
     }
     if (is(f, "coverage.padding_short")) {
-        tpd_str_printf(j,
-                       ",\"rank\":null,\"position\":null,\"repeats\":%lld,\"expected\":%lld,"
-                       "\"rule\":\"exactly\"}",
-                       (long long)f->repeats, (long long)f->allowed);
-        return;
+        bad |= !tpd_jset(o, "repeats", tpd_json_int(f->repeats));
+        bad |= !tpd_jset(o, "expected", tpd_json_int(f->allowed));
+        bad |= !tpd_jset(o, "rule", json_string("exactly"));
+        return tpd_jdone(o, bad);
     }
     if (epochwide(f)) {
-        tpd_str_printf(j, ",\"rank\":null,\"position\":null,\"beyond_universe\":%lld}",
-                       (long long)f->nextra);
-        return;
+        bad |= !tpd_jset(o, "beyond_universe", tpd_json_int(f->nextra));
+        return tpd_jdone(o, bad);
     }
-    tpd_str_printf(j, ",\"rank\":%lld,\"position\":%u,\"item\":%u,\"id\":", (long long)f->rank,
-                   f->pos, f->item);
-    tpd_cctx_put_id(x, j, f->id);
-    tpd_str_puts(j, ",\"worker\":");
-    if (f->has_worker)
-        tpd_str_printf(j, "%lld", (long long)f->worker);
-    else
-        tpd_str_puts(j, "null");
-    tpd_str_puts(j, ",\"first_seen\":");
-    if (f->has_prev)
-        tpd_str_printf(j, "{\"rank\":%lld,\"position\":%u,\"item\":%u}", (long long)f->prev_rank,
-                       f->prev_pos, f->prev_item);
-    else
-        tpd_str_puts(j, "null");
-    if (is(f, "coverage.padding_exceeded"))
-        tpd_str_printf(j, ",\"wrap_around\":%s,\"repeats\":%lld,\"allowed\":%lld,\"per_id\":%s",
-                       f->wrap ? "true" : "false", (long long)f->repeats, (long long)f->allowed,
-                       f->per_id ? "true" : "false");
-    tpd_str_puts(j, "}");
+    bad |= !tpd_jset(o, "rank", tpd_json_int(f->rank));
+    bad |= !tpd_jset(o, "position", tpd_json_int(f->pos));
+    bad |= !tpd_jset(o, "item", tpd_json_int(f->item));
+    bad |= !tpd_jset(o, "id", tpd_cctx_id_json(x, f->id));
+    bad |= !tpd_jset(o, "worker", f->has_worker ? tpd_json_int(f->worker) : json_null());
+    bad |=
+        !tpd_jset(o, "first_seen",
+                  f->has_prev ? seen_json(f->prev_rank, f->prev_pos, f->prev_item) : json_null());
+    if (is(f, "coverage.padding_exceeded")) {
+        bad |= !tpd_jset(o, "wrap_around", tpd_json_bool(f->wrap));
+        bad |= !tpd_jset(o, "repeats", tpd_json_int(f->repeats));
+        bad |= !tpd_jset(o, "allowed", tpd_json_int(f->allowed));
+        bad |= !tpd_jset(o, "per_id", tpd_json_bool(f->per_id));
+    }
+    return tpd_jdone(o, bad);
 }
 
 static const char *const kind_names[TPD_COV_K__COUNT] = {
@@ -233,25 +233,20 @@ static void example_text(const ctx *x, tpd_str *t, const tpd_cov_example *e)
                        e->prev_pos, e->prev_item);
 }
 
-static void example_json(const ctx *x, tpd_str *j, const tpd_cov_example *e)
+static json_t *example_json(const ctx *x, const tpd_cov_example *e)
 {
-    tpd_str_puts(j, "{\"id\":");
-    tpd_cctx_put_id(x, j, e->id);
-    tpd_str_printf(j, ",\"epoch\":%u", e->epoch);
-    if (e->rank < 0) {
-        tpd_str_puts(j, "}");
-        return;
-    }
-    tpd_str_printf(j, ",\"rank\":%lld,\"position\":%u,\"item\":%u,\"worker\":", (long long)e->rank,
-                   e->pos, e->item);
-    if (e->has_worker)
-        tpd_str_printf(j, "%lld", (long long)e->worker);
-    else
-        tpd_str_puts(j, "null");
+    json_t *o = json_object();
+    bool bad = false;
+    bad |= !tpd_jset(o, "id", tpd_cctx_id_json(x, e->id));
+    bad |= !tpd_jset(o, "epoch", tpd_json_int(e->epoch));
+    if (e->rank < 0) return tpd_jdone(o, bad);
+    bad |= !tpd_jset(o, "rank", tpd_json_int(e->rank));
+    bad |= !tpd_jset(o, "position", tpd_json_int(e->pos));
+    bad |= !tpd_jset(o, "item", tpd_json_int(e->item));
+    bad |= !tpd_jset(o, "worker", e->has_worker ? tpd_json_int(e->worker) : json_null());
     if (e->has_prev)
-        tpd_str_printf(j, ",\"first_seen\":{\"rank\":%lld,\"position\":%u,\"item\":%u}",
-                       (long long)e->prev_rank, e->prev_pos, e->prev_item);
-    tpd_str_puts(j, "}");
+        bad |= !tpd_jset(o, "first_seen", seen_json(e->prev_rank, e->prev_pos, e->prev_item));
+    return tpd_jdone(o, bad);
 }
 
 /* pad_seen_text writes the repeated observations of each epoch audited. */
@@ -289,39 +284,85 @@ static void counts_text(const ctx *x, tpd_str *t)
     }
 }
 
-/* counts_json writes the counts, the padding and the examples. */
-static void counts_json(const ctx *x, tpd_str *j)
+/* counts_json sets in o the ID kind, the counts, the padding and the
+ * examples; false when out of memory. */
+static bool counts_json(const ctx *x, json_t *o)
 {
     const tpd_cov_counts *c = &x->total;
-    tpd_str_printf(j,
-                   ",\"id_kind\":\"%s\",\"counts\":{\"observations\":%lld,\"unique\":%lld,"
-                   "\"missing\":%lld,\"unexpected\":%lld,\"repeated\":%lld,\"same_rank\":%lld,"
-                   "\"cross_rank\":%lld,\"violations\":%lld},\"padding\":",
-                   x->strs ? "string" : "integer", (long long)c->observations,
-                   (long long)c->distinct, (long long)c->missing, (long long)c->unexpected,
-                   (long long)c->repeats, (long long)c->same_rank, (long long)c->cross_rank,
-                   (long long)c->violations);
+    json_t *ex = json_object();
+    bool bad = ex == NULL;
+    bad |= !tpd_jset(o, "id_kind", json_string(x->strs ? "string" : "integer"));
+    bad |= !tpd_jset(o, "counts",
+                     json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "observations",
+                               (json_int_t)c->observations, "unique", (json_int_t)c->distinct,
+                               "missing", (json_int_t)c->missing, "unexpected",
+                               (json_int_t)c->unexpected, "repeated", (json_int_t)c->repeats,
+                               "same_rank", (json_int_t)c->same_rank, "cross_rank",
+                               (json_int_t)c->cross_rank, "violations", (json_int_t)c->violations));
     if (x->decl_ok && x->d.policy == TPD_COV_EXPECTED_PADDING && x->surveyed) {
-        tpd_str_printf(j, "{\"expected\":%lld,\"rule\":\"%s\",\"observed\":[",
-                       (long long)x->padding, x->d.padding_exact ? "exactly" : "at_most");
+        json_t *seen = json_array();
+        bad |= seen == NULL;
         for (int64_t e = 0; x->pad_seen && e < x->audited; e++)
-            tpd_str_printf(j, "%s%lld", e ? "," : "", (long long)x->pad_seen[e]);
-        tpd_str_puts(j, "]}");
+            bad |= !tpd_jpush(seen, tpd_json_int(x->pad_seen[e]));
+        bad |= !tpd_jset(o, "padding",
+                         json_pack("{s:I, s:s, s:o}", "expected", (json_int_t)x->padding, "rule",
+                                   x->d.padding_exact ? "exactly" : "at_most", "observed", seen));
     } else {
-        tpd_str_puts(j, "null");
+        bad |= !tpd_jset(o, "padding", json_null());
     }
-    tpd_str_puts(j, ",\"examples\":{");
     for (int k = 0; k < TPD_COV_K__COUNT; k++) {
         size_t n = 0;
         const tpd_cov_example *e = x->au ? tpd_cov_examples(x->au, (tpd_cov_kind)k, &n) : NULL;
-        tpd_str_printf(j, "%s\"%s\":[", k ? "," : "", kind_names[k]);
-        for (size_t i = 0; i < n; i++) {
-            tpd_str_puts(j, i ? "," : "");
-            example_json(x, j, &e[i]);
-        }
-        tpd_str_puts(j, "]");
+        json_t *a = json_array();
+        bad |= a == NULL;
+        for (size_t i = 0; i < n; i++) bad |= !tpd_jpush(a, example_json(x, &e[i]));
+        bad |= !tpd_jset(ex, kind_names[k], a);
     }
-    tpd_str_puts(j, "}");
+    bad |= !tpd_jset(o, "examples", ex);
+    return !bad;
+}
+
+/* execution_json is the audited execution: its id, argv, exit and cost;
+ * null when there is none. */
+static json_t *execution_json(const ctx *x)
+{
+    json_t *o;
+    bool bad;
+    if (x->ex == NULL) return json_null();
+    bad = (o = json_object()) == NULL;
+    bad |= !tpd_jset(o, "id", tpd_json_int(x->ex->id));
+    bad |= !tpd_jset(o, "argv", tpd_json_argv(x->ex->argv_json));
+    if (x->ex->has_status) bad |= !tpd_jset(o, "exit_status", tpd_json_int(x->ex->status));
+    if (x->ex->has_signal) bad |= !tpd_jset(o, "exit_signal", tpd_json_int(x->ex->signal));
+    bad |= o == NULL || !tpd_json_exec_cost(o, x->ex);
+    return tpd_jdone(o, bad);
+}
+
+/* report_json is the JSON report of outcome oc with finding f (NULL:
+ * none); NULL when out of memory. */
+static json_t *report_json(ctx *x, tpd_outcome oc, const tpd_cov_finding *f)
+{
+    json_t *j = tpd_report_new("coverage", x->run->id, oc), *ev = json_object();
+    bool bad = ev == NULL;
+    bad |= !tpd_jset(j, "comparison", json_pack("{s:s}", "mode", "exact"));
+    bad |= !tpd_jset(j, "declaration", decl_json(x));
+    bad |= !tpd_jset(j, "first_divergence",
+                     f != NULL && f->path != NULL ? finding_json(x, f) : json_null());
+    bad |= !tpd_jset(j, "reason", tpd_json_lines(x->head.s));
+    bad |= !tpd_jset(j, "explanation", tpd_why_json(&x->why));
+    bad |= !tpd_jset(j, "window",
+                     json_pack("{s:I, s:I, s:I}", "epochs_audited", (json_int_t)x->audited,
+                               "epochs_seen", (json_int_t)x->seen_epochs, "world_size",
+                               (json_int_t)x->world));
+    bad |= !tpd_jset(ev, "execution", execution_json(x));
+    bad |= !tpd_jset(ev, "wall_time", tpd_json_wall(x->run));
+    bad |= !tpd_jset(ev, "observations", tpd_json_int(x->total.observations));
+    bad |= !tpd_jset(ev, "distinct", tpd_json_int(x->total.distinct));
+    bad |= !tpd_jset(ev, "repeats", tpd_json_int(x->total.repeats));
+    bad |= !tpd_jset(ev, "ranks", ranks_json(x));
+    bad |= ev == NULL || !counts_json(x, ev);
+    bad |= !tpd_jset(j, "evidence", ev);
+    return tpd_jdone(j, bad);
 }
 
 /* explain writes the explanation from the evidence: the ID kind, the
@@ -371,7 +412,7 @@ static void explain(ctx *x, const tpd_cov_finding *f)
 
 tp_err tpd_cctx_finish(ctx *x, tpd_outcome oc, const tpd_cov_finding *f, tpd_result *out)
 {
-    tpd_str t = {0}, j = {0};
+    tpd_str t = {0};
     memset(out, 0, sizeof *out);
     out->outcome = oc;
     tpd_str_printf(&t, "coverage: %s\n", tpd_outcome_name(oc));
@@ -417,48 +458,8 @@ tp_err tpd_cctx_finish(ctx *x, tpd_outcome oc, const tpd_cov_finding *f, tpd_res
         tpd_str_puts(&t, x->why.text.s);
     }
 
-    tpd_str_printf(&j,
-                   "{\"schema_version\":1,\"trainparity_version\":\"0.1.0\",\"check\":\"coverage\","
-                   "\"run\":%lld,\"outcome\":\"%s\",\"comparison\":{\"mode\":\"exact\"},"
-                   "\"declaration\":",
-                   (long long)x->run->id, tpd_outcome_name(oc));
-    decl_json(x, &j);
-    tpd_str_puts(&j, ",\"first_divergence\":");
-    if (f != NULL && f->path != NULL)
-        finding_json(x, &j, f);
-    else
-        tpd_str_puts(&j, "null");
-    tpd_str_puts(&j, ",\"reason\":");
-    tpd_str_jsonz(&j, x->head.s);
-    tpd_str_puts(&j, ",\"explanation\":[");
-    tpd_str_puts(&j, x->why.json.s ? x->why.json.s : "");
-    tpd_str_puts(&j, "]");
-    tpd_str_printf(&j,
-                   ",\"window\":{\"epochs_audited\":%lld,\"epochs_seen\":%u,\"world_size\":%lld},"
-                   "\"evidence\":{\"execution\":",
-                   (long long)x->audited, x->seen_epochs, (long long)x->world);
-    if (x->ex != NULL) {
-        tpd_str_printf(&j, "{\"id\":%lld,\"argv\":%s", (long long)x->ex->id,
-                       x->ex->argv_json ? x->ex->argv_json : "null");
-        if (x->ex->has_status)
-            tpd_str_printf(&j, ",\"exit_status\":%lld", (long long)x->ex->status);
-        if (x->ex->has_signal)
-            tpd_str_printf(&j, ",\"exit_signal\":%lld", (long long)x->ex->signal);
-        tpd_render_exec_cost_json(&j, x->ex);
-        tpd_str_puts(&j, "}");
-    } else {
-        tpd_str_puts(&j, "null");
-    }
-    tpd_str_puts(&j, ",\"wall_time\":");
-    tpd_render_wall_json(&j, x->run);
-    tpd_str_printf(&j, ",\"observations\":%lld,\"distinct\":%lld,\"repeats\":%lld,\"ranks\":",
-                   (long long)x->total.observations, (long long)x->total.distinct,
-                   (long long)x->total.repeats);
-    ranks_json(x, &j);
-    counts_json(x, &j);
-    tpd_str_puts(&j, "}}\n");
+    out->json = tpd_json_dump(report_json(x, oc, f));
     out->text = tpd_str_steal(&t);
-    out->json = tpd_str_steal(&j);
     tpd_str_free(&x->head);
     tpd_why_free(&x->why);
     if (out->text == NULL || out->json == NULL) {

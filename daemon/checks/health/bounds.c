@@ -334,43 +334,24 @@ void tpd_health_bounds_head(const ctx *x, tpd_str *t)
                        x->loss.decrease);
 }
 
-static void jnum(tpd_str *j, bool has, double v)
+bool tpd_health_bounds_json(const ctx *x, json_t *o)
 {
-    if (has && isfinite(v))
-        tpd_str_printf(j, "%.17g", v);
-    else if (has && !isnan(v))
-        tpd_str_puts(j, v > 0 ? "\"inf\"" : "\"-inf\"");
-    else
-        tpd_str_puts(j, has ? "\"nan\"" : "null");
-}
-
-void tpd_health_bounds_json(const ctx *x, tpd_str *j)
-{
-    tpd_str_puts(j, ",\"min_loss_decrease\":");
-    jnum(j, x->has_min_decrease, x->min_decrease);
-    tpd_str_puts(j, ",\"loss_decrease\":");
-    if (x->loss.state == 0) {
-        tpd_str_puts(j, "null");
-    } else {
-        tpd_str_printf(j, "{\"checked\":%s,\"rows\":%zu,\"quarter\":%zu,\"first_mean\":",
-                       x->loss.state == 1 ? "true" : "false", x->loss.rows, x->loss.quarter);
-        jnum(j, x->loss.state == 1, x->loss.first);
-        tpd_str_puts(j, ",\"last_mean\":");
-        jnum(j, x->loss.state == 1, x->loss.last);
-        tpd_str_puts(j, ",\"decrease\":");
-        jnum(j, x->loss.state == 1, x->loss.decrease);
-        tpd_str_puts(j, "}");
-    }
-    tpd_str_puts(j, ",\"lr_expect\":");
-    if (x->nlr_expect == 0) {
-        tpd_str_puts(j, "null");
-    } else {
-        tpd_str_printf(j, "{\"steps\":%zu,\"rtol\":%g,\"file\":", x->nlr_expect, LR_RTOL);
-        if (x->lr_file != NULL)
-            tpd_str_jsonz(j, x->lr_file);
-        else
-            tpd_str_puts(j, "null");
-        tpd_str_puts(j, "}");
-    }
-    tpd_str_printf(j, ",\"every\":%lld", (long long)(x->every > 1 ? x->every : 1));
+    bool bad = false;
+    bad |= !tpd_jset(o, "min_loss_decrease", tpd_hjson_num(x->has_min_decrease, x->min_decrease));
+    bad |= !tpd_jset(o, "loss_decrease",
+                     x->loss.state == 0
+                         ? json_null()
+                         : json_pack("{s:b, s:I, s:I, s:o, s:o, s:o}", "checked",
+                                     x->loss.state == 1, "rows", (json_int_t)x->loss.rows,
+                                     "quarter", (json_int_t)x->loss.quarter, "first_mean",
+                                     tpd_hjson_num(x->loss.state == 1, x->loss.first), "last_mean",
+                                     tpd_hjson_num(x->loss.state == 1, x->loss.last), "decrease",
+                                     tpd_hjson_num(x->loss.state == 1, x->loss.decrease)));
+    bad |= !tpd_jset(o, "lr_expect",
+                     x->nlr_expect == 0
+                         ? json_null()
+                         : json_pack("{s:I, s:f, s:o}", "steps", (json_int_t)x->nlr_expect, "rtol",
+                                     LR_RTOL, "file", tpd_json_str(x->lr_file)));
+    bad |= !tpd_jset(o, "every", tpd_json_int(x->every > 1 ? x->every : 1));
+    return !bad;
 }

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "daemon/base/json.h"
 #include "daemon/base/text.h"
 #include "daemon/checks/result.h"
 #include "daemon/obs/obs.h"
@@ -155,11 +156,12 @@ bool tpd_health_bounds_run(tpd_hctx *x);
 /* For report.c: tpd_health_bounds_shown says whether row i is in the text
  * table of a run without a failure (--every N: the steps that are multiples
  * of N); _checks appends the declared checks to the "checks" line; _head
- * the lines under the outcome; _json the fields of the "bounds" object. */
+ * the lines under the outcome; _json sets the fields of the "bounds"
+ * object o (false when out of memory). */
 bool tpd_health_bounds_shown(const tpd_hctx *x, size_t i);
 void tpd_health_bounds_checks(const tpd_hctx *x, tpd_str *t);
 void tpd_health_bounds_head(const tpd_hctx *x, tpd_str *t);
-void tpd_health_bounds_json(const tpd_hctx *x, tpd_str *j);
+bool tpd_health_bounds_json(const tpd_hctx *x, json_t *o);
 
 /* ranks.c: the other ranks of a multi-rank run against the trainer.
  * tpd_health_ranks_scan finds which processes are replicas of it;
@@ -180,6 +182,11 @@ bool tpd_hrow_lrs_zero(const tpd_hrow *w);
 
 /* tpd_health_cover_first: cover event i is its optimizer's first (cover.c). */
 bool tpd_health_cover_first(const tpd_hctx *x, size_t i);
+
+/* tpd_hjson_num is v as the health report writes a number: null when not
+ * has, the string "nan", "inf" or "-inf" when v is not finite (JSON has no
+ * such number), else a real; NULL when out of memory (report.c). */
+json_t *tpd_hjson_num(bool has, double v);
 
 /* tpd_hctx_finish writes the report of outcome oc into *out (report.c).
  * Errors: TP_ENOMEM (then *out is cleared). */

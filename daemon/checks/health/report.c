@@ -87,57 +87,43 @@ static void table_text(ctx *x, tpd_str *t)
     }
 }
 
-/* jnum appends v, null when absent, a string ("nan", "inf", "-inf") when
- * it is not finite (JSON has no such number). */
-static void jnum(tpd_str *j, bool has, double v)
+json_t *tpd_hjson_num(bool has, double v)
 {
-    if (!has)
-        tpd_str_puts(j, "null");
-    else if (isnan(v))
-        tpd_str_puts(j, "\"nan\"");
-    else if (isinf(v))
-        tpd_str_puts(j, v > 0 ? "\"inf\"" : "\"-inf\"");
-    else
-        tpd_str_printf(j, "%.17g", v);
+    if (!has) return json_null();
+    if (isnan(v)) return json_string("nan");
+    if (isinf(v)) return json_string(v > 0 ? "inf" : "-inf");
+    return json_real(v);
 }
 
-static void row_json(tpd_str *j, const tpd_hrow *w)
+static json_t *row_json(const tpd_hrow *w)
 {
-    tpd_str_printf(j, "{\"step\":%lld,\"opt\":%lld,\"backward\":%d,\"loss\":", (long long)w->step,
-                   (long long)w->opt, w->nbwd);
-    jnum(j, w->has_loss, w->loss);
-    tpd_str_printf(j, ",\"loss_unscaled\":%s,\"grad_norm\":", w->loss_unscaled ? "true" : "false");
-    jnum(j, w->has_gnorm, w->gnorm);
-    tpd_str_puts(j, ",\"update_norm\":");
-    jnum(j, w->has_unorm, w->unorm);
-    tpd_str_puts(j, ",\"lrs\":[");
-    for (uint32_t i = 0; i < w->nlrs; i++) {
-        tpd_str_puts(j, i ? "," : "");
-        jnum(j, true, w->lrs[i]);
-    }
-    tpd_str_printf(j, "],\"skipped\":%s,\"skipped_by\":", tpd_hrow_skipped(w) ? "true" : "false");
-    if (w->scaler_skipped)
-        tpd_str_puts(j, "\"scaler\"");
-    else if (w->has_changed && !w->changed)
-        tpd_str_puts(j, "\"unchanged\"");
-    else
-        tpd_str_puts(j, "null");
-    tpd_str_printf(j,
-                   ",\"changed\":%s,\"changed_from\":%s,\"nonfinite_grads\":%u,"
-                   "\"first_nonfinite_grad\":",
-                   w->has_changed ? (w->changed ? "true" : "false") : "null",
-                   !w->has_changed       ? "null"
-                   : w->changed_by_snaps ? "\"snapshots\""
-                                         : "\"update\"",
-                   w->nonfinite_grads);
-    if (w->nonfinite_grad)
-        tpd_str_jsonz(j, w->nonfinite_grad);
-    else
-        tpd_str_puts(j, "null");
-    tpd_str_puts(j, ",\"scale\":");
-    jnum(j, w->has_scale, w->scale);
-    tpd_str_printf(j, ",\"params\":%lld,\"grads\":%lld}", (long long)w->nparams,
-                   (long long)w->ngrads);
+    json_t *o = json_object(), *lrs = json_array();
+    bool bad = lrs == NULL;
+    for (uint32_t i = 0; i < w->nlrs; i++) bad |= !tpd_jpush(lrs, tpd_hjson_num(true, w->lrs[i]));
+    bad |= !tpd_jset(o, "step", tpd_json_int(w->step));
+    bad |= !tpd_jset(o, "opt", tpd_json_int(w->opt));
+    bad |= !tpd_jset(o, "backward", tpd_json_int(w->nbwd));
+    bad |= !tpd_jset(o, "loss", tpd_hjson_num(w->has_loss, w->loss));
+    bad |= !tpd_jset(o, "loss_unscaled", tpd_json_bool(w->loss_unscaled));
+    bad |= !tpd_jset(o, "grad_norm", tpd_hjson_num(w->has_gnorm, w->gnorm));
+    bad |= !tpd_jset(o, "update_norm", tpd_hjson_num(w->has_unorm, w->unorm));
+    bad |= !tpd_jset(o, "lrs", lrs);
+    bad |= !tpd_jset(o, "skipped", tpd_json_bool(tpd_hrow_skipped(w)));
+    bad |= !tpd_jset(o, "skipped_by",
+                     w->scaler_skipped               ? json_string("scaler")
+                     : w->has_changed && !w->changed ? json_string("unchanged")
+                                                     : json_null());
+    bad |= !tpd_jset(o, "changed", w->has_changed ? tpd_json_bool(w->changed) : json_null());
+    bad |= !tpd_jset(o, "changed_from",
+                     !w->has_changed       ? json_null()
+                     : w->changed_by_snaps ? json_string("snapshots")
+                                           : json_string("update"));
+    bad |= !tpd_jset(o, "nonfinite_grads", tpd_json_int(w->nonfinite_grads));
+    bad |= !tpd_jset(o, "first_nonfinite_grad", tpd_json_str(w->nonfinite_grad));
+    bad |= !tpd_jset(o, "scale", tpd_hjson_num(w->has_scale, w->scale));
+    bad |= !tpd_jset(o, "params", tpd_json_int(w->nparams));
+    bad |= !tpd_jset(o, "grads", tpd_json_int(w->ngrads));
+    return tpd_jdone(o, bad);
 }
 
 static void checks_text(ctx *x, tpd_str *t)
@@ -177,20 +163,19 @@ static void optimizers_text(const ctx *x, tpd_str *t)
     if (sep[0] == ';') tpd_str_puts(t, "\n");
 }
 
-static void optimizers_json(const ctx *x, tpd_str *j)
+static json_t *optimizers_json(const ctx *x)
 {
-    bool any = false;
-    tpd_str_puts(j, ",\"optimizers\":[");
+    json_t *a = json_array();
+    bool bad = a == NULL;
     for (size_t k = 0; x->p != NULL && k < x->p->ncovers; k++) {
         const tpd_cover *c;
         if (!tpd_health_cover_first(x, k)) continue;
         c = tpd_health_cover_at(x, x->p->covers[k].opt, UINT64_MAX);
-        tpd_str_printf(j, "%s{\"opt\":%lld,\"class\":", any ? "," : "", (long long)c->opt);
-        tpd_str_jsonz(j, c->cls);
-        tpd_str_printf(j, ",\"tensors\":%u,\"groups\":%lld}", c->nparams, (long long)ngroups(c));
-        any = true;
+        bad |= !tpd_jpush(a, json_pack("{s:I, s:o, s:I, s:I}", "opt", (json_int_t)c->opt, "class",
+                                       tpd_json_str(c->cls), "tensors", (json_int_t)c->nparams,
+                                       "groups", (json_int_t)ngroups(c)));
     }
-    tpd_str_puts(j, "]");
+    return tpd_jdone(a, bad);
 }
 
 /* ranks_text: which other ranks were compared with the trainer (ranks.c). */
@@ -233,12 +218,60 @@ static size_t nopts(const ctx *x)
     return n;
 }
 
-tp_err tpd_hctx_finish(ctx *x, tpd_outcome oc, tpd_result *out)
+/* reason_json is the verdict in one sentence: why it could not be judged
+ * (the report's head lines), the first failure, or that every check held. */
+static json_t *reason_json(const ctx *x, tpd_outcome oc)
 {
-    tpd_str t = {0}, j = {0};
+    char line[1024];
+    if (x->head.len > 0) return tpd_json_lines(x->head.s);
+    if (x->found)
+        snprintf(line, sizeof line, "%s at step %lld: %s", x->path, (long long)x->step,
+                 tpd_str_cstr(&x->value));
+    else
+        snprintf(line, sizeof line, "%s over %zu optimizer step%s",
+                 oc == TPD_PASS ? "every check held" : tpd_outcome_name(oc), x->nrows,
+                 x->nrows == 1 ? "" : "s");
+    return tpd_json_str(line);
+}
+
+/* report_json is the JSON report of outcome oc; NULL when out of memory. */
+static json_t *report_json(ctx *x, tpd_outcome oc)
+{
     const tpd_exec *ex[1] = {x->ex};
     const tpd_proc *px[1] = {x->p};
-    tpd_cmp_opts exact = {false, 0, 0};
+    tpd_cmp_opts exact = {false, 0, 0, NULL};
+    json_t *j = tpd_report_new("health", x->run->id, oc), *bounds = json_object(),
+           *ev = json_object(), *rows = json_array();
+    bool bad = bounds == NULL || rows == NULL;
+    bad |= !tpd_jset(j, "comparison", tpd_json_comparison(&exact));
+    bad |= !tpd_jset(bounds, "max_grad_norm", tpd_hjson_num(x->has_max, x->max_grad_norm));
+    bad |= !tpd_jset(bounds, "max_skipped", tpd_hjson_num(true, x->max_skipped));
+    bad |= bounds == NULL || !tpd_health_bounds_json(x, bounds);
+    bad |= !tpd_jset(j, "bounds", bounds);
+    bad |= !tpd_jset(
+        j, "first_divergence",
+        x->found ? json_pack("{s:I, s:o, s:o, s:o}", "step", (json_int_t)x->step, "path",
+                             tpd_json_str(x->path), "opt",
+                             x->row < x->nrows ? tpd_json_int(x->rows[x->row].opt) : json_null(),
+                             "observed", tpd_json_str(tpd_str_cstr(&x->value)))
+                 : json_null());
+    bad |= !tpd_jset(j, "reason", reason_json(x, oc));
+    bad |= !tpd_jset(j, "explanation", tpd_why_json(&x->why));
+    bad |= !tpd_jset(ev, "executions", tpd_json_execs(ex, px, 1));
+    bad |= !tpd_jset(ev, "wall_time", tpd_json_wall(x->run));
+    bad |= !tpd_jset(ev, "final_snapshot",
+                     json_pack("{s:b, s:I}", "seen", x->final_seen, "model_tensors",
+                               (json_int_t)x->final_tensors));
+    bad |= !tpd_jset(j, "evidence", ev);
+    bad |= !tpd_jset(j, "optimizers", optimizers_json(x));
+    for (size_t i = 0; i < x->nrows; i++) bad |= !tpd_jpush(rows, row_json(&x->rows[i]));
+    bad |= !tpd_jset(j, "telemetry", rows);
+    return tpd_jdone(j, bad);
+}
+
+tp_err tpd_hctx_finish(ctx *x, tpd_outcome oc, tpd_result *out)
+{
+    tpd_str t = {0};
     memset(out, 0, sizeof *out);
     out->outcome = oc;
     tpd_str_printf(&t, "health: %s\n", tpd_outcome_name(oc));
@@ -271,50 +304,8 @@ tp_err tpd_hctx_finish(ctx *x, tpd_outcome oc, tpd_result *out)
     }
     if (x->nrows > 0) table_text(x, &t);
 
-    tpd_str_printf(&j,
-                   "{\"schema_version\":1,\"trainparity_version\":\"0.1.0\",\"check\":\"health\","
-                   "\"run\":%lld,\"outcome\":\"%s\",\"comparison\":",
-                   (long long)x->run->id, tpd_outcome_name(oc));
-    tpd_render_comparison_json(&j, &exact);
-    tpd_str_puts(&j, ",\"bounds\":{\"max_grad_norm\":");
-    jnum(&j, x->has_max, x->max_grad_norm);
-    tpd_str_puts(&j, ",\"max_skipped\":");
-    jnum(&j, true, x->max_skipped);
-    tpd_health_bounds_json(x, &j);
-    tpd_str_puts(&j, "},\"first_divergence\":");
-    if (x->found) {
-        tpd_str_printf(&j, "{\"step\":%lld,\"path\":", (long long)x->step);
-        tpd_str_jsonz(&j, x->path);
-        tpd_str_puts(&j, ",\"opt\":");
-        if (x->row < x->nrows)
-            tpd_str_printf(&j, "%lld", (long long)x->rows[x->row].opt);
-        else
-            tpd_str_puts(&j, "null");
-        tpd_str_puts(&j, ",\"observed\":");
-        tpd_str_jsonz(&j, tpd_str_cstr(&x->value));
-        tpd_str_puts(&j, "}");
-    } else {
-        tpd_str_puts(&j, "null");
-    }
-    tpd_str_puts(&j, ",\"reason\":");
-    tpd_str_jsonz(&j, tpd_str_cstr(&x->head));
-    tpd_str_puts(&j, ",\"explanation\":[");
-    tpd_str_puts(&j, x->why.json.s ? x->why.json.s : "");
-    tpd_str_puts(&j, "],\"evidence\":{\"executions\":");
-    tpd_render_execs_json(&j, ex, px, 1);
-    tpd_str_puts(&j, ",\"wall_time\":");
-    tpd_render_wall_json(&j, x->run);
-    tpd_str_printf(&j, ",\"final_snapshot\":{\"seen\":%s,\"model_tensors\":%lld}}",
-                   x->final_seen ? "true" : "false", (long long)x->final_tensors);
-    optimizers_json(x, &j);
-    tpd_str_puts(&j, ",\"telemetry\":[");
-    for (size_t i = 0; i < x->nrows; i++) {
-        tpd_str_puts(&j, i ? "," : "");
-        row_json(&j, &x->rows[i]);
-    }
-    tpd_str_puts(&j, "]}\n");
+    out->json = tpd_json_dump(report_json(x, oc));
     out->text = tpd_str_steal(&t);
-    out->json = tpd_str_steal(&j);
     if (out->text == NULL || out->json == NULL || x->oom) {
         tpd_result_clear(out);
         return TP_ENOMEM;

@@ -46,6 +46,14 @@ typedef struct tpd_rctx {
  * checkpoint holds, the RNGs and the data position (why.c). */
 void tpd_resume_explain(tpd_rctx *x, const tpd_cmp_result *cmp);
 
+/* tpd_resume_after_load_json is the report's evidence.state_after_load
+ * (docs/report-schema.md): per component group, model to rng, whether R's
+ * state at its first step after the load equals I's at the aligned point,
+ * how many components were compared and differ, a few that do, and how R
+ * restored the group after the load (why.c).  JSON null when R loaded none
+ * of I's checkpoints; NULL when an allocation failed. */
+json_t *tpd_resume_after_load_json(tpd_rctx *x);
+
 /* tpd_resume_base is the file name of path, or "a buffer" for NULL. */
 const char *tpd_resume_base(const char *path);
 /* tpd_resume_same_digest: both checkpoints have a content digest, equal. */

@@ -39,40 +39,50 @@ const char *tpd_resume_base(const char *path)
 
 /* ---- the report ---- */
 
-/* execs_json writes the executions and, after them, the check's wall time
- * (the "executions" and "wall_time" members of the evidence). */
-static void execs_json(ctx *x, tpd_str *j)
+/* evidence_json is the report's evidence: the executions, the check's wall
+ * time, the aligned step, I's saves in the window, R's load and its state
+ * after the load against I's (why.c). */
+static json_t *evidence_json(ctx *x)
 {
     const tpd_exec *ex[4] = {x->A, x->B, x->I, x->R};
     const tpd_proc *px[4] = {x->pa, x->pb, x->pi, x->pr};
-    tpd_render_execs_json(j, ex, px, 4);
-    tpd_str_puts(j, ",\"wall_time\":");
-    tpd_render_wall_json(j, x->run);
-}
-
-static void window_json(ctx *x, tpd_str *j)
-{
-    int first = 1;
-    tpd_str_puts(j, "[");
+    json_t *o = json_object(), *win = json_array(), *loaded = json_null();
+    bool bad = win == NULL;
     for (size_t i = 0; x->pi && x->armed && i < x->pi->nckpts; i++) {
         const tpd_ckpt *s = &x->pi->ckpts[i];
         if (s->load || s->seq < x->armed->seq) continue;
-        tpd_str_printf(j, "%s{\"name\":", first ? "" : ",");
-        tpd_str_jsonz(j, s->name);
-        tpd_str_puts(j, ",\"api\":");
-        tpd_str_jsonz(j, s->api);
-        tpd_str_printf(j, ",\"step\":%lld,\"digest\":", (long long)s->step);
-        if (s->has_digest) {
-            tpd_str_puts(j, "\"");
-            tpd_render_hex(j, s->digest, 16);
-            tpd_str_puts(j, "\"");
-        } else {
-            tpd_str_puts(j, "null");
-        }
-        tpd_str_puts(j, "}");
-        first = 0;
+        bad |=
+            !tpd_jpush(win, json_pack("{s:o, s:o, s:I, s:o}", "name", tpd_json_str(s->name), "api",
+                                      tpd_json_str(s->api), "step", (json_int_t)s->step, "digest",
+                                      s->has_digest ? tpd_json_hex(s->digest, 16) : json_null()));
     }
-    tpd_str_puts(j, "]");
+    if (x->loaded)
+        loaded = json_pack("{s:o, s:o}", "name", tpd_json_str(x->loaded->name), "via",
+                           tpd_json_str(x->loaded->via));
+    bad |= !tpd_jset(o, "executions", tpd_json_execs(ex, px, 4));
+    bad |= !tpd_jset(o, "wall_time", tpd_json_wall(x->run));
+    bad |= !tpd_jset(o, "aligned_step", tpd_json_int(x->c));
+    bad |= !tpd_jset(o, "resumed_from_step", tpd_json_int(x->r0));
+    bad |= !tpd_jset(o, "window", win);
+    bad |= !tpd_jset(o, "loaded", loaded);
+    bad |= !tpd_jset(o, "state_after_load", tpd_resume_after_load_json(x));
+    return tpd_jdone(o, bad);
+}
+
+/* first_json is the first divergence d between A and vs, null when none. */
+static json_t *first_json(const tpd_div *d, const char *vs)
+{
+    char between[8];
+    json_t *o;
+    bool bad;
+    if (d == NULL) return json_null();
+    snprintf(between, sizeof between, "A-%s", vs);
+    o = json_pack("{s:s, s:I, s:I, s:o, s:s, s:b}", "between", between, "step",
+                  (json_int_t)d->step_a, "step_other", (json_int_t)d->step_b, "path",
+                  tpd_json_str(d->path), "group", tpd_group_name(d->group), "unsure", d->unsure);
+    bad = !tpd_jset(o, "A", tpd_json_val(d->a ? &d->a->v : NULL));
+    bad |= !tpd_jset(o, vs, tpd_json_val(d->b ? &d->b->v : NULL));
+    return tpd_jdone(o, bad);
 }
 
 /* steps_text describes one side of a divergence in the number of steps:
@@ -132,7 +142,9 @@ static tp_err divergences(ctx *x, const tpd_div *d, const char *vs, tpd_divergen
 static tp_err finish(ctx *x, tpd_outcome oc, const tpd_cmp_result *cmp, const char *vs,
                      tpd_result *out)
 {
-    tpd_str t = {0}, j = {0};
+    tpd_str t = {0};
+    json_t *j;
+    bool bad;
     tpd_divergences all = {0};
     const tpd_div *d = cmp && cmp->first.found          ? &cmp->first
                        : cmp && cmp->first_unsure.found ? &cmp->first_unsure
@@ -156,49 +168,14 @@ static tp_err finish(ctx *x, tpd_outcome oc, const tpd_cmp_result *cmp, const ch
         tpd_str_puts(&t, x->why.text.s);
     }
 
-    tpd_str_printf(&j,
-                   "{\"schema_version\":1,\"trainparity_version\":\"0.1.0\",\"check\":\"resume\","
-                   "\"run\":%lld,\"outcome\":\"%s\",\"comparison\":",
-                   (long long)x->run->id, tpd_outcome_name(oc));
-    tpd_render_comparison_json(&j, x->o);
-    tpd_str_puts(&j, ",\"first_divergence\":");
-    if (d != NULL) {
-        tpd_str_printf(&j, "{\"between\":\"A-%s\",\"step\":%lld,\"step_other\":%lld,\"path\":", vs,
-                       (long long)d->step_a, (long long)d->step_b);
-        tpd_str_jsonz(&j, d->path);
-        tpd_str_puts(&j, ",\"group\":");
-        tpd_str_jsonz(&j, tpd_group_name(d->group));
-        tpd_str_printf(&j, ",\"unsure\":%s,\"A\":", d->unsure ? "true" : "false");
-        tpd_render_val_json(&j, d->a ? &d->a->v : NULL);
-        tpd_str_printf(&j, ",\"%s\":", vs);
-        tpd_render_val_json(&j, d->b ? &d->b->v : NULL);
-        tpd_str_puts(&j, "}");
-    } else {
-        tpd_str_puts(&j, "null");
-    }
-    tpd_str_puts(&j, ",\"divergences\":");
-    tpd_divergences_json(&j, &all, "A", vs);
-    tpd_str_puts(&j, ",\"explanation\":[");
-    tpd_str_puts(&j, x->why.json.s ? x->why.json.s : "");
-    tpd_str_puts(&j, "],\"evidence\":{\"executions\":");
-    execs_json(x, &j);
-    tpd_str_printf(&j,
-                   ",\"aligned_step\":%lld,\"resumed_from_step\":%lld,\"window\":", (long long)x->c,
-                   (long long)x->r0);
-    window_json(x, &j);
-    tpd_str_puts(&j, ",\"loaded\":");
-    if (x->loaded) {
-        tpd_str_puts(&j, "{\"name\":");
-        tpd_str_jsonz(&j, x->loaded->name);
-        tpd_str_puts(&j, ",\"via\":");
-        tpd_str_jsonz(&j, x->loaded->via);
-        tpd_str_puts(&j, "}");
-    } else {
-        tpd_str_puts(&j, "null");
-    }
-    tpd_str_puts(&j, "}}\n");
+    j = tpd_report_new("resume", x->run->id, oc);
+    bad = !tpd_jset(j, "comparison", tpd_json_comparison(x->o));
+    bad |= !tpd_jset(j, "first_divergence", first_json(d, vs));
+    bad |= !tpd_jset(j, "divergences", tpd_json_divergences(&all, "A", vs));
+    bad |= !tpd_jset(j, "explanation", tpd_why_json(&x->why));
+    bad |= !tpd_jset(j, "evidence", evidence_json(x));
     out->text = tpd_str_steal(&t);
-    out->json = tpd_str_steal(&j);
+    out->json = tpd_json_dump(tpd_jdone(j, bad));
     tpd_str_free(&x->head);
     tpd_why_free(&x->why);
     tpd_stream_div_free(&x->sab);

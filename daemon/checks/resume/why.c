@@ -169,6 +169,42 @@ static const tpd_items *save_snapshot(ctx *x)
     return NULL;
 }
 
+/* after_load is one group's comparison of R's state at its first step
+ * (r0) with I's at the aligned point: how many of the group's components
+ * the reference holds, how many of them differ, and the first few that do. */
+typedef struct after_load {
+    int nseen, ndiff;
+    int nex;
+    const tpd_item *ex_saved[MAX_EXAMPLES];
+    const tpd_item *ex_loaded[MAX_EXAMPLES]; /* NULL: R has no such component */
+} after_load;
+
+static void compare_after_load(ctx *x, const tpd_items *ref, int64_t rstep, tpd_group g,
+                               after_load *al)
+{
+    tpd_cmp_opts exact = *x->o;
+    memset(al, 0, sizeof *al);
+    for (size_t i = 0; i < ref->n; i++) {
+        const tpd_item *a = &ref->v[i], *b;
+        if (a->step != rstep || a->group != g) continue;
+        al->nseen++;
+        b = NULL;
+        for (size_t k = 0; k < x->pr->timeline.n; k++) {
+            const tpd_item *y = &x->pr->timeline.v[k];
+            if (y->step == x->r0 && !strcmp(y->path, a->path)) {
+                b = y;
+                break;
+            }
+        }
+        if (b != NULL && tpd_val_eq(&a->v, &b->v, &exact) == TPD_SAME) continue;
+        al->ndiff++;
+        if (al->nex < MAX_EXAMPLES) {
+            al->ex_saved[al->nex] = a;
+            al->ex_loaded[al->nex++] = b;
+        }
+    }
+}
+
 /* explain_after_load lists the components whose state R had at its first
  * step differs from I's at the same point, group by group. */
 static bool explain_after_load(ctx *x, const restored *rs)
@@ -179,36 +215,22 @@ static bool explain_after_load(ctx *x, const restored *rs)
      * forward pass that R's first snapshot follows; buffers updated in the
      * forward pass (batch-norm statistics) may then differ legitimately. */
     const tpd_items *ref = reference(x, &rstep, &same_point);
-    tpd_cmp_opts exact = *x->o;
     for (int g = TPD_G_MODEL; g <= TPD_G_RNG; g++) {
         char lines[2048] = "";
         size_t used = 0;
-        int ndiff = 0, nseen = 0;
+        after_load al;
         if (g == TPD_G_RNG) continue; /* RNGs are explained on their own */
-        for (size_t i = 0; i < ref->n; i++) {
-            const tpd_item *a = &ref->v[i], *b;
+        compare_after_load(x, ref, rstep, (tpd_group)g, &al);
+        for (int i = 0; i < al.nex; i++) {
             char va[256], vb[256];
-            if (a->step != rstep || (int)a->group != g) continue;
-            nseen++;
-            b = NULL;
-            for (size_t k = 0; k < x->pr->timeline.n; k++) {
-                const tpd_item *y = &x->pr->timeline.v[k];
-                if (y->step == x->r0 && !strcmp(y->path, a->path)) {
-                    b = y;
-                    break;
-                }
-            }
-            if (b != NULL && tpd_val_eq(&a->v, &b->v, &exact) == TPD_SAME) continue;
-            ndiff++;
-            if (ndiff > MAX_EXAMPLES) continue;
-            val_str(b ? &b->v : NULL, vb, sizeof vb);
-            val_str(&a->v, va, sizeof va);
-            used +=
-                (size_t)snprintf(lines + used, used < sizeof lines ? sizeof lines - used : 0,
-                                 "\n      %s: %s after loading, %s when saved", a->path, vb, va);
+            val_str(al.ex_loaded[i] ? &al.ex_loaded[i]->v : NULL, vb, sizeof vb);
+            val_str(&al.ex_saved[i]->v, va, sizeof va);
+            used += (size_t)snprintf(lines + used, used < sizeof lines ? sizeof lines - used : 0,
+                                     "\n      %s: %s after loading, %s when saved",
+                                     al.ex_saved[i]->path, vb, va);
             if (used >= sizeof lines) used = sizeof lines - 1;
         }
-        if (ndiff == 0) continue;
+        if (al.ndiff == 0) continue;
         any = true;
         if (!group_restored(rs, (tpd_group)g) && rs->other_seen[g])
             tpd_why_add(&x->why, "not_restored",
@@ -218,20 +240,87 @@ static bool explain_after_load(ctx *x, const restored *rs)
                         "from when it was saved)%s",
                         group_noun((tpd_group)g), tpd_group_name((tpd_group)g),
                         rs->other[g] ? ", by " : "", rs->other[g] ? rs->other[g] : "",
-                        rs->other[g] ? "," : "", ndiff, nseen, lines);
+                        rs->other[g] ? "," : "", al.ndiff, al.nseen, lines);
         else if (!group_restored(rs, (tpd_group)g))
             tpd_why_add(&x->why, "not_restored",
                         "%s was never loaded: no %s load_state_dict after the checkpoint load "
                         "(%d of %d components differ from when it was saved)%s",
-                        group_noun((tpd_group)g), tpd_group_name((tpd_group)g), ndiff, nseen,
+                        group_noun((tpd_group)g), tpd_group_name((tpd_group)g), al.ndiff, al.nseen,
                         lines);
         else
             tpd_why_add(&x->why, "differs_after_load",
                         "%s was loaded, but %d of %d components differ from when it was saved "
                         "(changed after loading, or loaded from another state)%s",
-                        group_noun((tpd_group)g), ndiff, nseen, lines);
+                        group_noun((tpd_group)g), al.ndiff, al.nseen, lines);
     }
     return any;
+}
+
+/* rng_restored words what R did to its RNGs after the load, the most
+ * telling first: one re-seeded, one set from a state no file of I's holds,
+ * one restored from the checkpoint, none touched. */
+static const char *rng_restored(const restored *rs, const char **by)
+{
+    int k;
+    *by = NULL;
+    for (k = 0; k < 4; k++)
+        if (rs->rng_seeded[k]) return "reseeded";
+    for (k = 0; k < 4; k++)
+        if (rs->rng_other[k] && !rs->rng_set[k]) {
+            *by = rs->rng_other_caller[k];
+            return "elsewhere";
+        }
+    for (k = 0; k < 4; k++)
+        if (rs->rng_set[k]) return "checkpoint";
+    return "no";
+}
+
+json_t *tpd_resume_after_load_json(tpd_rctx *x)
+{
+    json_t *arr;
+    restored rs;
+    int64_t rstep;
+    bool same_point, bad = false;
+    const tpd_items *ref;
+    if (x->pi == NULL || x->pr == NULL || x->armed == NULL || x->loaded == NULL) return json_null();
+    if ((arr = json_array()) == NULL) return NULL;
+    collect_restores(x, &rs);
+    ref = reference(x, &rstep, &same_point);
+    for (int g = TPD_G_MODEL; g <= TPD_G_RNG; g++) {
+        json_t *o = json_object(), *ex = json_array();
+        const char *restored_how, *by;
+        after_load al;
+        bool ob;
+        compare_after_load(x, ref, rstep, (tpd_group)g, &al);
+        if (g == TPD_G_RNG) {
+            restored_how = rng_restored(&rs, &by);
+        } else {
+            restored_how = rs.ours[g] ? "checkpoint" : rs.other_seen[g] ? "elsewhere" : "no";
+            by = rs.ours[g] ? NULL : rs.other[g];
+        }
+        ob = ex == NULL;
+        for (int i = 0; i < al.nex && !ob; i++) {
+            json_t *e = json_object();
+            bool eb = !tpd_jset(e, "path", tpd_json_str(al.ex_saved[i]->path));
+            eb |= !tpd_jset(e, "after_load",
+                            tpd_json_val(al.ex_loaded[i] ? &al.ex_loaded[i]->v : NULL));
+            eb |= !tpd_jset(e, "saved", tpd_json_val(&al.ex_saved[i]->v));
+            ob |= !tpd_jpush(ex, tpd_jdone(e, eb));
+        }
+        ob |= !tpd_jset(o, "component", tpd_json_str(tpd_group_name((tpd_group)g)));
+        ob |= !tpd_jset(o, "equal", al.nseen == 0 ? json_null() : tpd_json_bool(al.ndiff == 0));
+        ob |= !tpd_jset(o, "compared", tpd_json_int(al.nseen));
+        ob |= !tpd_jset(o, "differ", tpd_json_int(al.ndiff));
+        ob |= !tpd_jset(o, "reference",
+                        tpd_json_str(al.nseen == 0 ? NULL
+                                     : same_point  ? "step_start"
+                                                   : "save"));
+        ob |= !tpd_jset(o, "restored", tpd_json_str(restored_how));
+        ob |= !tpd_jset(o, "restored_by", tpd_json_str(by));
+        ob |= !tpd_jset(o, "examples", ex);
+        bad |= !tpd_jpush(arr, tpd_jdone(o, ob));
+    }
+    return tpd_jdone(arr, bad);
 }
 
 /* ends_with reports whether path ends with key at a name boundary. */

@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT
+ * pair.c -- two trainers compared in lockstep from step 0: the timelines,
+ * the data streams, the step counts; and the lines a report gives the first
+ * divergence.  Shared by the compare verdict and the offline diff. */
+#include <string.h>
+
+#include "daemon/checks/golden/pair.h"
+#include "daemon/checks/render.h"
+
+/* with_data merges the first divergence of the training data streams into
+ * cmp: the earlier in a's steps is the first, the data on a tie (data comes
+ * first within a step); an RNG divergence before it is the first, as the
+ * RNG rule has it. */
+static void with_data(tpd_cmp_result *cmp, const tpd_stream_div *sd)
+{
+    if (!sd->d.found || (cmp->first.found && cmp->first.step_a < sd->d.step_a)) return;
+    if (!cmp->first_other.found || sd->d.step_a <= cmp->first_other.step_a)
+        cmp->first_other = sd->d;
+    cmp->first =
+        cmp->first_rng.found && cmp->first_rng.step_a < sd->d.step_a ? cmp->first_rng : sd->d;
+}
+
+/* with_steps makes the number of optimizer steps the first divergence when
+ * the two trained a different number, unless something other than an RNG
+ * diverged within the steps both trained: past the last step of the
+ * shorter one, the lockstep comparison pits a training step against the
+ * state after the last step, which says only that one of them stopped. */
+static void with_steps(tpd_gpair *p)
+{
+    int64_t na = p->a->steps, nb = p->b->steps, both = na < nb ? na : nb;
+    tpd_cmp_result *cmp = &p->cmp;
+    tpd_div d;
+    if (na == nb || (cmp->first_other.found && cmp->first_other.step_a < both)) return;
+    for (int k = 0; k < 2; k++) {
+        tpd_item *it = &p->steps[k];
+        memset(it, 0, sizeof *it);
+        it->step = both;
+        it->group = TPD_G_OTHER;
+        it->path = TPD_GOLDEN_STEPS;
+        it->v.kind = 'v';
+        it->v.vtype = TP_V_INT;
+        it->v.i = k ? nb : na;
+    }
+    memset(&d, 0, sizeof d);
+    d.found = true;
+    d.step_a = d.step_b = both;
+    d.group = TPD_G_OTHER;
+    d.path = TPD_GOLDEN_STEPS;
+    d.a = &p->steps[0];
+    d.b = &p->steps[1];
+    cmp->first = cmp->first_other = d;
+}
+
+tp_err tpd_golden_pair(tpd_gpair *p, const char *la, const tpd_proc *a, const char *lb,
+                       const tpd_proc *b, const tpd_cmp_opts *o)
+{
+    memset(p, 0, sizeof *p);
+    p->la = la;
+    p->lb = lb;
+    p->a = a;
+    p->b = b;
+    tpd_compare(&a->timeline, 0, &b->timeline, 0, o, &p->cmp);
+    if (tpd_stream_compare(a, 0, b, 0, &p->sd) != TP_OK) {
+        tpd_stream_div_free(&p->sd);
+        memset(p, 0, sizeof *p);
+        return TP_ENOMEM;
+    }
+    with_data(&p->cmp, &p->sd);
+    with_steps(p);
+    return TP_OK;
+}
+
+void tpd_golden_pair_free(tpd_gpair *p)
+{
+    tpd_stream_div_free(&p->sd);
+}
+
+const tpd_div *tpd_golden_first(const tpd_gpair *p)
+{
+    if (p->cmp.first.found) return &p->cmp.first;
+    if (p->cmp.first_unsure.found) return &p->cmp.first_unsure;
+    return NULL;
+}
+
+bool tpd_golden_counted(const tpd_gpair *p, const tpd_div *d)
+{
+    return d->a == &p->steps[0];
+}
+
+tp_err tpd_golden_divergences(tpd_divergences *all, const tpd_run *r, const tpd_gpair *p,
+                              const tpd_div *d, const tpd_cmp_opts *o)
+{
+    bool n = tpd_golden_counted(p, d);
+    return tpd_divergences_at(all, r, d, n ? NULL : &p->a->timeline, d->step_a,
+                              n ? NULL : &p->b->timeline, d->step_b, o);
+}
+
+/* ---- the report ---- */
+
+static void side_text(tpd_str *t, const tpd_gpair *p, const tpd_div *d, int k)
+{
+    const tpd_item *it = k ? d->b : d->a;
+    if (tpd_golden_counted(p, d)) {
+        int64_t n = it->v.i;
+        tpd_str_printf(t, "%lld optimizer step%s", (long long)n, n == 1 ? "" : "s");
+    } else {
+        tpd_render_val(t, it ? &it->v : NULL);
+    }
+}
+
+void tpd_golden_first_text(tpd_str *t, const tpd_gpair *p, const tpd_div *d,
+                           const tpd_divergences *all, const char *title, const char *na,
+                           const char *nb)
+{
+    tpd_str_printf(t, "\nfirst divergence%s  step %lld  %s\n", title, (long long)d->step_a,
+                   d->path);
+    tpd_str_printf(t, "    %-18s ", na);
+    side_text(t, p, d, 0);
+    tpd_str_printf(t, "\n    %-18s ", nb);
+    side_text(t, p, d, 1);
+    tpd_str_puts(t, "\n");
+    if (all->n && all->v[0].has_errors) {
+        tpd_str_puts(t, "    captured values    ");
+        tpd_divergence_errors_text(t, &all->v[0]);
+        tpd_str_puts(t, "\n");
+    }
+    tpd_divergences_others_text(t, all, 6);
+}
+
+void tpd_golden_argv_text(tpd_str *t, const char *argv_json)
+{
+    json_t *a = argv_json ? json_loads(argv_json, 0, NULL) : NULL;
+    size_t i;
+    json_t *w;
+    json_array_foreach(a, i, w)
+    {
+        const char *s = json_string_value(w);
+        if (s == NULL) continue;
+        tpd_str_puts(t, i ? " " : "");
+        if (s[0] && strpbrk(s, " \t'\"\\$") == NULL)
+            tpd_str_puts(t, s);
+        else
+            tpd_str_printf(t, "'%s'", s);
+    }
+    json_decref(a);
+}

@@ -1,0 +1,372 @@
+/* SPDX-License-Identifier: MIT
+ * verdict_golden_test.c -- the golden-run verdict (compare) from
+ * hand-built observations: every outcome, C against D before C against G,
+ * --once, the number of steps, tolerances, and the report's shape. */
+#include <check.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/checks/golden/verdict.h"
+
+/* ---- building runs by hand ---- */
+
+enum { G, C, D };
+
+typedef struct world {
+    tpd_run *golden, *run;
+    tpd_exec ex[3];
+    tpd_proc pr[3];
+} world;
+
+static tpd_val tensor(uint8_t tag, double sum)
+{
+    tpd_val v;
+    memset(&v, 0, sizeof v);
+    v.kind = 't';
+    v.dtype = "torch.float32";
+    v.ndim = 1;
+    v.shape[0] = 4;
+    memset(v.digest, tag, sizeof v.digest);
+    v.stats.sum = sum;
+    v.stats.l2 = sum;
+    v.stats.maxabs = sum / 2;
+    return v;
+}
+
+static tpd_val num(double f)
+{
+    tpd_val v;
+    memset(&v, 0, sizeof v);
+    v.kind = 'v';
+    v.vtype = TP_V_FLOAT;
+    v.f = f;
+    return v;
+}
+
+static void item(world *w, int who, int64_t step, const char *path, tpd_val v)
+{
+    tpd_item it;
+    memset(&it, 0, sizeof it);
+    it.step = step;
+    it.path = path;
+    it.group = tpd_group_of(path);
+    it.ord = w->pr[who].timeline.n;
+    it.v = v;
+    ck_assert_int_eq(tpd_items_push(w->run->arena, &w->pr[who].timeline, &it), TP_OK);
+}
+
+/* steps adds n training steps of one run: weights, learning rate, loss and
+ * gradient at the start of each, the same in every run. */
+static void steps(world *w, int who, int64_t n)
+{
+    for (int64_t s = 0; s < n; s++) {
+        item(w, who, s, "model.fc.weight", tensor((uint8_t)(10 + s), 1.0 + (double)s));
+        item(w, who, s, "optimizer.group[0].lr", num(0.1));
+        item(w, who, s, "loss", num(1.0 / (double)(s + 1)));
+        item(w, who, s, "grad.fc.weight", tensor((uint8_t)(70 + s), 0.5));
+    }
+    w->pr[who].steps = n;
+}
+
+/* set changes path at step s of who's timeline to v. */
+static void set(world *w, int who, int64_t s, const char *path, tpd_val v)
+{
+    tpd_items *l = &w->pr[who].timeline;
+    for (size_t i = 0; i < l->n; i++)
+        if (l->v[i].step == s && strcmp(l->v[i].path, path) == 0) l->v[i].v = v;
+}
+
+static tpd_run *new_run(int64_t id, const char *check, const char *params)
+{
+    tpd_arena *a = tpd_arena_create();
+    tpd_run *r;
+    ck_assert_ptr_nonnull(a);
+    r = tpd_arena_alloc(a, sizeof *r);
+    ck_assert_ptr_nonnull(r);
+    memset(r, 0, sizeof *r);
+    r->arena = a;
+    r->id = id;
+    r->check = check;
+    r->params = params;
+    return r;
+}
+
+/* clean builds golden run 1 ("golden": one execution, "record") and
+ * compare run 2 (C and D, or C alone when once), all 4 steps alike. */
+static world *clean(bool once)
+{
+    static const char *roles[3] = {"record", "C", "D"};
+    world *w = calloc(1, sizeof *w);
+    ck_assert_ptr_nonnull(w);
+    w->golden = new_run(1, "record", "{\"capture\": \"digests\"}");
+    w->golden->name = "golden";
+    w->run =
+        new_run(2, "compare",
+                once ? "{\"against\": 1, \"once\": true}" : "{\"against\": 1, \"once\": false}");
+    w->golden->execs = &w->ex[G];
+    w->golden->nexecs = 1;
+    w->run->execs = &w->ex[C];
+    w->run->nexecs = once ? 1 : 2;
+    for (int k = 0; k < 3; k++) {
+        w->ex[k].id = k + 1;
+        w->ex[k].role = roles[k];
+        w->ex[k].has_status = true;
+        w->ex[k].finished = true;
+        w->ex[k].procs = &w->pr[k];
+        w->ex[k].nprocs = 1;
+        w->pr[k].pid = 100 + k;
+        w->pr[k].rank = -1;
+        w->pr[k].python = "3.11";
+        w->pr[k].has_bye = true;
+        w->pr[k].bye_reason = "exit";
+        w->pr[k].nevents = 10;
+        w->pr[k].sent = 10;
+        w->pr[k].max_seq = 9;
+        steps(w, k, 4);
+    }
+    return w;
+}
+
+static void destroy(world *w)
+{
+    tpd_arena_destroy(w->golden->arena);
+    tpd_arena_destroy(w->run->arena);
+    free(w);
+}
+
+static const tpd_cmp_opts exact = {false, 0, 0, NULL};
+
+static json_t *judge(world *w, const tpd_cmp_opts *o, tpd_outcome want, tpd_result *res)
+{
+    json_t *j;
+    ck_assert_int_eq(tpd_verdict_compare(w->run, w->golden, NULL, o, res), TP_OK);
+    ck_assert_msg(res->outcome == want, "outcome %s, want %s: %s", tpd_outcome_name(res->outcome),
+                  tpd_outcome_name(want), res->text);
+    j = json_loads(res->json, 0, NULL);
+    ck_assert_ptr_nonnull(j);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "check")), "compare");
+    ck_assert_str_eq(json_string_value(json_object_get(j, "outcome")), tpd_outcome_name(want));
+    return j;
+}
+
+/* kinds is the explanation's kinds, comma-separated. */
+static const char *kinds(json_t *j, char *buf, size_t n)
+{
+    json_t *e;
+    size_t i;
+    buf[0] = '\0';
+    json_array_foreach(json_object_get(j, "explanation"), i, e)
+    {
+        size_t len = strlen(buf);
+        snprintf(buf + len, n - len, "%s%s", i ? "," : "",
+                 json_string_value(json_object_get(e, "kind")));
+    }
+    return buf;
+}
+
+/* ---- tests ---- */
+
+START_TEST(test_golden_pass)
+{
+    world *w = clean(false);
+    tpd_result res;
+    json_t *j = judge(w, &exact, TPD_PASS, &res), *ev = json_object_get(j, "evidence");
+    ck_assert(json_is_null(json_object_get(j, "first_divergence")));
+    ck_assert_str_eq(json_string_value(json_object_get(ev, "determinism")), "checked");
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(ev, "against"), "run")), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(ev, "against"), "name")),
+                     "golden");
+    ck_assert_int_eq(json_array_size(json_object_get(ev, "executions")), 3);
+    ck_assert_str_eq(json_string_value(json_object_get(
+                         json_array_get(json_object_get(ev, "executions"), 0), "role")),
+                     "G");
+    ck_assert_ptr_nonnull(strstr(res.text, "C matched G at every step"));
+    json_decref(j);
+    tpd_result_clear(&res);
+    destroy(w);
+}
+END_TEST
+
+/* The learning rate of C differs from step 2 on: the first divergence, in
+ * the optimizer group before the loss, with both values and how long it
+ * lasts; the loss at the same step is listed among the others. */
+START_TEST(test_golden_fail_lr)
+{
+    world *w = clean(false);
+    tpd_result res;
+    json_t *j, *fd;
+    char buf[256];
+    for (int who = C; who <= D; who++)
+        for (int s = 2; s < 4; s++) {
+            set(w, who, s, "optimizer.group[0].lr", num(0.2));
+            set(w, who, s, "loss", num(9.0));
+        }
+    j = judge(w, &exact, TPD_FAIL, &res);
+    fd = json_object_get(j, "first_divergence");
+    ck_assert_str_eq(json_string_value(json_object_get(fd, "between")), "G-C");
+    ck_assert_int_eq(json_integer_value(json_object_get(fd, "step")), 2);
+    ck_assert_str_eq(json_string_value(json_object_get(fd, "path")), "optimizer.group[0].lr");
+    ck_assert(json_real_value(json_object_get(json_object_get(fd, "G"), "value")) == 0.1);
+    ck_assert(json_real_value(json_object_get(json_object_get(fd, "C"), "value")) == 0.2);
+    ck_assert_int_eq(json_array_size(json_object_get(j, "divergences")), 2);
+    ck_assert_str_eq(kinds(j, buf, sizeof buf), "differs,matched_before");
+    ck_assert_ptr_nonnull(strstr(res.text, "differs from step 2 on: at every one of the 2 steps"));
+    ck_assert_ptr_nonnull(strstr(res.text, "steps 0 to 1 matched in full"));
+    ck_assert_int_eq(res.step, 2);
+    ck_assert_str_eq(res.path, "optimizer.group[0].lr");
+    json_decref(j);
+    tpd_result_clear(&res);
+    destroy(w);
+}
+END_TEST
+
+/* C and D differ at step 1, before C's divergence from G at step 2:
+ * ABSTAIN, naming C against D.  At step 3, after it: FAIL, saying so. */
+START_TEST(test_golden_nondeterministic)
+{
+    for (int late = 0; late < 2; late++) {
+        world *w = clean(false);
+        tpd_result res;
+        json_t *j, *fd;
+        char buf[256];
+        set(w, C, 2, "loss", num(9.0));
+        set(w, D, 2, "loss", num(9.0));
+        set(w, D, late ? 3 : 1, "grad.fc.weight", tensor(99, 0.7));
+        j = judge(w, &exact, late ? TPD_FAIL : TPD_ABSTAIN, &res);
+        fd = json_object_get(j, "first_divergence");
+        ck_assert_str_eq(json_string_value(json_object_get(fd, "between")), late ? "G-C" : "C-D");
+        ck_assert_int_eq(json_integer_value(json_object_get(fd, "step")), late ? 2 : 1);
+        ck_assert_ptr_nonnull(json_object_get(fd, late ? "G" : "D"));
+        ck_assert_str_eq(kinds(j, buf, sizeof buf),
+                         late ? "differs,matched_before,nondeterministic_later"
+                              : "nondeterministic");
+        json_decref(j);
+        tpd_result_clear(&res);
+        destroy(w);
+    }
+}
+END_TEST
+
+/* --once: no D, and the report says determinism was not checked. */
+START_TEST(test_golden_once)
+{
+    world *w = clean(true);
+    tpd_result res;
+    json_t *j;
+    char buf[256];
+    set(w, C, 0, "model.fc.weight", tensor(98, 5.0));
+    j = judge(w, &exact, TPD_FAIL, &res);
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(j, "evidence"), "determinism")),
+        "not checked");
+    ck_assert_str_eq(kinds(j, buf, sizeof buf), "differs,initial_state,determinism_not_checked");
+    ck_assert_ptr_nonnull(strstr(res.text, "determinism not checked"));
+    json_decref(j);
+    tpd_result_clear(&res);
+    destroy(w);
+}
+END_TEST
+
+/* C trains 3 steps where G trains 4, alike in the 3: the number of steps
+ * is the first divergence, at the first step only G trained. */
+START_TEST(test_golden_step_count)
+{
+    world *w = clean(false);
+    tpd_result res;
+    json_t *j, *fd;
+    char buf[256];
+    for (int who = C; who <= D; who++) {
+        w->pr[who].timeline.n -= 4;
+        w->pr[who].steps = 3;
+    }
+    j = judge(w, &exact, TPD_FAIL, &res);
+    fd = json_object_get(j, "first_divergence");
+    ck_assert_str_eq(json_string_value(json_object_get(fd, "path")), "steps");
+    ck_assert_int_eq(json_integer_value(json_object_get(fd, "step")), 3);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(fd, "G"), "value")), 4);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(fd, "C"), "value")), 3);
+    ck_assert_str_eq(kinds(j, buf, sizeof buf), "step_count");
+    ck_assert_ptr_nonnull(strstr(res.text, "C stopped 1 step early"));
+    json_decref(j);
+    tpd_result_clear(&res);
+    destroy(w);
+}
+END_TEST
+
+/* A tolerance that statistics cannot justify: ABSTAIN, not PASS. */
+START_TEST(test_golden_unsure)
+{
+    world *w = clean(false);
+    tpd_cmp_opts tol = {true, 1e-3, 1e-3, NULL};
+    tpd_result res;
+    json_t *j;
+    char buf[256];
+    for (int who = C; who <= D; who++) set(w, who, 1, "grad.fc.weight", tensor(97, 0.5));
+    j = judge(w, &tol, TPD_ABSTAIN, &res);
+    ck_assert_str_eq(kinds(j, buf, sizeof buf), "values_needed");
+    ck_assert(json_is_true(json_object_get(json_object_get(j, "first_divergence"), "unsure")));
+    json_decref(j);
+    tpd_result_clear(&res);
+    destroy(w);
+}
+END_TEST
+
+/* The golden run missing, of another check, or not whole: ERROR. */
+START_TEST(test_golden_error)
+{
+    static const char *const want[] = {"cannot be read: no run 1", "is a 'resume' run",
+                                       "exited with status 1"};
+    for (int k = 0; k < 3; k++) {
+        world *w = clean(false);
+        tpd_result res;
+        if (k == 1) w->golden->check = "resume";
+        if (k == 2) w->ex[G].status = 1;
+        ck_assert_int_eq(
+            tpd_verdict_compare(w->run, k == 0 ? NULL : w->golden, "no run 1", &exact, &res),
+            TP_OK);
+        ck_assert_int_eq(res.outcome, TPD_ERROR);
+        ck_assert_msg(strstr(res.text, want[k]) != NULL, "%s", res.text);
+        tpd_result_clear(&res);
+        destroy(w);
+    }
+}
+END_TEST
+
+START_TEST(test_golden_against)
+{
+    tpd_run *r = new_run(5, "compare", "{\"against\": 3}");
+    ck_assert_int_eq(tpd_golden_against(r), 3);
+    r->params = "{}";
+    ck_assert_int_eq(tpd_golden_against(r), -1);
+    r->params = NULL;
+    ck_assert_int_eq(tpd_golden_against(r), -1);
+    tpd_arena_destroy(r->arena);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("verdict_golden");
+    TCase *tc = tcase_create("golden");
+    tcase_add_test(tc, test_golden_pass);
+    tcase_add_test(tc, test_golden_fail_lr);
+    tcase_add_test(tc, test_golden_nondeterministic);
+    tcase_add_test(tc, test_golden_once);
+    tcase_add_test(tc, test_golden_step_count);
+    tcase_add_test(tc, test_golden_unsure);
+    tcase_add_test(tc, test_golden_error);
+    tcase_add_test(tc, test_golden_against);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    int failed;
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
