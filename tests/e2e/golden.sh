@@ -27,8 +27,11 @@ cp "$WORK/out" golden.out
 golden=$(sed -n 's/^run \([0-9]*\)$/\1/p' golden.out)
 [ "$golden" = 1 ] || fail "want run 1 (the usage errors create no run): $(cat golden.out)"
 
-# check REPORT OUTCOME PYTHON: asserts on the JSON report (r) in PYTHON
+# check REPORT OUTCOME PYTHON: the report follows docs/report-schema.json;
+# asserts on it (r) in PYTHON
 check() {
+    "$py" "$root/tests/e2e/report_schema.py" "$1" >"$1.schema" 2>&1 ||
+        fail "$1 does not follow docs/report-schema.json: $(head -20 "$1.schema")"
     "$py" - "$1" "$2" "$golden" "$3" <<'PY' || fail "$1: $(cat "$1")"
 import json, sys
 report, outcome, golden, code = sys.argv[1:5]
