@@ -5,18 +5,13 @@
  * time, the first divergence, the reason. */
 #include <jansson.h>
 #include <libxml/xmlwriter.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "tools/cli.h"
 #include "tools/junit.h"
-
-/* jstr is o[key] when it is a non-empty string, else NULL. */
-static const char *jstr(const json_t *o, const char *key)
-{
-    const char *s = json_string_value(json_object_get(o, key));
-    return s && s[0] ? s : NULL;
-}
+#include "tools/reportval.h"
 
 /* trimmed copies s into out (n bytes) without leading blanks and without
  * what follows its first line. */
@@ -37,7 +32,7 @@ static void where(const json_t *fd, char *out, size_t n)
 {
     const json_t *step = json_object_get(fd, "step"), *epoch = json_object_get(fd, "epoch");
     const json_t *rank = json_object_get(fd, "rank");
-    const char *path = jstr(fd, "path"), *obs = jstr(fd, "observed");
+    const char *path = tpt_jstr(fd, "path"), *obs = tpt_jstr(fd, "observed");
     size_t w = (size_t)snprintf(out, n, "first divergence: %s", path ? path : "?");
     if (w < n && json_is_integer(step))
         w += (size_t)snprintf(out + w, n - w, " at step %lld", (long long)json_integer_value(step));
@@ -62,7 +57,7 @@ static void message(const json_t *r, const tpt_verdict_info *v, char *out, size_
         where(fd, out, n);
         return;
     }
-    if ((s = jstr(r, "reason")) != NULL || (s = jstr(why, "text")) != NULL) {
+    if ((s = tpt_jstr(r, "reason")) != NULL || (s = tpt_jstr(why, "text")) != NULL) {
         trimmed(s, out, n);
         if (out[0]) return;
     }
@@ -80,12 +75,25 @@ static double wall_s(const json_t *r)
     return json_number_value(json_object_get(w, "check_s"));
 }
 
+/* counts writes the attributes a testsuites and a testsuite element share:
+ * one test, whether it failed, erred or was skipped, and its time. */
+static int counts(xmlTextWriterPtr w, bool fail, bool error, bool skip, const char *secs)
+{
+    int bad = 0;
+    bad |= xmlTextWriterWriteAttribute(w, BAD_CAST "tests", BAD_CAST "1") < 0;
+    bad |= xmlTextWriterWriteAttribute(w, BAD_CAST "failures", BAD_CAST(fail ? "1" : "0")) < 0;
+    bad |= xmlTextWriterWriteAttribute(w, BAD_CAST "errors", BAD_CAST(error ? "1" : "0")) < 0;
+    bad |= xmlTextWriterWriteAttribute(w, BAD_CAST "skipped", BAD_CAST(skip ? "1" : "0")) < 0;
+    bad |= xmlTextWriterWriteAttribute(w, BAD_CAST "time", BAD_CAST secs) < 0;
+    return bad ? -1 : 0;
+}
+
 /* write_doc writes the document; any writer call that fails makes it fail. */
 static int write_doc(xmlTextWriterPtr w, const tpt_opts *o, int64_t run, const tpt_verdict_info *v,
                      const json_t *r)
 {
     const char *oc = v->outcome ? v->outcome : "ERROR";
-    const char *check = jstr(r, "check") ? jstr(r, "check") : "check";
+    const char *check = tpt_jstr(r, "check") ? tpt_jstr(r, "check") : "check";
     bool fail = !strcmp(oc, "FAIL"), skip = !strcmp(oc, "ABSTAIN");
     bool error = !fail && !skip && strcmp(oc, "PASS") != 0;
     char cmd[1024], suite[1200], klass[64], msg[1024], secs[32], num[32];
@@ -99,18 +107,10 @@ static int write_doc(xmlTextWriterPtr w, const tpt_opts *o, int64_t run, const t
     W(xmlTextWriterStartDocument(w, NULL, "UTF-8", NULL));
     W(xmlTextWriterStartElement(w, BAD_CAST "testsuites"));
     W(xmlTextWriterWriteAttribute(w, BAD_CAST "name", BAD_CAST "trainparity"));
-    W(xmlTextWriterWriteAttribute(w, BAD_CAST "tests", BAD_CAST "1"));
-    W(xmlTextWriterWriteAttribute(w, BAD_CAST "failures", BAD_CAST(fail ? "1" : "0")));
-    W(xmlTextWriterWriteAttribute(w, BAD_CAST "errors", BAD_CAST(error ? "1" : "0")));
-    W(xmlTextWriterWriteAttribute(w, BAD_CAST "skipped", BAD_CAST(skip ? "1" : "0")));
-    W(xmlTextWriterWriteAttribute(w, BAD_CAST "time", BAD_CAST secs));
+    W(counts(w, fail, error, skip, secs));
     W(xmlTextWriterStartElement(w, BAD_CAST "testsuite"));
     W(xmlTextWriterWriteAttribute(w, BAD_CAST "name", BAD_CAST suite));
-    W(xmlTextWriterWriteAttribute(w, BAD_CAST "tests", BAD_CAST "1"));
-    W(xmlTextWriterWriteAttribute(w, BAD_CAST "failures", BAD_CAST(fail ? "1" : "0")));
-    W(xmlTextWriterWriteAttribute(w, BAD_CAST "errors", BAD_CAST(error ? "1" : "0")));
-    W(xmlTextWriterWriteAttribute(w, BAD_CAST "skipped", BAD_CAST(skip ? "1" : "0")));
-    W(xmlTextWriterWriteAttribute(w, BAD_CAST "time", BAD_CAST secs));
+    W(counts(w, fail, error, skip, secs));
     W(xmlTextWriterStartElement(w, BAD_CAST "properties"));
     snprintf(num, sizeof num, "%lld", (long long)run);
     W(xmlTextWriterStartElement(w, BAD_CAST "property"));

@@ -195,3 +195,31 @@ const tpd_item *tpd_find(const tpd_items *l, int64_t step, const char *path)
         if (l->v[i].step == step && strcmp(l->v[i].path, path) == 0) return &l->v[i];
     return NULL;
 }
+
+bool tpd_compare_steps(tpd_cmp_result *cmp, tpd_item steps[2], int64_t a0, int64_t na, int64_t b0,
+                       int64_t nb)
+{
+    int64_t both = na < nb ? na : nb;
+    tpd_div d;
+    if (na == nb || (cmp->first_other.found && cmp->first_other.step_a - a0 < both)) return false;
+    for (int k = 0; k < 2; k++) {
+        tpd_item *it = &steps[k];
+        memset(it, 0, sizeof *it);
+        it->step = (k ? b0 : a0) + both;
+        it->group = TPD_G_OTHER;
+        it->path = TPD_STEPS_PATH;
+        it->v.kind = 'v';
+        it->v.vtype = TP_V_INT;
+        it->v.i = k ? nb : na;
+    }
+    memset(&d, 0, sizeof d);
+    d.found = true;
+    d.step_a = a0 + both;
+    d.step_b = b0 + both;
+    d.group = TPD_G_OTHER;
+    d.path = TPD_STEPS_PATH;
+    d.a = &steps[0];
+    d.b = &steps[1];
+    cmp->first = cmp->first_other = d;
+    return true;
+}

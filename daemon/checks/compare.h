@@ -59,6 +59,23 @@ typedef struct tpd_cmp_result {
 void tpd_compare(const tpd_items *a, int64_t a0, const tpd_items *b, int64_t b0,
                  const tpd_cmp_opts *o, tpd_cmp_result *out);
 
+/* The component path of a divergence in the number of optimizer steps. */
+#define TPD_STEPS_PATH "steps"
+
+/* tpd_compare_steps makes the number of optimizer steps cmp's first
+ * divergence when the two runs trained a different number from their
+ * aligned steps a0 and b0 (na and nb), unless something other than an RNG
+ * diverged within the steps both trained.  Past the last step of the
+ * shorter run, the lockstep comparison pits a training step of one against
+ * the state after the last step of the other, so what differs there says
+ * only that one run stopped; and an RNG that differed while nothing else
+ * did mattered to no step both trained (the RNG rule).  steps[0] and
+ * steps[1] receive the two counts (path TPD_STEPS_PATH), which the
+ * divergence points at: they must live as long as cmp.  Returns whether it
+ * did. */
+bool tpd_compare_steps(tpd_cmp_result *cmp, tpd_item steps[2], int64_t a0, int64_t na, int64_t b0,
+                       int64_t nb);
+
 /* tpd_find finds the k-th item (from 0) with path at step in l, or NULL. */
 const tpd_item *tpd_find(const tpd_items *l, int64_t step, const char *path);
 

@@ -80,8 +80,9 @@ static tp_err make_dirs(tpd_blobs *b, const uint8_t digest[16], const char *file
     return TP_OK;
 }
 
-static int write_all(int fd, const uint8_t *p, size_t n)
+int tpd_write_all(int fd, const void *buf, size_t n)
 {
+    const uint8_t *p = buf;
     while (n > 0) {
         ssize_t w = write(fd, p, n);
         if (w < 0 && errno == EINTR) continue;
@@ -114,7 +115,7 @@ tp_err tpd_blob_put(tpd_blobs *b, const uint8_t digest[16], const void *p, size_
         snprintf(tmp, sizeof tmp, "%s.tmp-XXXXXX", file);
         if ((fd = mkstemp(tmp)) < 0) return TP_EIO;
     }
-    if (write_all(fd, p, n) != 0) {
+    if (tpd_write_all(fd, p, n) != 0) {
         close(fd);
         unlink(tmp);
         return TP_EIO;

@@ -35,4 +35,8 @@ tp_err tpd_blob_path(const tpd_blobs *b, const uint8_t digest[16], char *out, si
  * *created (if not NULL) tells which.  Errors: TP_EIO, TP_EINVAL. */
 tp_err tpd_blob_put(tpd_blobs *b, const uint8_t digest[16], const void *p, size_t n, bool *created);
 
+/* tpd_write_all writes the n bytes at buf to fd, across short writes and
+ * EINTR; -1 (errno set) on failure. */
+int tpd_write_all(int fd, const void *buf, size_t n);
+
 #endif

@@ -32,18 +32,6 @@ static const char export_ddl[] =
     " run_id INTEGER NOT NULL, exported_ns INTEGER NOT NULL, producer TEXT NOT NULL,"
     " checksum BLOB NOT NULL);";
 
-static int write_all(int fd, const uint8_t *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 /* read_file reads the whole regular file path into *out (malloc'd). */
 static tp_err read_file(const char *path, uint8_t **out, size_t *n)
 {
@@ -319,7 +307,7 @@ static tp_err copy_out(const char *path, int fd, char *why, size_t whylen)
             break;
         }
         if (r == 0) break;
-        if (write_all(fd, buf, (size_t)r) != 0) {
+        if (tpd_write_all(fd, buf, (size_t)r) != 0) {
             err = tpd_xsay(why, whylen, TP_EIO, "cannot write the export: %s", strerror(errno));
             break;
         }

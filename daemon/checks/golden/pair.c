@@ -7,50 +7,6 @@
 #include "daemon/checks/golden/pair.h"
 #include "daemon/checks/render.h"
 
-/* with_data merges the first divergence of the training data streams into
- * cmp: the earlier in a's steps is the first, the data on a tie (data comes
- * first within a step); an RNG divergence before it is the first, as the
- * RNG rule has it. */
-static void with_data(tpd_cmp_result *cmp, const tpd_stream_div *sd)
-{
-    if (!sd->d.found || (cmp->first.found && cmp->first.step_a < sd->d.step_a)) return;
-    if (!cmp->first_other.found || sd->d.step_a <= cmp->first_other.step_a)
-        cmp->first_other = sd->d;
-    cmp->first =
-        cmp->first_rng.found && cmp->first_rng.step_a < sd->d.step_a ? cmp->first_rng : sd->d;
-}
-
-/* with_steps makes the number of optimizer steps the first divergence when
- * the two trained a different number, unless something other than an RNG
- * diverged within the steps both trained: past the last step of the
- * shorter one, the lockstep comparison pits a training step against the
- * state after the last step, which says only that one of them stopped. */
-static void with_steps(tpd_gpair *p)
-{
-    int64_t na = p->a->steps, nb = p->b->steps, both = na < nb ? na : nb;
-    tpd_cmp_result *cmp = &p->cmp;
-    tpd_div d;
-    if (na == nb || (cmp->first_other.found && cmp->first_other.step_a < both)) return;
-    for (int k = 0; k < 2; k++) {
-        tpd_item *it = &p->steps[k];
-        memset(it, 0, sizeof *it);
-        it->step = both;
-        it->group = TPD_G_OTHER;
-        it->path = TPD_GOLDEN_STEPS;
-        it->v.kind = 'v';
-        it->v.vtype = TP_V_INT;
-        it->v.i = k ? nb : na;
-    }
-    memset(&d, 0, sizeof d);
-    d.found = true;
-    d.step_a = d.step_b = both;
-    d.group = TPD_G_OTHER;
-    d.path = TPD_GOLDEN_STEPS;
-    d.a = &p->steps[0];
-    d.b = &p->steps[1];
-    cmp->first = cmp->first_other = d;
-}
-
 tp_err tpd_golden_pair(tpd_gpair *p, const char *la, const tpd_proc *a, const char *lb,
                        const tpd_proc *b, const tpd_cmp_opts *o)
 {
@@ -65,8 +21,8 @@ tp_err tpd_golden_pair(tpd_gpair *p, const char *la, const tpd_proc *a, const ch
         memset(p, 0, sizeof *p);
         return TP_ENOMEM;
     }
-    with_data(&p->cmp, &p->sd);
-    with_steps(p);
+    tpd_stream_merge(&p->cmp, &p->sd);
+    tpd_compare_steps(&p->cmp, p->steps, 0, a->steps, 0, b->steps);
     return TP_OK;
 }
 

@@ -22,9 +22,6 @@
 #include "daemon/checks/resume/stream.h"
 #include "daemon/obs/obs.h"
 
-/* The component path of a divergence in the number of steps trained. */
-#define TPD_GOLDEN_STEPS "steps"
-
 /* One lockstep comparison of two trainers from step 0: the timelines, the
  * training data streams and the number of steps.  Its divergences point
  * into it (steps): it is not copied once compared. */
@@ -56,7 +53,7 @@ void tpd_golden_pair_free(tpd_gpair *p);
 const tpd_div *tpd_golden_first(const tpd_gpair *p);
 
 /* tpd_golden_counted is true when d, one of p's divergences, is the number
- * of optimizer steps (TPD_GOLDEN_STEPS), whose values are counts, not
+ * of optimizer steps (TPD_STEPS_PATH), whose values are counts, not
  * observations. */
 bool tpd_golden_counted(const tpd_gpair *p, const tpd_div *d);
 

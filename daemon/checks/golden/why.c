@@ -210,7 +210,7 @@ static void before(ctx *x, const tpd_div *d)
 void tpd_golden_explain(tpd_why *w, const tpd_gpair *p, const tpd_div *d, const tpd_cmp_opts *o)
 {
     ctx c = {w, p, o}, *x = &c;
-    if (strcmp(d->path, TPD_GOLDEN_STEPS) == 0 && d->a && d->b) {
+    if (strcmp(d->path, TPD_STEPS_PATH) == 0 && d->a && d->b) {
         step_count(x, d);
         return;
     }

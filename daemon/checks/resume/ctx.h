@@ -15,7 +15,6 @@
 #include "daemon/obs/obs.h"
 
 /* The component path of a divergence in the number of steps trained. */
-#define TPD_STEPS_PATH "steps"
 
 typedef struct tpd_rctx {
     const tpd_run *run;

@@ -256,3 +256,12 @@ void tpd_stream_div_free(tpd_stream_div *d)
     free(d->own);
     memset(d, 0, sizeof *d);
 }
+
+void tpd_stream_merge(tpd_cmp_result *cmp, const tpd_stream_div *sd)
+{
+    if (!sd->d.found || (cmp->first.found && cmp->first.step_a < sd->d.step_a)) return;
+    if (!cmp->first_other.found || sd->d.step_a <= cmp->first_other.step_a)
+        cmp->first_other = sd->d;
+    cmp->first =
+        cmp->first_rng.found && cmp->first_rng.step_a < sd->d.step_a ? cmp->first_rng : sd->d;
+}

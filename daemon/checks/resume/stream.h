@@ -65,4 +65,13 @@ tp_err tpd_stream_compare(const tpd_proc *a, int64_t a0, const tpd_proc *b, int6
                           tpd_stream_div *out);
 void tpd_stream_div_free(tpd_stream_div *d);
 
+/* tpd_stream_merge merges sd, the first divergence of two training data
+ * streams, into cmp, the lockstep comparison of the same two runs: the
+ * earlier in a's steps is the first, the data on a tie (data comes first
+ * within a step).  An RNG divergence before it is the first, as the RNG
+ * rule has it (tpd_compare walks on to the end when it finds no other
+ * divergence, so its first_rng is then the earliest).  cmp then points into
+ * sd. */
+void tpd_stream_merge(tpd_cmp_result *cmp, const tpd_stream_div *sd);
+
 #endif

@@ -270,53 +270,13 @@ static void head_lines(ctx *x)
 
 /* ---- the verdict ---- */
 
-/* with_data merges the first divergence of the training data streams (sd,
- * stream.h) into cmp: the earlier in A's steps is the first, the data on a
- * tie (data comes first within a step).  An RNG divergence before it is the
- * first, as the RNG rule has it (tpd_compare walks on to the end when it
- * finds no other divergence, so its first_rng is then the earliest). */
-static void with_data(tpd_cmp_result *cmp, const tpd_stream_div *sd)
-{
-    if (!sd->d.found || (cmp->first.found && cmp->first.step_a < sd->d.step_a)) return;
-    if (!cmp->first_other.found || sd->d.step_a <= cmp->first_other.step_a)
-        cmp->first_other = sd->d;
-    cmp->first =
-        cmp->first_rng.found && cmp->first_rng.step_a < sd->d.step_a ? cmp->first_rng : sd->d;
-}
-
-/* with_steps makes the number of optimizer steps the first divergence when
- * the two runs trained a different number from their aligned steps a0 and
- * b0 (na and nb), unless something other than an RNG diverged within the
- * steps both trained.  Past the last step of the shorter run, the lockstep
- * comparison pits a training step of one against the state after the last
- * step of the other, so what differs there says only that one run stopped;
- * and an RNG that differed while nothing else did mattered to no step both
- * trained (the RNG rule). */
+/* with_steps applies the step-count rule (tpd_compare_steps) to cmp, whose
+ * runs trained na and nb steps from a0 and b0; x->steps holds the counts. */
 static void with_steps(ctx *x, tpd_cmp_result *cmp, int64_t a0, int64_t na, int64_t b0, int64_t nb)
 {
-    int64_t both = na < nb ? na : nb;
-    tpd_div d;
-    if (na == nb || (cmp->first_other.found && cmp->first_other.step_a - a0 < both)) return;
-    for (int k = 0; k < 2; k++) {
-        tpd_item *it = &x->steps[k];
-        memset(it, 0, sizeof *it);
-        it->step = (k ? b0 : a0) + both;
-        it->group = TPD_G_OTHER;
-        it->path = TPD_STEPS_PATH;
-        it->v.kind = 'v';
-        it->v.vtype = TP_V_INT;
-        it->v.i = k ? nb : na;
-        x->steps_from[k] = k ? b0 : a0;
-    }
-    memset(&d, 0, sizeof d);
-    d.found = true;
-    d.step_a = a0 + both;
-    d.step_b = b0 + both;
-    d.group = TPD_G_OTHER;
-    d.path = TPD_STEPS_PATH;
-    d.a = &x->steps[0];
-    d.b = &x->steps[1];
-    cmp->first = cmp->first_other = d;
+    x->steps_from[0] = a0;
+    x->steps_from[1] = b0;
+    tpd_compare_steps(cmp, x->steps, a0, na, b0, nb);
 }
 
 static tp_err nomem(ctx *x, tpd_result *out)
@@ -410,7 +370,7 @@ tp_err tpd_verdict_resume(const tpd_run *r, const tpd_cmp_opts *o, tpd_result *o
 
     tpd_compare(&x.pa->timeline, 0, &x.pb->timeline, 0, o, &ab);
     if (tpd_stream_compare(x.pa, 0, x.pb, 0, &x.sab) != TP_OK) return nomem(&x, out);
-    with_data(&ab, &x.sab);
+    tpd_stream_merge(&ab, &x.sab);
     with_steps(&x, &ab, 0, x.pa->steps, 0, x.pb->steps);
     if (ab.first.found || ab.first_unsure.found) {
         if (ab.first.found)
@@ -428,7 +388,7 @@ tp_err tpd_verdict_resume(const tpd_run *r, const tpd_cmp_opts *o, tpd_result *o
     }
     tpd_compare(&x.pa->timeline, x.c, &x.pr->timeline, x.r0, o, &ra);
     if (tpd_stream_compare(x.pa, x.c, x.pr, x.r0, &x.sra) != TP_OK) return nomem(&x, out);
-    with_data(&ra, &x.sra);
+    tpd_stream_merge(&ra, &x.sra);
     x.na = x.pa->steps - x.c;
     x.nr = x.pr->steps - x.r0;
     with_steps(&x, &ra, x.c, x.na, x.r0, x.nr);
