@@ -471,6 +471,11 @@ static PyObject *py_config(PyObject *self, PyObject *args)
              tpa_cfg.sample_id ? P.PyUnicode_FromString(tpa_cfg.sample_id) : none());
     set_item(d, "loss_counts", P.PyBool_FromLong(tpa_cfg.loss_counts));
     set_item(d, "disable_dropout", P.PyBool_FromLong(tpa_cfg.disable_dropout));
+    set_item(d, "induction", P.PyBool_FromLong(tpa_cfg.induction));
+    set_item(d, "full_from",
+             tpa_cfg.full_from >= 0 ? P.PyLong_FromLongLong(tpa_cfg.full_from) : none());
+    set_item(d, "full_to", tpa_cfg.full_to >= 0 ? P.PyLong_FromLongLong(tpa_cfg.full_to) : none());
+    set_item(d, "full_every", P.PyLong_FromLongLong(tpa_cfg.full_every));
     return d;
 }
 

@@ -33,6 +33,20 @@ static int64_t env_int(const char *name, int64_t dflt)
     return *end == '\0' ? (int64_t)x : dflt;
 }
 
+/* full_steps reads TRAINPARITY_FULL_STEPS, "LO-HI" with 0 <= LO <= HI. */
+static void full_steps(void)
+{
+    const char *v = getenv(TP_ENV_FULL_STEPS);
+    long long lo, hi;
+    int n = 0;
+    tpa_cfg.full_from = tpa_cfg.full_to = -1;
+    if (v != NULL && sscanf(v, "%lld-%lld%n", &lo, &hi, &n) == 2 && v[n] == '\0' && lo >= 0 &&
+        hi >= lo) {
+        tpa_cfg.full_from = lo;
+        tpa_cfg.full_to = hi;
+    }
+}
+
 void tpa_config_load(void)
 {
     const char *cap = getenv(TP_ENV_CAPTURE), *sid = getenv(TP_ENV_SAMPLE_ID);
@@ -64,4 +78,11 @@ void tpa_config_load(void)
     tpa_cfg.sample_id = sid != NULL && *sid != '\0' ? strdup(sid) : NULL;
     tpa_cfg.loss_counts = env_one("TRAINPARITY_LOSS_COUNTS");
     tpa_cfg.disable_dropout = env_one("TRAINPARITY_DISABLE_DROPOUT");
+    {
+        const char *d = getenv(TP_ENV_DIGEST);
+        tpa_cfg.induction = d != NULL && strcmp(d, "induction") == 0;
+    }
+    full_steps();
+    tpa_cfg.full_every = env_int(TP_ENV_FULL_EVERY, TPA_FULL_EVERY);
+    if (tpa_cfg.full_every < 0) tpa_cfg.full_every = 0;
 }

@@ -27,7 +27,15 @@ typedef struct tpa_config {
     char *sample_id;      /* TRAINPARITY_SAMPLE_ID (--sample-id), NULL when unset or "" */
     bool loss_counts;     /* TRAINPARITY_LOSS_COUNTS=1 (the accumulation check) */
     bool disable_dropout; /* TRAINPARITY_DISABLE_DROPOUT=1 */
+    bool induction;       /* TRAINPARITY_DIGEST=induction: state tensors at boundaries only */
+    int64_t full_from;    /* TRAINPARITY_FULL_STEPS=LO-HI: every snapshot full from LO */
+    int64_t full_to;      /* to HI (inclusive); both -1 when unset or malformed */
+    int64_t full_every;   /* TRAINPARITY_FULL_EVERY: induction's full snapshot every Kth step,
+                           * 0: none; default TPA_FULL_EVERY */
 } tpa_config;
+
+/* The default of TRAINPARITY_FULL_EVERY. */
+#define TPA_FULL_EVERY 100
 
 /* tpa_cfg is filled by tpa_config_load() in the constructor, then read-only.
  * It is the one parser of TRAINPARITY_* variables: the glue reads them through

@@ -56,6 +56,9 @@
 #define TP_ENV_TOKEN        "TRAINPARITY_TOKEN"        /* shared token for tcp:// */
 #define TP_ENV_DEBUG        "TRAINPARITY_DEBUG"        /* "1": agent logs to stderr */
 #define TP_ENV_SAMPLE_ID    "TRAINPARITY_SAMPLE_ID"    /* Python expression over a batch */
+#define TP_ENV_DIGEST       "TRAINPARITY_DIGEST"     /* "full" | "induction" (docs/induction.md) */
+#define TP_ENV_FULL_STEPS   "TRAINPARITY_FULL_STEPS" /* "LO-HI": every tensor digested there */
+#define TP_ENV_FULL_EVERY   "TRAINPARITY_FULL_EVERY" /* K: induction's safety net, 0 none */
 
 /* An execution's key: 128 random bits as lowercase hex, made by exec.create.
  * Every batch for the execution carries it ("key"); the daemon stores only

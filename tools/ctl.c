@@ -319,18 +319,23 @@ tp_err tpt_query_json(tpt_client *c, const char *what, int64_t id, char **text, 
     return query(c, what, id, true, text, err);
 }
 
-tp_err tpt_verdict(tpt_client *c, int64_t run, const tpt_tolerance *tol, tpt_verdict_info *out,
-                   char *err)
+static tp_err verdict(tpt_client *c, int64_t run, const tpt_tolerance *tol, bool plan,
+                      tpt_verdict_info *out, char *err)
 {
     tp_buf req, rep;
-    tpt_verdict_info v = {NULL, NULL, NULL};
+    tpt_verdict_info v;
     tp_err rc;
 
+    memset(&v, 0, sizeof v);
     tp_buf_init(&req);
     tp_buf_init(&rep);
-    tpt_req_begin(&req, "verdict", tol && tol->declared ? 3 : 1);
+    tpt_req_begin(&req, "verdict", (tol && tol->declared ? 3 : 1) + (plan ? 1 : 0));
     tp_mp_cstr(&req, "run");
     tp_mp_int(&req, run);
+    if (plan) {
+        tp_mp_cstr(&req, "plan");
+        tp_mp_bool(&req, true);
+    }
     if (tol && tol->declared) {
         tp_mp_cstr(&req, "rtol");
         tp_mp_f64(&req, tol->rtol);
@@ -345,6 +350,11 @@ tp_err tpt_verdict(tpt_client *c, int64_t run, const tpt_tolerance *tol, tpt_ver
     if ((rc = tpt_reply_strdup(&rep, "text", &v.text)) == TP_ENOMEM ||
         (rc = tpt_reply_strdup(&rep, "json", &v.json)) == TP_ENOMEM)
         goto fail;
+    if (plan && tpt_reply_int(&rep, "narrow_from", &v.narrow_from) == TP_OK &&
+        tpt_reply_int(&rep, "narrow_to", &v.narrow_to) == TP_OK) {
+        v.narrow = true;
+        if (tpt_reply_bool(&rep, "narrow_b", &v.narrow_b) != TP_OK) v.narrow_b = false;
+    }
     rc = TP_OK;
     *out = v;
     tp_buf_free(&rep);
@@ -354,6 +364,18 @@ fail:
     tpt_verdict_info_free(&v);
     tp_buf_free(&rep);
     return rc;
+}
+
+tp_err tpt_verdict(tpt_client *c, int64_t run, const tpt_tolerance *tol, tpt_verdict_info *out,
+                   char *err)
+{
+    return verdict(c, run, tol, false, out, err);
+}
+
+tp_err tpt_verdict_plan(tpt_client *c, int64_t run, const tpt_tolerance *tol, tpt_verdict_info *out,
+                        char *err)
+{
+    return verdict(c, run, tol, true, out, err);
 }
 
 void tpt_verdict_info_free(tpt_verdict_info *v)
@@ -432,20 +454,27 @@ fail:
 
 int tpt_judge(tpt_client *c, int64_t run, const tpt_tolerance *tol, const tpt_opts *o)
 {
-    tpt_verdict_info v = {NULL, NULL, NULL};
+    tpt_verdict_info v;
     char err[TPT_ERR_LEN];
-    int st;
+    memset(&v, 0, sizeof v);
     if (tpt_verdict(c, run, tol, &v, err) != TP_OK) {
         tpt_error("cannot judge run %lld: %s", (long long)run, err);
         tpt_verdict_info_free(&v);
         return TPT_EXIT_ERROR;
     }
+    return tpt_report(c, run, &v, o);
+}
+
+int tpt_report(tpt_client *c, int64_t run, tpt_verdict_info *vp, const tpt_opts *o)
+{
+    tpt_verdict_info v = *vp;
+    int st;
     printf("run %lld\n%s", (long long)run, v.text ? v.text : "");
     fflush(stdout);
     st = tpt_outcome_status(v.outcome);
     if (o->json != NULL && tpt_write_report(o->json, v.json) != 0) st = TPT_EXIT_ERROR;
     if (o->junit != NULL && tpt_junit_write(o->junit, o, run, &v) != 0) st = TPT_EXIT_ERROR;
     if (o->html != NULL && tpt_html_write(o->html, c, o, run, &v) != 0) st = TPT_EXIT_ERROR;
-    tpt_verdict_info_free(&v);
+    tpt_verdict_info_free(vp);
     return st;
 }

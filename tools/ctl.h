@@ -106,6 +106,12 @@ typedef struct tpt_verdict_info {
     char *outcome; /* "PASS", "FAIL", "ABSTAIN", "ERROR" as the daemon says it */
     char *text;    /* human report, or NULL */
     char *json;    /* JSON report, or NULL */
+    /* from tpt_verdict_plan: the verdict asks for a narrowing (nothing was
+     * stored): rerun A (and B when narrow_b) with every tensor digested
+     * from step narrow_from to narrow_to, then judge again
+     * (docs/induction.md) */
+    bool narrow, narrow_b;
+    int64_t narrow_from, narrow_to;
 } tpt_verdict_info;
 
 /* The comparison a check declares: exact unless a tolerance was declared. */
@@ -118,6 +124,15 @@ typedef struct tpt_tolerance {
  * *out with tpt_verdict_info_free. */
 tp_err tpt_verdict(tpt_client *c, int64_t run, const tpt_tolerance *tol, tpt_verdict_info *out,
                    char *err);
+
+/* tpt_verdict_plan is tpt_verdict for a check that can narrow (resume): a
+ * verdict that asks for a narrowing is not stored, and out says so. */
+tp_err tpt_verdict_plan(tpt_client *c, int64_t run, const tpt_tolerance *tol, tpt_verdict_info *out,
+                        char *err);
+
+/* tpt_report prints and writes the verdict v of run as tpt_judge does,
+ * frees v and returns the exit status. */
+int tpt_report(tpt_client *c, int64_t run, tpt_verdict_info *v, const tpt_opts *o);
 
 /* tpt_judge asks the daemon for run's verdict under tol (NULL: exact),
  * prints "run N" and the text report on stdout, writes the reports o asks

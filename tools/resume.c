@@ -6,7 +6,15 @@
  * script that resumes on its own trains from scratch every time); I runs it
  * until the first checkpoint save at or after optimizer step K, and the agent
  * ends it at the next training-step boundary; R runs the resume command.
- * The daemon then judges the run (daemon/checks/resume/verdict.c). */
+ * The daemon then judges the run (daemon/checks/resume/verdict.c).
+ *
+ * A, B and I digest the model's tensors and the optimizer's state at
+ * boundaries only (--digest induction, the default; docs/induction.md), R
+ * every tensor at every step.  When the daemon finds the first divergence
+ * after a light step, the state may have diverged unseen before it: the
+ * checkpoints of I and R are moved aside, A (and B when the baselines
+ * differ) rerun as A2 (B2) with every tensor digested over those steps,
+ * and the run is judged again. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <jansson.h>
@@ -27,7 +35,7 @@
 #include "tools/tree.h"
 #include "tools/words.h"
 
-static const char *at_s, *resume_cmd, *resume_args;
+static const char *at_s, *resume_cmd, *resume_args, *digest_s;
 
 static const tpt_optx extra[] = {
     {"at", "K",
@@ -39,6 +47,11 @@ static const tpt_optx extra[] = {
      "itself, for scripts that resume when a checkpoint exists",
      &resume_cmd},
     {"resume-args", "ARGS", "arguments appended to CMD to make it resume", &resume_args},
+    {"digest", "MODE",
+     "induction (default): A, B and I digest the model and optimizer state at boundaries and "
+     "rerun A with every tensor digested where a divergence needs it; full: every tensor at "
+     "every step",
+     &digest_s},
     {NULL, NULL, NULL, NULL},
 };
 
@@ -61,8 +74,21 @@ typedef struct plan {
     char **resume; /* R's command */
     char *owned;   /* allocation behind resume, if any */
     char capture[64], interrupt[64];
-    char *sample; /* TRAINPARITY_SAMPLE_ID=..., or NULL */
+    char *sample;    /* TRAINPARITY_SAMPLE_ID=..., or NULL */
+    char digest[64]; /* TRAINPARITY_DIGEST=... for A, B and I */
+    char full[96];   /* TRAINPARITY_FULL_STEPS=LO-HI for A2 and B2, "" before */
 } plan;
+
+/* env_of fills env (room for 6) with the settings of A, B, A2 and B2. */
+static void env_of(const plan *p, char **env)
+{
+    int n = 0;
+    env[n++] = (char *)p->capture;
+    env[n++] = (char *)p->digest;
+    if (p->full[0]) env[n++] = (char *)p->full;
+    if (p->sample) env[n++] = p->sample;
+    env[n] = NULL;
+}
 
 typedef struct saves {
     char *text;   /* the daemon's answer, which paths point into */
@@ -135,19 +161,16 @@ static int run_one(tpt_session *s, int64_t run, const char *role, char **argv, c
     return tpt_exec_one(s, "resume", run, &es, res);
 }
 
-/* baseline runs A or B and moves what it saved out of the way; tool is the
- * working directory when trainparity-run started, before as this execution
- * starts. */
-static int baseline(tpt_session *s, int64_t run, const char *role, plan *p,
-                    const tpt_snapshot *tool, const tpt_snapshot *before)
+/* aside moves what execution exec (of role) saved out of the way, into
+ * .trainparity/runs/<run>/<role>/; tool is the working directory when
+ * trainparity-run started, before as the execution started. */
+static int aside(tpt_session *s, int64_t run, const char *role, int64_t exec,
+                 const tpt_snapshot *tool, const tpt_snapshot *before)
 {
     char err[TPT_ERR_LEN], dest[4096], sub[64];
-    char *env[] = {p->capture, p->sample, NULL};
-    tpt_exec_result res;
     tpt_aside_result ar = {0, 0, 0, 0, false};
     saves v;
-    if (run_one(s, run, role, p->o.cmd, env, &res) != 0) return -1;
-    if (saved(s, res.exec, &v, err) != TP_OK) {
+    if (saved(s, exec, &v, err) != TP_OK) {
         tpt_error("%s: cannot list its checkpoints: %s", role, err);
         return -1;
     }
@@ -190,11 +213,23 @@ static int baseline(tpt_session *s, int64_t run, const char *role, plan *p,
     return 0;
 }
 
+/* baseline runs A or B (or their reruns A2, B2) and moves what it saved out
+ * of the way (aside). */
+static int baseline(tpt_session *s, int64_t run, const char *role, plan *p,
+                    const tpt_snapshot *tool, const tpt_snapshot *before)
+{
+    char *env[6];
+    tpt_exec_result res;
+    env_of(p, env);
+    if (run_one(s, run, role, p->o.cmd, env, &res) != 0) return -1;
+    return aside(s, run, role, res.exec, tool, before);
+}
+
 static int parse_plan(plan *p, int argc, char **argv)
 {
     char err[TPT_ERR_LEN], *end;
     int st;
-    at_s = resume_cmd = resume_args = NULL;
+    at_s = resume_cmd = resume_args = digest_s = NULL;
     memset(p, 0, sizeof *p);
     if ((st = tpt_opts_cli(&spec, argc, argv, &p->o)) >= 0) return st;
     if (at_s != NULL) {
@@ -204,6 +239,10 @@ static int parse_plan(plan *p, int argc, char **argv)
             tpt_error("resume: --at wants a step number >= 0, not '%s'", at_s);
             return TPT_EXIT_USAGE;
         }
+    }
+    if (digest_s != NULL && strcmp(digest_s, "induction") != 0 && strcmp(digest_s, "full") != 0) {
+        tpt_error("resume: --digest wants induction or full, not '%s'", digest_s);
+        return TPT_EXIT_USAGE;
     }
     if (resume_cmd && resume_args) {
         tpt_error("resume: give --resume-cmd or --resume-args, not both");
@@ -232,6 +271,8 @@ static int parse_plan(plan *p, int argc, char **argv)
     }
     snprintf(p->capture, sizeof p->capture, "TRAINPARITY_CAPTURE=%s", p->o.capture);
     snprintf(p->interrupt, sizeof p->interrupt, "TRAINPARITY_INTERRUPT_AT=%lld", p->at);
+    snprintf(p->digest, sizeof p->digest, "TRAINPARITY_DIGEST=%s",
+             digest_s != NULL ? digest_s : "induction");
     return -1;
 }
 
@@ -250,11 +291,14 @@ static char *params_json(const plan *p)
 int tpt_cmd_resume(int argc, char **argv)
 {
     char err[TPT_ERR_LEN], *params = NULL;
-    char *ienv[4], *renv[3];
+    char *ienv[5], *renv[3];
     tpt_session *s = NULL;
     tpt_exec_result res;
     tpt_tolerance tol;
-    tpt_snapshot tool, before_b = {{0, 0}, NULL, 0, false};
+    tpt_snapshot tool, before_b = {{0, 0}, NULL, 0, false}, before_i = {{0, 0}, NULL, 0, false};
+    tpt_verdict_info v;
+    int64_t iexec, rexec;
+    bool both;
     plan p;
     int64_t run;
     int st;
@@ -266,7 +310,8 @@ int tpt_cmd_resume(int argc, char **argv)
         free(p.sample);
         return TPT_EXIT_ERROR;
     }
-    ienv[0] = p.capture, ienv[1] = p.interrupt, ienv[2] = p.sample, ienv[3] = NULL;
+    ienv[0] = p.capture, ienv[1] = p.interrupt, ienv[2] = p.digest, ienv[3] = p.sample;
+    ienv[4] = NULL;
     renv[0] = p.capture, renv[1] = p.sample, renv[2] = NULL;
     if ((params = params_json(&p)) == NULL) snprintf(err, sizeof err, "resume: out of memory");
     if (params == NULL || tpt_session_open(&s, err) != TP_OK) {
@@ -292,16 +337,58 @@ int tpt_cmd_resume(int argc, char **argv)
         goto done;
     }
     if (baseline(s, run, "B", &p, &tool, &before_b) != 0) goto done;
+    if (tpt_snapshot_take(&before_i, err) != TP_OK) {
+        tpt_error("%s", err);
+        goto done;
+    }
     if (run_one(s, run, "I", p.o.cmd, ienv, &res) != 0) goto done;
+    iexec = res.exec;
     if (run_one(s, run, "R", p.resume, renv, &res) != 0) goto done;
+    rexec = res.exec;
     tol.declared = p.o.rtol_set || p.o.atol_set;
     tol.rtol = p.o.rtol;
     tol.atol = p.o.atol;
+    if (tpt_verdict_plan(tpt_session_client(s), run, &tol, &v, err) != TP_OK) {
+        tpt_error("cannot judge run %lld: %s", (long long)run, err);
+        goto done;
+    }
+    if (!v.narrow) {
+        st = tpt_report(tpt_session_client(s), run, &v, &p.o);
+        goto done;
+    }
+    /* narrowing: the baselines rerun from scratch, so nothing I or R saved
+     * may be found by a script that resumes on its own */
+    tpt_progress("resume",
+                 "the first divergence lies after a light step: rerunning A%s with every tensor "
+                 "digested at steps %lld to %lld",
+                 v.narrow_b ? " and B" : "", (long long)v.narrow_from, (long long)v.narrow_to);
+    snprintf(p.full, sizeof p.full, "TRAINPARITY_FULL_STEPS=%lld-%lld", (long long)v.narrow_from,
+             (long long)v.narrow_to);
+    both = v.narrow_b;
+    tpt_verdict_info_free(&v);
+    if (aside(s, run, "I", iexec, &tool, &before_i) != 0 ||
+        aside(s, run, "R", rexec, &tool, &before_i) != 0)
+        goto done;
+    tpt_snapshot_free(&before_b);
+    if (tpt_snapshot_take(&before_b, err) != TP_OK) {
+        tpt_error("%s", err);
+        goto done;
+    }
+    if (baseline(s, run, "A2", &p, &tool, &before_b) != 0) goto done;
+    if (both) {
+        tpt_snapshot_free(&before_b);
+        if (tpt_snapshot_take(&before_b, err) != TP_OK) {
+            tpt_error("%s", err);
+            goto done;
+        }
+        if (baseline(s, run, "B2", &p, &tool, &before_b) != 0) goto done;
+    }
     st = tpt_judge(tpt_session_client(s), run, &tol, &p.o);
 done:
     if (tpt_session_close(s, err) != TP_OK) tpt_error("%s", err);
     tpt_snapshot_free(&tool);
     tpt_snapshot_free(&before_b);
+    tpt_snapshot_free(&before_i);
     free(params);
     free(p.owned);
     free(p.sample);

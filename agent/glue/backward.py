@@ -8,7 +8,7 @@ from .core import (
     _wraps)
 from . import events as _ev
 from .config import _cfg
-from .state import _snapshot
+from .state import _full_now, _snapshot
 
 
 def _before_backward(loss):
@@ -17,7 +17,9 @@ def _before_backward(loss):
         first = S.snap_step != S.step
         if first:
             S.snap_step = S.step
-            _snapshot("backward")
+            full = _full_now()
+            S.boundary = False
+            _snapshot("backward", full)
         if S.armed:
             _interrupt()
         torch = S.torch

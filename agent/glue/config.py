@@ -17,6 +17,13 @@
 #   sample_id        TRAINPARITY_SAMPLE_ID (--sample-id), None when unset
 #   loss_counts      TRAINPARITY_LOSS_COUNTS=1 (the accumulation check)
 #   disable_dropout  TRAINPARITY_DISABLE_DROPOUT=1 (the user asked for it)
+#   induction        TRAINPARITY_DIGEST=induction: the model's tensors and
+#                    the optimizer's state digested at boundaries only
+#                    (state.py, _full_now; docs/induction.md)
+#   full_from, full_to  TRAINPARITY_FULL_STEPS=LO-HI: every snapshot of
+#                    those steps full (None when unset)
+#   full_every       TRAINPARITY_FULL_EVERY=K: induction's full snapshot
+#                    every Kth step (0: none; 100 when unset)
 # The launcher's variables (RANK, WORLD_SIZE, LOCAL_RANK) are facts of the
 # process, not settings: _env_int reads them when asked, as a script may set
 # them itself before it initialises torch.distributed.

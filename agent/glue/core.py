@@ -32,6 +32,7 @@ class _State:
     snap_step = -1  # step of the last start-of-step snapshot
     save_snap_step = -1  # step of the last save snapshot
     bwd = 0  # backward calls since the last optimizer step
+    boundary = True  # a save, load or restore since the last start-of-step snapshot (state._full_now)
     armed = False  # resume: interrupt at the next training-step boundary
     last_load = None  # seq of the latest load event
     seeded = {"python": False, "numpy": False}

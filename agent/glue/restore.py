@@ -16,6 +16,7 @@ def _emit_restore(what, obj, op, missing=None, unexpected=None, seed=None, arg=_
     restored; its manifest lets the daemon tell whether it came from a
     checkpoint that was loaded (its content matches) or from elsewhere (the
     object's own state, a state saved in memory)."""
+    S.boundary = True
     if not S.hello:
         return
     kw = {}

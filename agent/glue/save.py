@@ -109,6 +109,7 @@ def _observe_save(api, obj, f, recs, error, data=None):
     at = _cfg["interrupt_at"]
     armed = at is not None and not S.armed and error is None and S.step >= at
     _tp.emit("save", _ev.save(armed=armed, **body), "manifest", [("", obj)], True)
+    S.boundary = True
     if S.save_snap_step != S.step:
         S.save_snap_step = S.step
         _snapshot("save")
@@ -120,6 +121,7 @@ def _observe_load(api, f, recs, result, error, use_records, data=None):
     body = _io_body(api, f, recs, use_records, data, error)
     items = [("", result)] if error is None else []
     seq = _tp.emit("load", _ev.load(**body), "manifest", items, True)
+    S.boundary = True
     if seq >= 0:
         S.last_load = seq
 

@@ -7,6 +7,7 @@ import sys
 import weakref
 
 from . import events as _ev
+from .config import _cfg
 from .core import _tp, Digest, S, _indexed, _live
 
 
@@ -71,10 +72,30 @@ def _any_roots():
             if id(m) not in children and next(m.parameters(), None) is not None]
 
 
-def _snapshot(why):
+def _full_now():
+    """Whether the start-of-step snapshot of the step under way is full.
+    Always, unless TRAINPARITY_DIGEST=induction; then only at the
+    boundaries that anchor the induction (docs/induction.md): the first
+    snapshot of the process, the first after a save, a load or a restore,
+    every full_every-th step, and the steps of TRAINPARITY_FULL_STEPS (a
+    rerun narrowing a divergence down).  Between them the model's tensors
+    and the optimizer's state are functions of what the per-step events
+    carry (data, RNG, losses, gradients, learning rates)."""
+    if not _cfg["induction"] or S.boundary:
+        return True
+    k, lo, hi = _cfg["full_every"], _cfg["full_from"], _cfg["full_to"]
+    if k and S.step % k == 0:
+        return True
+    return lo is not None and lo <= S.step <= hi
+
+
+def _snapshot(why, full=True):
     """Snapshot of the training state.  Its large tensors are hashed at the
     end of the emit, all together, on torch's own compute threads (job.h):
-    the training thread is in the hook meanwhile, so nothing writes them."""
+    the training thread is in the hook meanwhile, so nothing writes them.
+    Not full (a start-of-step snapshot between induction boundaries): the
+    model's parameters and buffers and the optimizer's state are left
+    out, and the event says so."""
     torch = S.torch
     items = []
     names = {}
@@ -84,8 +105,9 @@ def _snapshot(why):
         params = dict(m.named_parameters())
         for n, p in params.items():
             names[id(p)] = n if len(roots) == 1 else pre + "." + n
-        items.append((pre, params))
-        items.append((pre, dict(m.named_buffers())))
+        if full:
+            items.append((pre, params))
+            items.append((pre, dict(m.named_buffers())))
     opts = _live(S.optimizers)
     for j, o in enumerate(opts):
         pre = _indexed("optimizer", j, len(opts))
@@ -93,11 +115,12 @@ def _snapshot(why):
         k = 0
         for g in o.param_groups:
             for p in g["params"]:
-                s = o.state.get(p)
+                s = o.state.get(p) if full else None
                 if s:
                     state[names.get(id(p), "p%d" % k)] = s
                 k += 1
-        items.append((pre + ".state", state))
+        if full:
+            items.append((pre + ".state", state))
         for gi, g in enumerate(o.param_groups):
             items.append(("%s.group[%d]" % (pre, gi), {a: v for a, v in g.items() if a != "params"}))
     scheds = _live(S.schedulers)
@@ -118,7 +141,8 @@ def _snapshot(why):
     npr = sys.modules.get("numpy.random")
     if S.seeded["numpy"] and npr is not None:
         items.append(("rng.numpy", Digest(npr.get_state())))
-    _tp.emit("snapshot", _ev.snapshot(why), "leaves", items)
+    _tp.emit("snapshot", _ev.snapshot(why) if full else _ev.snapshot(why, full=False), "leaves",
+             items)
     return names
 
 

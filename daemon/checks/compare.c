@@ -142,6 +142,7 @@ void tpd_compare(const tpd_items *a, int64_t a0, const tpd_items *b, int64_t b0,
                  const tpd_cmp_opts *o, tpd_cmp_result *out)
 {
     size_t ia = 0, ib = 0;
+    bool lit;
     memset(out, 0, sizeof *out);
     while (ia < a->n && a->v[ia].step < a0) ia++;
     while (ib < b->n && b->v[ib].step < b0) ib++;
@@ -153,17 +154,19 @@ void tpd_compare(const tpd_items *a, int64_t a0, const tpd_items *b, int64_t b0,
         slice(a, &ia, s + a0, &alo, &ahi);
         slice(b, &ib, s + b0, &blo, &bhi);
         out->steps++;
+        /* a light step on either side compares no induced component */
+        lit = tpd_light(a, s + a0) || tpd_light(b, s + b0);
         for (int g = 0; g < TPD_G__COUNT && !out->first_other.found; g++) {
             tpd_div *d = g == TPD_G_RNG ? &out->first_rng : &out->first_other;
             size_t j = blo;
             for (size_t k = alo; k < ahi; k++) {
                 const tpd_item *x = &a->v[k];
                 size_t m;
-                if ((int)x->group != g) continue;
+                if ((int)x->group != g || (lit && tpd_induced(x))) continue;
                 while (j < bhi && (int)b->v[j].group < g) j++;
                 m = match(b, blo, bhi, j, x->group, x->path, occurrence(a, alo, k));
                 if (m == (size_t)-1) {
-                    note(d, s + a0, s + b0, x->group, x->path, x, NULL, false);
+                    if (!x->anchor) note(d, s + a0, s + b0, x->group, x->path, x, NULL, false);
                 } else {
                     tpd_eq eq = tpd_val_eq(&x->v, &b->v[m].v, o);
                     if (eq == TPD_UNSURE)
@@ -178,7 +181,7 @@ void tpd_compare(const tpd_items *a, int64_t a0, const tpd_items *b, int64_t b0,
             /* items only b has */
             for (size_t k = blo; k < bhi && !(d->found && d == &out->first_other); k++) {
                 const tpd_item *y = &b->v[k];
-                if ((int)y->group != g) continue;
+                if ((int)y->group != g || y->anchor || (lit && tpd_induced(y))) continue;
                 if (match(a, alo, ahi, (size_t)-1, y->group, y->path, occurrence(b, blo, k)) ==
                     (size_t)-1)
                     note(d, s + a0, s + b0, y->group, y->path, NULL, y, false);
@@ -187,6 +190,27 @@ void tpd_compare(const tpd_items *a, int64_t a0, const tpd_items *b, int64_t b0,
     }
     if (out->first_other.found)
         out->first = out->first_rng.found ? out->first_rng : out->first_other;
+}
+
+bool tpd_light_between(const tpd_items *a, int64_t a0, const tpd_items *b, int64_t b0, int64_t from,
+                       int64_t to, int64_t *first)
+{
+    int64_t best = INT64_MAX;
+    for (size_t i = 0; i < a->nlight; i++)
+        if (a->light[i] >= from && a->light[i] <= to) {
+            best = a->light[i];
+            break;
+        }
+    for (size_t i = 0; i < b->nlight; i++) {
+        int64_t s = b->light[i] - b0 + a0;
+        if (s >= from && s <= to) {
+            if (s < best) best = s;
+            break;
+        }
+    }
+    if (best == INT64_MAX) return false;
+    *first = best;
+    return true;
 }
 
 const tpd_item *tpd_find(const tpd_items *l, int64_t step, const char *path)

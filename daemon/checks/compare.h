@@ -4,6 +4,8 @@
  * Two processes' timelines are walked in lockstep from aligned steps; within
  * a step, groups go in the order data, model, optimizer, scheduler, scaler,
  * rng, loss, grad, update, and items are matched by component path.
+ * At a step that was light on either side (induction mode, obs.h), the
+ * induced components (model tensors, optimizer state) are not compared.
  * Comparison is exact (equal digests) unless the user declared a tolerance.
  * With a tolerance, a tensor whose digest differs is judged from its
  * statistics: they can prove a difference (FAIL) but never equality, so such
@@ -58,6 +60,14 @@ typedef struct tpd_cmp_result {
  * elsewhere, an RNG difference that came first is the first divergence. */
 void tpd_compare(const tpd_items *a, int64_t a0, const tpd_items *b, int64_t b0,
                  const tpd_cmp_opts *o, tpd_cmp_result *out);
+
+/* tpd_light_between says whether a step from `from` to `to` (inclusive, a's
+ * numbering; b's step b0 aligned with a's a0) was light in a or in b (the
+ * induction mode, docs/induction.md), and *first receives the first such
+ * step.  Where one was, tpd_compare compared no induced component there, so
+ * a divergence of the state may have begun there unseen. */
+bool tpd_light_between(const tpd_items *a, int64_t a0, const tpd_items *b, int64_t b0, int64_t from,
+                       int64_t to, int64_t *first);
 
 /* The component path of a divergence in the number of optimizer steps. */
 #define TPD_STEPS_PATH "steps"

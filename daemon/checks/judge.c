@@ -76,8 +76,8 @@ static tp_err pair(tpd_store *s, const struct engine *e, const tpd_run *r, const
     return err;
 }
 
-tp_err tpd_judge(tpd_store *s, int64_t run, const tpd_cmp_opts *o, tpd_result *out, char *why,
-                 size_t whylen)
+tp_err tpd_judge(tpd_store *s, int64_t run, const tpd_cmp_opts *o, bool plan, tpd_result *out,
+                 char *why, size_t whylen)
 {
     tpd_run *r = NULL;
     tpd_result res;
@@ -108,7 +108,7 @@ tp_err tpd_judge(tpd_store *s, int64_t run, const tpd_cmp_opts *o, tpd_result *o
         tpd_obs_free(r);
         return err;
     }
-    if (!tpd_store_readonly(s)) {
+    if (!tpd_store_readonly(s) && !(plan && res.narrow)) {
         int64_t id;
         memset(&v, 0, sizeof v);
         v.run = run;

@@ -15,12 +15,13 @@
 #include "daemon/store/store.h"
 
 /* tpd_judge judges run under the declared comparison o and stores the
- * verdict (unless s is read-only).  On success *out holds the result (clear
+ * verdict (unless s is read-only, or plan is true and the verdict asks for
+ * a narrowing: result.h, narrow).  On success *out holds the result (clear
  * it with tpd_result_clear).  Errors (why gets a reason): TP_ENOENT (no such
  * run), TP_EINVAL (no verdict engine for the run's check), TP_ENOMEM,
  * TP_EDB, TP_EPROTO (a stored event no longer decodes). */
-tp_err tpd_judge(tpd_store *s, int64_t run, const tpd_cmp_opts *o, tpd_result *out, char *why,
-                 size_t whylen);
+tp_err tpd_judge(tpd_store *s, int64_t run, const tpd_cmp_opts *o, bool plan, tpd_result *out,
+                 char *why, size_t whylen);
 
 /* tpd_judge_has_evidence says whether check (NULL: none) writes an evidence
  * file: every observation its verdict weighed, too large for the report. */

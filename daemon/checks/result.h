@@ -23,6 +23,13 @@ typedef struct tpd_result {
     char path[256]; /* its component path, "" when none */
     char *text;     /* human report, malloc'ed */
     char *json;     /* JSON report, malloc'ed */
+    /* a verdict the induction mode left open (docs/induction.md): the
+     * state may have diverged unseen before the first divergence found, so
+     * the baselines are to be rerun (A; B too when narrow_b) with every
+     * tensor digested from step narrow_from to narrow_to, as executions A2
+     * and B2, and the run judged again */
+    bool narrow, narrow_b;
+    int64_t narrow_from, narrow_to;
 } tpd_result;
 
 /* TPD_REPORT_SCHEMA is the schema_version of the JSON reports

@@ -132,14 +132,62 @@ static tp_err push_value(tpd_arena *a, tpd_proc *p, const tp_event *e, const cha
     return tpd_items_push(a, &p->timeline, &it);
 }
 
+/* add_light files step among l's light steps, kept ascending. */
+static tp_err add_light(tpd_arena *a, tpd_items *l, int64_t step)
+{
+    size_t k = l->nlight;
+    int64_t *v;
+    if (tpd_light(l, step)) return TP_OK;
+    v = tpd_arena_grow(a, l->light, &l->light_cap, l->nlight + 1, sizeof *v);
+    if (v == NULL) return TP_ENOMEM;
+    l->light = v;
+    while (k > 0 && v[k - 1] > step) {
+        v[k] = v[k - 1];
+        k--;
+    }
+    v[k] = step;
+    l->nlight++;
+    return TP_OK;
+}
+
+bool tpd_light(const tpd_items *l, int64_t step)
+{
+    size_t lo = 0, hi = l->nlight;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (l->light[mid] == step) return true;
+        if (l->light[mid] < step)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return false;
+}
+
+bool tpd_induced(const tpd_item *it)
+{
+    const char *p = it->path;
+    if (it->group == TPD_G_MODEL) return true;
+    if (it->group != TPD_G_OPTIMIZER) return false;
+    /* "optimizer.state..." or "optimizer[j].state..." */
+    p += strlen("optimizer");
+    if (*p == '[') p = strchr(p, ']') ? strchr(p, ']') + 1 : p;
+    return strncmp(p, ".state", 6) == 0 && (p[6] == '.' || p[6] == '\0');
+}
+
 static tp_err add_snapshot(tpd_arena *a, tpd_proc *p, const tp_event *e)
 {
     tp_mpr r;
     const char *why = body_str(a, e, TPF_snapshot_why);
     tpd_snap *s;
     if (why == NULL || tp_body_find(e, TPF_snapshot_leaves, &r) != TP_OK) return TP_EPROTO;
-    if (strcmp(why, "backward") == 0)
+    if (strcmp(why, "backward") == 0) {
+        bool full = true;
+        if (tp_body_bool(e, TPF_snapshot_full, &full) == TP_OK && !full &&
+            add_light(a, &p->timeline, e->step) != TP_OK)
+            return TP_ENOMEM;
         return tpd_leaves_add(a, &p->timeline, &r, e->step, TPD_ORD(e->seq));
+    }
     if (strcmp(why, "final") == 0) {
         /* the state after the last step is compared like a step of its own */
         tp_mpr again = r;
@@ -301,6 +349,37 @@ tp_err tpd_proc_add_event(tpd_arena *a, tpd_proc *p, const tp_event *e)
     }
 }
 
+/* has_induced: l holds an induced component at step. */
+static bool has_induced(const tpd_items *l, int64_t step)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (l->v[i].step == step && tpd_induced(&l->v[i])) return true;
+    return false;
+}
+
+/* save_anchors files, at each step where a save's snapshot was taken and
+ * the timeline has no model or optimizer state of its own (the state after
+ * the last step, when the objects were gone by the exit snapshot), that
+ * snapshot's induced components as anchors (obs.h, tpd_item). */
+static tp_err save_anchors(tpd_arena *a, tpd_proc *p)
+{
+    for (size_t k = p->nsnaps; k-- > 0;) {
+        const tpd_snap *s = &p->snaps[k];
+        if (strcmp(s->why, "save") != 0 || tpd_light(&p->timeline, s->step) ||
+            has_induced(&p->timeline, s->step))
+            continue;
+        for (size_t i = 0; i < s->items.n; i++) {
+            tpd_item it = s->items.v[i];
+            tp_err rc;
+            if (!tpd_induced(&it)) continue;
+            it.anchor = true;
+            it.ord = TPD_ORD(s->seq) + i;
+            if ((rc = tpd_items_push(a, &p->timeline, &it)) != TP_OK) return rc;
+        }
+    }
+    return TP_OK;
+}
+
 void tpd_proc_finish(tpd_proc *p)
 {
     tpd_items_sort(&p->timeline);
@@ -354,6 +433,7 @@ static tp_err load_events(sqlite3 *db, tpd_arena *a, int64_t exec, tpd_proc *p, 
         rc = TP_EDB;
     }
     sqlite3_finalize(st);
+    if (rc == TP_OK) rc = save_anchors(a, p);
     tpd_proc_finish(p);
     return rc;
 }

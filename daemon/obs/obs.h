@@ -69,12 +69,30 @@ typedef struct tpd_item {
     uint64_t ord;
     const char *path;
     tpd_val v;
+    /* an induced component of a save's snapshot, filed in the timeline at
+     * a step that has no start-of-step snapshot of its own (after the last
+     * step: the end of an induction's interval, when the objects are gone
+     * by the exit snapshot); compared only where the other side has it */
+    bool anchor;
 } tpd_item;
 
 typedef struct tpd_items {
     tpd_item *v;
     size_t n, cap;
+    /* a timeline's light steps, ascending: those whose start-of-step
+     * snapshot was not full (the induction mode, docs/induction.md), so
+     * that the model's tensors and the optimizer's state were not digested
+     * there (tpd_induced) */
+    int64_t *light;
+    size_t nlight, light_cap;
 } tpd_items;
+
+/* tpd_induced: it is a component a light step leaves out (the model's
+ * parameters and buffers, the optimizer's state). */
+bool tpd_induced(const tpd_item *it);
+
+/* tpd_light says whether step is one of l's light steps. */
+bool tpd_light(const tpd_items *l, int64_t step);
 
 /* A checkpoint save or load. */
 typedef struct tpd_ckpt {

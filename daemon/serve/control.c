@@ -573,20 +573,33 @@ static tp_err opt_f64(const tpd_req *q, tpd_reply *r, const char *k, double *v, 
     return TP_OK;
 }
 
+/* cmd_verdict judges a run (rtol, atol: a declared tolerance).  With plan
+ * true, a verdict that asks for a narrowing (result.h) is not stored: the
+ * reply says which steps to rerun with full digests (narrow_from,
+ * narrow_to; narrow_b: B as well as A), and the caller asks again once the
+ * reruns ran. */
 static tp_err cmd_verdict(tpd_control *c, const tpd_req *q, tpd_reply *r)
 {
     int64_t run;
     tpd_cmp_opts o = {false, 0, 0, NULL};
-    bool has_r, has_a;
+    bool has_r, has_a, plan = false;
     tpd_result res;
     char why[512];
     tp_err err;
     if ((err = need_int(q, r, "run", &run)) != TP_OK) return err;
     if ((err = opt_f64(q, r, "rtol", &o.rtol, &has_r)) != TP_OK) return err;
     if ((err = opt_f64(q, r, "atol", &o.atol, &has_a)) != TP_OK) return err;
+    err = tpd_req_bool(q, "plan", &plan);
+    if (err != TP_OK && err != TP_ENOENT)
+        return tpd_reply_fail(r, TP_EINVAL, "argument 'plan' is not a boolean");
     o.tolerance = has_r || has_a;
-    if ((err = tpd_judge(c->store, run, &o, &res, why, sizeof why)) != TP_OK)
+    if ((err = tpd_judge(c->store, run, &o, plan, &res, why, sizeof why)) != TP_OK)
         return tpd_reply_fail(r, err, "%s", why);
+    if (plan && res.narrow) {
+        tpd_reply_int(r, "narrow_from", res.narrow_from);
+        tpd_reply_int(r, "narrow_to", res.narrow_to);
+        tpd_reply_bool(r, "narrow_b", res.narrow_b);
+    }
     tpd_reply_cstr(r, "outcome", tpd_outcome_name(res.outcome));
     tpd_reply_cstr(r, "text", res.text);
     tpd_reply_cstr(r, "json", res.json);

@@ -37,7 +37,30 @@ typedef struct tpd_rctx {
     tpd_why why;           /* the explanation */
     /* the training data streams' first divergences, A-B and A-R */
     tpd_stream_div sab, sra;
+    /* induction (induction.c): the first baselines, when reruns (A2, B2)
+     * stand in for them; a narrowing asked for; steps that stayed light */
+    const tpd_proc *pa0, *pb0;
+    bool narrow, narrow_b, unseen;
+    int64_t narrow_from, narrow_to, unseen_from, unseen_to;
 } tpd_rctx;
+
+/* tpd_resume_locate decides whether cmp's first divergence (or first
+ * unsure item) between A (from a0) and other (from b0; B when vs_b, else
+ * R) is where a run digesting every tensor at every step would find it:
+ * when a step up to it was light, the state may have diverged there
+ * unseen, and x asks for a narrowing (the baselines rerun with full digests
+ * over those steps) or, when the reruns ran already, notes the steps that
+ * are still unseen (induction.c). */
+void tpd_resume_locate(tpd_rctx *x, const tpd_cmp_result *cmp, int64_t a0, const tpd_items *other,
+                       int64_t b0, bool vs_b);
+
+/* tpd_resume_induction_text adds the report's lines on the digest mode to
+ * x->head (nothing for a run that digested every tensor at every step). */
+void tpd_resume_induction_text(tpd_rctx *x);
+
+/* tpd_resume_induction_json is the report's evidence.induction: JSON null
+ * for a run without light steps; NULL when an allocation failed. */
+json_t *tpd_resume_induction_json(const tpd_rctx *x);
 
 /* tpd_resume_explain adds to x->why what the evidence says of R's first
  * divergence from A, cmp->first: the state R had after loading against I's

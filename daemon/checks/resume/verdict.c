@@ -66,6 +66,7 @@ static json_t *evidence_json(ctx *x)
     bad |= !tpd_jset(o, "window", win);
     bad |= !tpd_jset(o, "loaded", loaded);
     bad |= !tpd_jset(o, "state_after_load", tpd_resume_after_load_json(x));
+    bad |= !tpd_jset(o, "induction", tpd_resume_induction_json(x));
     return tpd_jdone(o, bad);
 }
 
@@ -152,7 +153,12 @@ static tp_err finish(ctx *x, tpd_outcome oc, const tpd_cmp_result *cmp, const ch
     tp_err rc = d ? divergences(x, d, vs, &all) : TP_OK;
     memset(out, 0, sizeof *out);
     out->outcome = oc;
+    out->narrow = x->narrow;
+    out->narrow_b = x->narrow_b;
+    out->narrow_from = x->narrow_from;
+    out->narrow_to = x->narrow_to;
     tpd_str_printf(&t, "resume: %s\n", tpd_outcome_name(oc));
+    tpd_resume_induction_text(x);
     tpd_str_puts(&t, x->head.s ? x->head.s : "");
     tpd_str_puts(&t, "  comparison  ");
     tpd_render_comparison(&t, x->o);
@@ -299,8 +305,14 @@ tp_err tpd_verdict_resume(const tpd_run *r, const tpd_cmp_opts *o, tpd_result *o
     memset(&x, 0, sizeof x);
     x.run = r;
     x.o = o;
-    x.A = tpd_obs_exec(r, "A");
-    x.B = tpd_obs_exec(r, "B");
+    /* reruns that narrowed an induction-mode divergence stand in for the
+     * baselines (induction.c) */
+    x.A = tpd_obs_exec(r, "A2");
+    x.B = tpd_obs_exec(r, "B2");
+    if (x.A != NULL && tpd_obs_exec(r, "A") != NULL) x.pa0 = tpd_obs_trainer(tpd_obs_exec(r, "A"));
+    if (x.B != NULL && tpd_obs_exec(r, "B") != NULL) x.pb0 = tpd_obs_trainer(tpd_obs_exec(r, "B"));
+    if (x.A == NULL) x.A = tpd_obs_exec(r, "A");
+    if (x.B == NULL) x.B = tpd_obs_exec(r, "B");
     x.I = tpd_obs_exec(r, "I");
     x.R = tpd_obs_exec(r, "R");
     if (!x.A || !x.B || !x.I || !x.R)
@@ -373,6 +385,7 @@ tp_err tpd_verdict_resume(const tpd_run *r, const tpd_cmp_opts *o, tpd_result *o
     tpd_stream_merge(&ab, &x.sab);
     with_steps(&x, &ab, 0, x.pa->steps, 0, x.pb->steps);
     if (ab.first.found || ab.first_unsure.found) {
+        tpd_resume_locate(&x, &ab, 0, &x.pb->timeline, 0, true);
         if (ab.first.found)
             tpd_why_add(
                 &x.why, "nondeterministic",
@@ -392,6 +405,7 @@ tp_err tpd_verdict_resume(const tpd_run *r, const tpd_cmp_opts *o, tpd_result *o
     x.na = x.pa->steps - x.c;
     x.nr = x.pr->steps - x.r0;
     with_steps(&x, &ra, x.c, x.na, x.r0, x.nr);
+    tpd_resume_locate(&x, &ra, x.c, &x.pr->timeline, x.r0, false);
     if (ra.first.found) {
         tpd_resume_explain(&x, &ra);
         return finish(&x, TPD_FAIL, &ra, "R", out);
