@@ -155,7 +155,8 @@ class Bridge(types.ModuleType):
 
 CONFIG = {"run": 1, "exec": 1, "role": "", "interrupt_at": None, "capture": "digests",
           "update_norm": False, "debug": False, "sample_id": None, "loss_counts": False,
-          "disable_dropout": False, "update_every": 1}
+          "disable_dropout": False, "update_every": 1, "induction": False, "full_from": None,
+          "full_to": None, "full_every": 100}
 
 
 def boot(**cfg):
