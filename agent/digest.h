@@ -44,4 +44,17 @@ void tpa_digest_tensor(const char *dtype_name, const int64_t *shape, int ndim, c
 /* tpa_digest_bytes is XXH3-128 of n bytes. */
 void tpa_digest_bytes(const void *p, size_t n, uint8_t out[TP_DIGEST_LEN]);
 
+/* The kernels, in order: each gives the same digests and statistics, bit for
+ * bit, and the best one the CPU runs is used. */
+typedef enum tpa_kernel {
+    TPA_KERNEL_PORTABLE = 0, /* C, SSE2 XXH3 */
+    TPA_KERNEL_AVX2,         /* AVX2 + FMA */
+    TPA_KERNEL_AVX512,       /* AVX-512F: hash and statistics in one loop */
+} tpa_kernel;
+
+/* tpa_digest_use_kernel, for tests and benchmarks only, makes later digests
+ * use no kernel above k (TPA_KERNEL_AVX512: the best again) and returns the
+ * best kernel now in use.  Not thread-safe: call it while nothing digests. */
+tpa_kernel tpa_digest_use_kernel(tpa_kernel k);
+
 #endif

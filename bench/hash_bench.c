@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT
  * hash_bench.c -- the agent's hashing throughput as a ratio to a plain memory
  * read of the same bytes, in the same process: XXH3-128 alone, and the
- * agent's fused digest (XXH3-128 + sum, L2, max |x|, non-finite count over
- * float32).  The "read" is a sum of 64-bit words with four accumulators,
- * which the compiler vectorizes: as fast as this machine reads memory.
+ * agent's digest (XXH3-128 + sum, L2, max |x|, non-finite count) over
+ * float32 and bfloat16 with the best kernel this CPU runs, and over float32
+ * with each lesser SIMD kernel.  The "read" is a sum of 64-bit words with
+ * four accumulators, which the compiler vectorizes: as fast as this machine
+ * reads memory.
  *
  * usage: hash_bench [MiB]   (default 256; each figure is the best of 9) */
 #define _GNU_SOURCE
@@ -46,43 +48,80 @@ __attribute__((noinline)) static void xxh_all(const void *p, size_t n)
     sink += d[0];
 }
 
-__attribute__((noinline)) static void digest_all(const float *p, size_t n)
+__attribute__((noinline)) static void digest_all(const char *dtype, tpa_dtype dt, const void *p,
+                                                 size_t bytes)
 {
-    int64_t shape[1] = {(int64_t)n};
+    int64_t shape[1] = {(int64_t)(bytes / (dt == TPA_DT_F32 ? 4 : 2))};
     uint8_t d[16];
     tp_stats st;
-    tpa_digest_tensor("torch.float32", shape, 1, p, n * sizeof(float), TPA_DT_F32, d, &st);
+    tpa_digest_tensor(dtype, shape, 1, p, bytes, dt, d, &st);
     sink += d[0];
+}
+
+static const char *const kernel_names[] = {"C", "AVX2", "AVX-512"};
+
+/* A row: what is timed, as a ratio to the read. */
+typedef struct row {
+    const char *label;
+    tpa_kernel kernel; /* the kernels it may use */
+    tpa_dtype dt;      /* TPA_DT_OTHER: XXH3-128 alone */
+    double best;
+} row;
+
+static void run(const row *r, const float *f32, const uint16_t *bf16, size_t bytes)
+{
+    tpa_digest_use_kernel(r->kernel);
+    if (r->dt == TPA_DT_OTHER)
+        xxh_all(f32, bytes);
+    else if (r->dt == TPA_DT_F32)
+        digest_all("torch.float32", TPA_DT_F32, f32, bytes);
+    else
+        digest_all("torch.bfloat16", TPA_DT_BF16, bf16, bytes);
+    tpa_digest_use_kernel(TPA_KERNEL_AVX512);
 }
 
 int main(int argc, char **argv)
 {
     size_t mib = argc > 1 ? (size_t)atol(argv[1]) : 256, bytes = mib << 20;
-    float *buf = malloc(bytes);
-    double best[3] = {1e9, 1e9, 1e9};
-    if (buf == NULL || mib == 0) {
+    tpa_kernel best = tpa_digest_use_kernel(TPA_KERNEL_AVX512);
+    float *f32 = malloc(bytes);
+    uint16_t *bf16 = malloc(bytes);
+    row rows[4] = {
+        {"XXH3-128", best, TPA_DT_OTHER, 1e9},
+        {"digest + stats", best, TPA_DT_F32, 1e9},
+        {"  bfloat16", best, TPA_DT_BF16, 1e9},
+        {"  AVX2 kernel", TPA_KERNEL_AVX2, TPA_DT_F32, 1e9},
+    };
+    int nrows = best == TPA_KERNEL_AVX512 ? 4 : 3;
+    double read = 1e9;
+    if (f32 == NULL || bf16 == NULL || mib == 0) {
         fprintf(stderr, "usage: hash_bench [MiB]\n");
         return 64;
     }
-    for (size_t i = 0; i < bytes / sizeof(float); i++) buf[i] = (float)(i % 1000) * 0.001f;
-    for (int rep = 0; rep < 9; rep++) {
-        double t0 = now_s(), t1, t2, t3;
-        read_all((const uint64_t *)buf, bytes / 8);
-        t1 = now_s();
-        xxh_all(buf, bytes);
-        t2 = now_s();
-        digest_all(buf, bytes / sizeof(float));
-        t3 = now_s();
-        if (t1 - t0 < best[0]) best[0] = t1 - t0;
-        if (t2 - t1 < best[1]) best[1] = t2 - t1;
-        if (t3 - t2 < best[2]) best[2] = t3 - t2;
+    for (size_t i = 0; i < bytes / sizeof(float); i++) f32[i] = (float)(i % 1000) * 0.001f;
+    for (size_t i = 0; i < bytes / sizeof(uint16_t); i++) {
+        uint32_t bits;
+        memcpy(&bits, &f32[i / 2], 4);
+        bf16[i] = (uint16_t)(bits >> 16);
     }
-    printf("hash_bench: %zu MiB, best of 9\n", mib);
-    printf("  memory read      %7.2f GB/s\n", (double)bytes / best[0] / 1e9);
-    printf("  XXH3-128         %7.2f GB/s  ratio to read %.2f\n", (double)bytes / best[1] / 1e9,
-           best[0] / best[1]);
-    printf("  digest + stats   %7.2f GB/s  ratio to read %.2f\n", (double)bytes / best[2] / 1e9,
-           best[0] / best[2]);
-    free(buf);
+    for (int rep = 0; rep < 9; rep++) {
+        double t = now_s();
+        read_all((const uint64_t *)f32, bytes / 8);
+        t = now_s() - t;
+        read = t < read ? t : read;
+        for (int k = 0; k < nrows; k++) {
+            t = now_s();
+            run(&rows[k], f32, bf16, bytes);
+            t = now_s() - t;
+            rows[k].best = t < rows[k].best ? t : rows[k].best;
+        }
+    }
+    printf("hash_bench: %zu MiB, best of 9, kernel %s\n", mib, kernel_names[best]);
+    printf("  memory read      %7.2f GB/s\n", (double)bytes / read / 1e9);
+    for (int k = 0; k < nrows; k++)
+        printf("  %-16s %7.2f GB/s  ratio to read %.2f\n", rows[k].label,
+               (double)bytes / rows[k].best / 1e9, read / rows[k].best);
+    free(f32);
+    free(bf16);
     return sink == 42 ? 1 : 0;
 }

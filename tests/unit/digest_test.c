@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT
  * digest_test.c -- tensor digests and statistics: what the digest covers,
  * exact statistics where they are exactly representable, non-finite counts,
- * and the fused pass (its fast kernels, its pieces, slices and prefetches)
- * against a plain element-by-element definition, bit for bit. */
+ * the fused pass (its fast kernels, its pieces, slices and prefetches) and
+ * the one-loop pass (its stripes and blocks) against a plain
+ * element-by-element definition and XXH3-128 itself, and every kernel this
+ * CPU runs against the portable one, bit for bit. */
 #include <check.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -109,16 +112,20 @@ static void reference(const float *x, size_t n, tp_stats *st)
 }
 
 /* whole_hash is XXH3-128 over the dtype name, the shape and the bytes at once. */
-static void whole_hash(const char *dt, int64_t n, const void *p, size_t nbytes, uint8_t out[16])
+static void whole_hash(const char *dt, const int64_t *shape, int nd, const void *p, size_t nbytes,
+                       uint8_t out[16])
 {
-    size_t hl = strlen(dt) + 1;
-    uint8_t *buf = malloc(hl + 8 + nbytes);
+    size_t hl = strlen(dt) + 1 + 8 * (size_t)nd;
+    uint8_t *buf = malloc(hl + nbytes);
     XXH128_canonical_t c;
     ck_assert_ptr_nonnull(buf);
-    memcpy(buf, dt, hl);
-    for (int k = 0; k < 8; k++) buf[hl + k] = (uint8_t)((uint64_t)n >> (8 * k));
-    if (nbytes) memcpy(buf + hl + 8, p, nbytes);
-    XXH128_canonicalFromHash(&c, XXH3_128bits(buf, hl + 8 + nbytes));
+    memcpy(buf, dt, strlen(dt) + 1);
+    for (int i = 0; i < nd; i++)
+        for (int k = 0; k < 8; k++)
+            buf[strlen(dt) + 1 + 8 * (size_t)i + (size_t)k] =
+                (uint8_t)((uint64_t)shape[i] >> (8 * k));
+    if (nbytes) memcpy(buf + hl, p, nbytes);
+    XXH128_canonicalFromHash(&c, XXH3_128bits(buf, hl + nbytes));
     memcpy(out, c.digest, 16);
     free(buf);
 }
@@ -130,7 +137,7 @@ static void check_f32(const float *x, size_t n)
     tp_stats st, ref;
     digest("torch.float32", &shape, 1, x, n * sizeof *x, d, &st);
     reference(x, n, &ref);
-    whole_hash("torch.float32", shape, x, n * sizeof *x, want);
+    whole_hash("torch.float32", &shape, 1, x, n * sizeof *x, want);
     ck_assert_mem_eq(d, want, 16);
     ck_assert_msg(memcmp(&st.sum, &ref.sum, 8) == 0, "n=%zu sum %.17g != %.17g", n, st.sum,
                   ref.sum);
@@ -219,6 +226,162 @@ START_TEST(test_digest_bf16_fused_matches_definition)
 }
 END_TEST
 
+/* ---- every kernel gives the portable kernel's bits ---- */
+
+static uint32_t next(uint32_t *r)
+{
+    *r ^= *r << 13;
+    *r ^= *r >> 17;
+    *r ^= *r << 5;
+    return *r;
+}
+
+/* f32_bits is a random float32: signed zeros, denormals, and when nonfinite
+ * infinities and NaNs among normal numbers from 2^-40 to 2^40 of both signs
+ * (sums that round). */
+static uint32_t f32_bits(uint32_t *r, int nonfinite)
+{
+    uint32_t x = next(r), sign = x & 0x80000000u, y = next(r);
+    switch (x % 61) {
+    case 0:
+        return sign;
+    case 1:
+        return sign | (y & 0x7fffffu);
+    case 2:
+        return nonfinite ? sign | 0x7f800000u : sign;
+    case 3:
+        return nonfinite ? 0x7fc00000u | (y & 0x3fffffu) : sign;
+    default:
+        return sign | (87 + y % 81) << 23 | (next(r) & 0x7fffffu);
+    }
+}
+
+/* f16_bits is a random float16 of every class the same way. */
+static uint16_t f16_bits(uint32_t *r, int nonfinite)
+{
+    uint32_t x = next(r), sign = (x >> 16) & 0x8000u, y = next(r);
+    switch (x % 61) {
+    case 0:
+        return (uint16_t)sign;
+    case 1:
+        return (uint16_t)(sign | (y & 0x3ffu));
+    case 2:
+        return (uint16_t)(nonfinite ? sign | 0x7c00u : sign);
+    case 3:
+        return (uint16_t)(nonfinite ? 0x7e00u | (y & 0x1ffu) : sign);
+    default:
+        return (uint16_t)(sign | (1 + y % 30) << 10 | (next(r) & 0x3ffu));
+    }
+}
+
+/* fill writes n random elements of dtype dt (float32, bfloat16 or float16)
+ * at p; nonfinite puts infinities and NaNs among them. */
+static void fill(void *p, const char *dt, size_t n, int nonfinite, uint32_t seed)
+{
+    uint32_t r = seed * 2654435761u + 12345u;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(dt, "torch.float32") == 0 || strcmp(dt, "float32") == 0) {
+            uint32_t v = f32_bits(&r, nonfinite);
+            memcpy((uint8_t *)p + 4 * i, &v, 4);
+        } else {
+            uint16_t v = strcmp(dt, "torch.float16") == 0
+                             ? f16_bits(&r, nonfinite)
+                             : (uint16_t)(f32_bits(&r, nonfinite) >> 16);
+            memcpy((uint8_t *)p + 2 * i, &v, 2);
+        }
+    }
+}
+
+/* same_on_every_kernel digests nbytes at p with each kernel this CPU runs
+ * and checks the digest and the statistics against the portable kernel's,
+ * bit for bit, and the digest against XXH3-128 of the whole message. */
+static void same_on_every_kernel(const char *dt, const int64_t *shape, int nd, const void *p,
+                                 size_t nbytes)
+{
+    tpa_kernel best = tpa_digest_use_kernel(TPA_KERNEL_AVX512);
+    uint8_t want[16], d[16];
+    tp_stats ref, st;
+    whole_hash(dt, shape, nd, p, nbytes, want);
+    tpa_digest_use_kernel(TPA_KERNEL_PORTABLE);
+    digest(dt, shape, nd, p, nbytes, d, &ref);
+    ck_assert_mem_eq(d, want, 16);
+    for (int k = TPA_KERNEL_AVX2; k <= (int)best; k++) {
+        ck_assert_int_eq(tpa_digest_use_kernel((tpa_kernel)k), k);
+        digest(dt, shape, nd, p, nbytes, d, &st);
+        ck_assert_msg(memcmp(d, want, 16) == 0, "%s %zu bytes kernel %d: digest", dt, nbytes, k);
+        ck_assert_msg(memcmp(&st.sum, &ref.sum, 8) == 0 && memcmp(&st.l2, &ref.l2, 8) == 0 &&
+                          memcmp(&st.maxabs, &ref.maxabs, 8) == 0 && st.nonfinite == ref.nonfinite,
+                      "%s %zu bytes kernel %d: sum %a/%a l2 %a/%a max %a/%a nf %llu/%llu", dt,
+                      nbytes, k, st.sum, ref.sum, st.l2, ref.l2, st.maxabs, ref.maxabs,
+                      (unsigned long long)st.nonfinite, (unsigned long long)ref.nonfinite);
+    }
+    tpa_digest_use_kernel(TPA_KERNEL_AVX512);
+}
+
+/* kernels_agree checks n random elements of dt, with and without non-finite
+ * ones, at a few misalignments, and with the bytes of one element too many
+ * or too few for a whole number of elements. */
+static void kernels_agree(const char *dt, size_t es, const int64_t *shape, int nd, size_t n,
+                          uint32_t seed)
+{
+    uint8_t *buf = malloc(n * es + 64);
+    ck_assert_ptr_nonnull(buf);
+    for (int nonfinite = 0; nonfinite < 2; nonfinite++) {
+        fill(buf, dt, n + 64 / es, nonfinite, seed);
+        for (size_t off = 0; off < 4; off++)
+            same_on_every_kernel(dt, shape, nd, buf + off * es, n * es);
+        same_on_every_kernel(dt, shape, nd, buf + es, n * es - 1);
+        same_on_every_kernel(dt, shape, nd, buf + es, n * es + 1);
+    }
+    free(buf);
+}
+
+START_TEST(test_digest_kernels_agree)
+{
+    /* around the one-loop pass's smallest tensor (16 KiB), XXH3's stripes
+     * (64 bytes) and blocks (1 KiB) with headers of 22, 23 and 64 bytes (the
+     * last ends on a stripe), a header too long for the one-loop pass, a
+     * scalar's header (no shape), and large tensors */
+    static const size_t f32[] = {1, 15, 17, 255, 4095, 4096, 4097, 4111, 4351, 65541, 100003};
+    static const size_t f16[] = {7, 8191, 8192, 8193, 8223, 8703, 70001};
+    static const int64_t seven[7] = {1, 2, 3, 4, 5, 6, 7};
+    int64_t many[70];
+    for (int i = 0; i < 70; i++) many[i] = i;
+    for (size_t k = 0; k < sizeof f32 / sizeof f32[0]; k++) {
+        int64_t n = (int64_t)f32[k];
+        kernels_agree("torch.float32", 4, &n, 1, f32[k], (uint32_t)k);
+        kernels_agree("float32", 4, seven, 7, f32[k], (uint32_t)k + 100);
+    }
+    for (size_t k = 0; k < sizeof f16 / sizeof f16[0]; k++) {
+        int64_t n = (int64_t)f16[k];
+        kernels_agree("torch.bfloat16", 2, &n, 1, f16[k], (uint32_t)k + 200);
+        kernels_agree("torch.float16", 2, &n, 1, f16[k], (uint32_t)k + 300);
+    }
+    kernels_agree("torch.float32", 4, many, 70, 5000, 400);
+    kernels_agree("torch.float16", 2, NULL, 0, 8201, 500);
+}
+END_TEST
+
+START_TEST(test_digest_kernels_agree_on_every_block_end)
+{
+    /* every length modulo XXH3's block that a float32 message (header of
+     * 64 bytes) can have, and odd ones for bfloat16, past the one-loop
+     * pass's smallest tensor: which stripe is the last, and whether a block
+     * ends just before it */
+    static const int64_t seven[7] = {1, 2, 3, 4, 5, 6, 7};
+    size_t n = 4096 + 300;
+    uint8_t *buf = malloc(n * 4);
+    ck_assert_ptr_nonnull(buf);
+    fill(buf, "float32", n, 0, 9);
+    for (size_t m = 4096; m <= n; m++) {
+        int64_t len = (int64_t)m;
+        same_on_every_kernel("float32", seven, 7, buf, m * 4);
+        same_on_every_kernel("torch.bfloat16", &len, 1, buf, m * 4 - m % 2);
+    }
+    free(buf);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("digest");
@@ -229,6 +392,8 @@ static Suite *suite(void)
     tcase_add_test(tc, test_digest_fused_matches_definition);
     tcase_add_test(tc, test_digest_fused_non_finite);
     tcase_add_test(tc, test_digest_bf16_fused_matches_definition);
+    tcase_add_test(tc, test_digest_kernels_agree);
+    tcase_add_test(tc, test_digest_kernels_agree_on_every_block_end);
     suite_add_tcase(s, tc);
     return s;
 }
@@ -236,7 +401,12 @@ static Suite *suite(void)
 int main(void)
 {
     SRunner *sr = srunner_create(suite());
+    tpa_kernel best = tpa_digest_use_kernel(TPA_KERNEL_AVX512);
     int failed;
+    fprintf(stderr, "digest_test: kernels C to %s\n",
+            best == TPA_KERNEL_AVX512 ? "AVX-512"
+            : best == TPA_KERNEL_AVX2 ? "AVX2"
+                                      : "C");
     srunner_run_all(sr, CK_NORMAL);
     failed = srunner_ntests_failed(sr);
     srunner_free(sr);
