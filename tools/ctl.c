@@ -354,6 +354,8 @@ static tp_err verdict(tpt_client *c, int64_t run, const tpt_tolerance *tol, bool
         tpt_reply_int(&rep, "narrow_to", &v.narrow_to) == TP_OK) {
         v.narrow = true;
         if (tpt_reply_bool(&rep, "narrow_b", &v.narrow_b) != TP_OK) v.narrow_b = false;
+        v.narrow_r = tpt_reply_int(&rep, "narrow_r_from", &v.narrow_r_from) == TP_OK &&
+                     tpt_reply_int(&rep, "narrow_r_to", &v.narrow_r_to) == TP_OK;
     }
     rc = TP_OK;
     *out = v;

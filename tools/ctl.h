@@ -112,6 +112,10 @@ typedef struct tpt_verdict_info {
      * (docs/induction.md) */
     bool narrow, narrow_b;
     int64_t narrow_from, narrow_to;
+    /* and I and R too, R digesting every tensor from its step
+     * narrow_r_from to narrow_r_to */
+    bool narrow_r;
+    int64_t narrow_r_from, narrow_r_to;
 } tpt_verdict_info;
 
 /* The comparison a check declares: exact unless a tolerance was declared. */

@@ -288,17 +288,73 @@ static char *params_json(const plan *p)
     return s;
 }
 
+/* retake replaces *snap with a snapshot of the working directory now. */
+static int retake(tpt_snapshot *snap)
+{
+    char err[TPT_ERR_LEN];
+    tpt_snapshot_free(snap);
+    if (tpt_snapshot_take(snap, err) == TP_OK) return 0;
+    tpt_error("%s", err);
+    return -1;
+}
+
+/* narrow runs the reruns the verdict v asks for (docs/induction.md): what
+ * I and R saved is moved aside; when R was light where it matters, I and R
+ * run again (I2, R2: the same commands, R2 digesting every tensor over
+ * its window) and what they saved is moved aside; then A2 (and B2) from
+ * scratch, every tensor digested over A's window.  Returns 0 when all ran. */
+static int narrow(tpt_session *s, int64_t run, plan *p, const tpt_verdict_info *v,
+                  const tpt_snapshot *tool, const tpt_snapshot *before_i, int64_t iexec,
+                  int64_t rexec)
+{
+    char rfull[96], *ienv[5], *renv[5];
+    tpt_snapshot before = {{0, 0}, NULL, 0, false};
+    tpt_exec_result res;
+    int rc = -1;
+    tpt_progress("resume",
+                 "the first divergence lies after a light step: rerunning %s%s with every tensor "
+                 "digested at steps %lld to %lld",
+                 v->narrow_r ? "I, R and A" : "A", v->narrow_b ? " and B" : "",
+                 (long long)v->narrow_from, (long long)v->narrow_to);
+    snprintf(p->full, sizeof p->full, "TRAINPARITY_FULL_STEPS=%lld-%lld", (long long)v->narrow_from,
+             (long long)v->narrow_to);
+    snprintf(rfull, sizeof rfull, "TRAINPARITY_FULL_STEPS=%lld-%lld", (long long)v->narrow_r_from,
+             (long long)v->narrow_r_to);
+    ienv[0] = p->capture, ienv[1] = p->interrupt, ienv[2] = p->digest, ienv[3] = p->sample;
+    ienv[4] = NULL;
+    renv[0] = p->capture, renv[1] = p->digest, renv[2] = rfull, renv[3] = p->sample;
+    renv[4] = NULL;
+    if (aside(s, run, "I", iexec, tool, before_i) != 0 ||
+        aside(s, run, "R", rexec, tool, before_i) != 0)
+        return -1;
+    if (v->narrow_r) {
+        if (retake(&before) != 0) goto out;
+        if (run_one(s, run, "I2", p->o.cmd, ienv, &res) != 0) goto out;
+        iexec = res.exec;
+        if (run_one(s, run, "R2", p->resume, renv, &res) != 0) goto out;
+        if (aside(s, run, "I2", iexec, tool, &before) != 0 ||
+            aside(s, run, "R2", res.exec, tool, &before) != 0)
+            goto out;
+    }
+    if (retake(&before) != 0 || baseline(s, run, "A2", p, tool, &before) != 0) goto out;
+    if (v->narrow_b && (retake(&before) != 0 || baseline(s, run, "B2", p, tool, &before) != 0))
+        goto out;
+    rc = 0;
+out:
+    tpt_snapshot_free(&before);
+    return rc;
+}
+
 int tpt_cmd_resume(int argc, char **argv)
 {
     char err[TPT_ERR_LEN], *params = NULL;
-    char *ienv[5], *renv[3];
+    char *ienv[5], *renv[4];
     tpt_session *s = NULL;
     tpt_exec_result res;
     tpt_tolerance tol;
     tpt_snapshot tool, before_b = {{0, 0}, NULL, 0, false}, before_i = {{0, 0}, NULL, 0, false};
     tpt_verdict_info v;
     int64_t iexec, rexec;
-    bool both;
     plan p;
     int64_t run;
     int st;
@@ -312,7 +368,7 @@ int tpt_cmd_resume(int argc, char **argv)
     }
     ienv[0] = p.capture, ienv[1] = p.interrupt, ienv[2] = p.digest, ienv[3] = p.sample;
     ienv[4] = NULL;
-    renv[0] = p.capture, renv[1] = p.sample, renv[2] = NULL;
+    renv[0] = p.capture, renv[1] = p.digest, renv[2] = p.sample, renv[3] = NULL;
     if ((params = params_json(&p)) == NULL) snprintf(err, sizeof err, "resume: out of memory");
     if (params == NULL || tpt_session_open(&s, err) != TP_OK) {
         tpt_error("%s", err);
@@ -356,32 +412,11 @@ int tpt_cmd_resume(int argc, char **argv)
         st = tpt_report(tpt_session_client(s), run, &v, &p.o);
         goto done;
     }
-    /* narrowing: the baselines rerun from scratch, so nothing I or R saved
-     * may be found by a script that resumes on its own */
-    tpt_progress("resume",
-                 "the first divergence lies after a light step: rerunning A%s with every tensor "
-                 "digested at steps %lld to %lld",
-                 v.narrow_b ? " and B" : "", (long long)v.narrow_from, (long long)v.narrow_to);
-    snprintf(p.full, sizeof p.full, "TRAINPARITY_FULL_STEPS=%lld-%lld", (long long)v.narrow_from,
-             (long long)v.narrow_to);
-    both = v.narrow_b;
+    st = narrow(s, run, &p, &v, &tool, &before_i, iexec, rexec);
     tpt_verdict_info_free(&v);
-    if (aside(s, run, "I", iexec, &tool, &before_i) != 0 ||
-        aside(s, run, "R", rexec, &tool, &before_i) != 0)
+    if (st != 0) {
+        st = TPT_EXIT_ERROR;
         goto done;
-    tpt_snapshot_free(&before_b);
-    if (tpt_snapshot_take(&before_b, err) != TP_OK) {
-        tpt_error("%s", err);
-        goto done;
-    }
-    if (baseline(s, run, "A2", &p, &tool, &before_b) != 0) goto done;
-    if (both) {
-        tpt_snapshot_free(&before_b);
-        if (tpt_snapshot_take(&before_b, err) != TP_OK) {
-            tpt_error("%s", err);
-            goto done;
-        }
-        if (baseline(s, run, "B2", &p, &tool, &before_b) != 0) goto done;
     }
     st = tpt_judge(tpt_session_client(s), run, &tol, &p.o);
 done:

@@ -30,6 +30,10 @@ typedef struct tpd_result {
      * and B2, and the run judged again */
     bool narrow, narrow_b;
     int64_t narrow_from, narrow_to;
+    /* and I and R rerun (I2, R2), R2 digesting every tensor from its step
+     * narrow_r_from to narrow_r_to */
+    bool narrow_r;
+    int64_t narrow_r_from, narrow_r_to;
 } tpd_result;
 
 /* TPD_REPORT_SCHEMA is the schema_version of the JSON reports

@@ -576,7 +576,8 @@ static tp_err opt_f64(const tpd_req *q, tpd_reply *r, const char *k, double *v, 
 /* cmd_verdict judges a run (rtol, atol: a declared tolerance).  With plan
  * true, a verdict that asks for a narrowing (result.h) is not stored: the
  * reply says which steps to rerun with full digests (narrow_from,
- * narrow_to; narrow_b: B as well as A), and the caller asks again once the
+ * narrow_to; narrow_b: B as well as A; narrow_r_from, narrow_r_to: I and R
+ * as well, and R's steps), and the caller asks again once the
  * reruns ran. */
 static tp_err cmd_verdict(tpd_control *c, const tpd_req *q, tpd_reply *r)
 {
@@ -599,6 +600,10 @@ static tp_err cmd_verdict(tpd_control *c, const tpd_req *q, tpd_reply *r)
         tpd_reply_int(r, "narrow_from", res.narrow_from);
         tpd_reply_int(r, "narrow_to", res.narrow_to);
         tpd_reply_bool(r, "narrow_b", res.narrow_b);
+        if (res.narrow_r) {
+            tpd_reply_int(r, "narrow_r_from", res.narrow_r_from);
+            tpd_reply_int(r, "narrow_r_to", res.narrow_r_to);
+        }
     }
     tpd_reply_cstr(r, "outcome", tpd_outcome_name(res.outcome));
     tpd_reply_cstr(r, "text", res.text);

@@ -6,8 +6,9 @@
 # differ after the resume while the loss and the gradients do not.  What the
 # script prints when it is resumed by hand, without the tool, says where
 # the EMA first differs; the check in the induction mode (the default:
-# light steps in A and B, A rerun as A2 over the window) and with
-# --digest full must both name that step and the same components.
+# light steps in every execution; I, R and A rerun as I2, R2 and A2 with
+# full digests over the window, what I and R saved moved aside first) and
+# with --digest full must both name that step and the same components.
 TP_NAME=resume_induction
 . "$(dirname "$0")/lib.sh"
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -45,10 +46,11 @@ rm -rf ckpt
 expect_status 1 "$TP_RUN" resume --resume-args --resume --json induction.json -- \
     "$py" ema_warmup_not_restored.py
 expect_grep '^  digests     induction: ' "$WORK/out"
-expect_grep '^  narrowed    A rerun with every tensor digested at steps 5 to 7' "$WORK/out"
+expect_grep '^  narrowed    A2, I2, R2 rerun with every tensor digested at steps 5 to 7 ' "$WORK/out"
 run=$(sed -n 's/^run \([0-9]*\)$/\1/p' "$WORK/out" | head -1)
-[ -d ".trainparity/runs/$run/A2" ] || fail "A2's checkpoint was not moved aside"
-[ -d ".trainparity/runs/$run/I" ] || fail "I's checkpoint was not moved aside before A2"
+for role in I R I2 R2 A2; do
+    [ -d ".trainparity/runs/$run/$role" ] || fail "$role's checkpoint was not moved aside"
+done
 rm -rf ckpt
 expect_status 1 "$TP_RUN" resume --digest full --resume-args --resume --json full.json -- \
     "$py" ema_warmup_not_restored.py
@@ -67,12 +69,14 @@ for r in ind, full:
 assert ind["divergences"] == full["divergences"], (ind["divergences"], full["divergences"])
 assert full["evidence"]["induction"] is None, full["evidence"]["induction"]
 ev = ind["evidence"]["induction"]
-assert ev["narrowed"] == {"from": 5, "to": 7, "reruns": ["A2"]}, ev
+assert ev["narrowed"] == {"from": 5, "to": 7, "reruns": ["A2", "I2", "R2"]}, ev
 assert ev["unseen"] is None, ev
-# B ran light between its boundaries (steps 0 and 4); A2 digested 5 to 7 too
+# B ran light between its boundaries (steps 0 and 4); A2 digested 5 to 7
+# too, R2 its steps 1 to 3 (A's 5 to 7) besides its first
 assert ev["B"] == {"full_steps": 2, "steps": 8}, ev
 assert ev["A"] == {"full_steps": 5, "steps": 8}, ev
+assert ev["R"] == {"full_steps": 4, "steps": 4}, ev
 roles = [e["role"] for e in ind["evidence"]["executions"]]
-assert roles == ["A2", "B", "I", "R"], roles
+assert roles == ["A2", "B", "I2", "R2"], roles
 PY
 exit 0

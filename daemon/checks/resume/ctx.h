@@ -39,9 +39,9 @@ typedef struct tpd_rctx {
     tpd_stream_div sab, sra;
     /* induction (induction.c): the first baselines, when reruns (A2, B2)
      * stand in for them; a narrowing asked for; steps that stayed light */
-    const tpd_proc *pa0, *pb0;
-    bool narrow, narrow_b, unseen;
-    int64_t narrow_from, narrow_to, unseen_from, unseen_to;
+    const tpd_proc *pa0, *pb0, *pr0;
+    bool narrow, narrow_b, narrow_r, unseen;
+    int64_t narrow_from, narrow_to, narrow_r_from, narrow_r_to, unseen_from, unseen_to;
 } tpd_rctx;
 
 /* tpd_resume_locate decides whether cmp's first divergence (or first

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT
  * induction.c -- the resume verdict under the induction mode
- * (docs/induction.md): A, B and I digest the model's tensors and the
- * optimizer's state at boundaries only (their first step, after a save, a
+ * (docs/induction.md): every execution digests the model's tensors and
+ * the optimizer's state at boundaries only (its first step, after a save, a
  * load or a restore, every Kth step, the end), every per-step input at
- * every step; R digests everything.  A divergence found after a light step
- * may have begun unseen at that step, so the verdict then asks for the
- * baselines to be rerun with every tensor digested over those steps (A2,
- * B2), and the rerun stands in for them (verdict.c). */
+ * every step.  A divergence found after a light step may have begun unseen
+ * at that step, so the verdict then asks for reruns with every tensor
+ * digested over those steps: A2 (B2 when the baselines differed; I2 and R2
+ * when R was light there), which stand in for the first ones (verdict.c). */
+#include <stdio.h>
 #include <string.h>
 
 #include "daemon/base/json.h"
@@ -31,6 +32,12 @@ void tpd_resume_locate(ctx *x, const tpd_cmp_result *cmp, int64_t a0, const tpd_
     x->narrow_b = vs_b;
     x->narrow_from = lo;
     x->narrow_to = d->step_a;
+    /* R's own steps of that window, when R was light in it */
+    if (!vs_b && tpd_light_between(other, b0, other, b0, lo - a0 + b0, d->step_b, &lo)) {
+        x->narrow_r = true;
+        x->narrow_r_from = x->narrow_from - a0 + b0;
+        x->narrow_r_to = d->step_b;
+    }
 }
 
 /* counts gives how many of p's steps had a full start-of-step snapshot, of all. */
@@ -58,30 +65,40 @@ static bool rerun_window(const tpd_proc *f, const tpd_proc *r, int64_t *lo, int6
 
 static bool induced(const ctx *x)
 {
-    if (x->pa == NULL || x->pb == NULL) return false;
-    return x->pa->timeline.nlight || x->pb->timeline.nlight || x->pa0 != NULL || x->pb0 != NULL;
+    if (x->pa == NULL || x->pb == NULL || x->pr == NULL) return false;
+    return x->pa->timeline.nlight || x->pb->timeline.nlight || x->pr->timeline.nlight ||
+           x->pa0 != NULL || x->pb0 != NULL || x->pr0 != NULL;
+}
+
+/* reruns is the rerun executions' roles, "A2, I2, R2" or the like. */
+static const char *reruns(const ctx *x, char *buf, size_t n)
+{
+    snprintf(buf, n, "A2%s%s", x->pb0 ? ", B2" : "", x->pr0 ? ", I2, R2" : "");
+    return buf;
 }
 
 void tpd_resume_induction_text(ctx *x)
 {
-    int64_t fa, na, fb, nb, lo = 0, hi = 0;
+    int64_t fa, na, fb, nb, fr, nr, lo = 0, hi = 0;
+    char roles[32];
     if (!induced(x)) return;
     counts(x->pa, &fa, &na);
     counts(x->pb, &fb, &nb);
+    counts(x->pr, &fr, &nr);
     tpd_str_printf(
         &x->head,
         "  digests     induction: the model and optimizer state at boundaries (A at %lld "
-        "of %lld steps, B at %lld of %lld), the inputs of every step; R every tensor at "
-        "every step\n",
-        (long long)fa, (long long)na, (long long)fb, (long long)nb);
+        "of %lld steps, B at %lld of %lld, R at %lld of %lld), the inputs of every "
+        "step\n",
+        (long long)fa, (long long)na, (long long)fb, (long long)nb, (long long)fr, (long long)nr);
     if (x->pa0 != NULL && rerun_window(x->pa0, x->pa, &lo, &hi)) {
-        tpd_str_printf(&x->head, "  narrowed    A%s rerun with every tensor digested at ",
-                       x->pb0 != NULL ? " and B" : "");
+        tpd_str_printf(&x->head, "  narrowed    %s rerun with every tensor digested at ",
+                       reruns(x, roles, sizeof roles));
         if (lo == hi)
             tpd_str_printf(&x->head, "step %lld", (long long)lo);
         else
             tpd_str_printf(&x->head, "steps %lld to %lld", (long long)lo, (long long)hi);
-        tpd_str_puts(&x->head, ", where the state could have diverged unseen\n");
+        tpd_str_puts(&x->head, " (A's numbering), where the state could have diverged unseen\n");
     }
     if (x->unseen)
         tpd_str_printf(&x->head,
@@ -92,23 +109,30 @@ void tpd_resume_induction_text(ctx *x)
 
 json_t *tpd_resume_induction_json(const ctx *x)
 {
-    int64_t fa, na, fb, nb, lo = 0, hi = 0;
+    int64_t fa, na, fb, nb, fr, nr, lo = 0, hi = 0;
     json_t *o, *narrowed = json_null(), *unseen = json_null();
     bool bad;
     if (!induced(x)) return json_null();
     counts(x->pa, &fa, &na);
     counts(x->pb, &fb, &nb);
+    counts(x->pr, &fr, &nr);
     if (x->pa0 != NULL && rerun_window(x->pa0, x->pa, &lo, &hi)) {
-        narrowed = json_pack("{s:I, s:I, s:[s]}", "from", (json_int_t)lo, "to", (json_int_t)hi,
-                             "reruns", "A2");
-        if (narrowed != NULL && x->pb0 != NULL)
-            json_array_append_new(json_object_get(narrowed, "reruns"), json_string("B2"));
+        json_t *roles = json_array();
+        bool rb = !tpd_jpush(roles, json_string("A2"));
+        if (x->pb0 != NULL) rb |= !tpd_jpush(roles, json_string("B2"));
+        if (x->pr0 != NULL) {
+            rb |= !tpd_jpush(roles, json_string("I2"));
+            rb |= !tpd_jpush(roles, json_string("R2"));
+        }
+        narrowed = json_pack("{s:I, s:I, s:o}", "from", (json_int_t)lo, "to", (json_int_t)hi,
+                             "reruns", tpd_jdone(roles, rb));
     }
     if (x->unseen)
         unseen = json_pack("{s:I, s:I}", "from", (json_int_t)x->unseen_from, "to",
                            (json_int_t)x->unseen_to);
-    o = json_pack("{s:{s:I, s:I}, s:{s:I, s:I}}", "A", "full_steps", (json_int_t)fa, "steps",
-                  (json_int_t)na, "B", "full_steps", (json_int_t)fb, "steps", (json_int_t)nb);
+    o = json_pack("{s:{s:I, s:I}, s:{s:I, s:I}, s:{s:I, s:I}}", "A", "full_steps", (json_int_t)fa,
+                  "steps", (json_int_t)na, "B", "full_steps", (json_int_t)fb, "steps",
+                  (json_int_t)nb, "R", "full_steps", (json_int_t)fr, "steps", (json_int_t)nr);
     bad = !tpd_jset(o, "narrowed", narrowed);
     bad |= !tpd_jset(o, "unseen", unseen);
     return tpd_jdone(o, bad);

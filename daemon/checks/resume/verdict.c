@@ -157,6 +157,9 @@ static tp_err finish(ctx *x, tpd_outcome oc, const tpd_cmp_result *cmp, const ch
     out->narrow_b = x->narrow_b;
     out->narrow_from = x->narrow_from;
     out->narrow_to = x->narrow_to;
+    out->narrow_r = x->narrow_r;
+    out->narrow_r_from = x->narrow_r_from;
+    out->narrow_r_to = x->narrow_r_to;
     tpd_str_printf(&t, "resume: %s\n", tpd_outcome_name(oc));
     tpd_resume_induction_text(x);
     tpd_str_puts(&t, x->head.s ? x->head.s : "");
@@ -313,8 +316,11 @@ tp_err tpd_verdict_resume(const tpd_run *r, const tpd_cmp_opts *o, tpd_result *o
     if (x.B != NULL && tpd_obs_exec(r, "B") != NULL) x.pb0 = tpd_obs_trainer(tpd_obs_exec(r, "B"));
     if (x.A == NULL) x.A = tpd_obs_exec(r, "A");
     if (x.B == NULL) x.B = tpd_obs_exec(r, "B");
-    x.I = tpd_obs_exec(r, "I");
-    x.R = tpd_obs_exec(r, "R");
+    x.I = tpd_obs_exec(r, "I2");
+    x.R = tpd_obs_exec(r, "R2");
+    if (x.R != NULL && tpd_obs_exec(r, "R") != NULL) x.pr0 = tpd_obs_trainer(tpd_obs_exec(r, "R"));
+    if (x.I == NULL) x.I = tpd_obs_exec(r, "I");
+    if (x.R == NULL) x.R = tpd_obs_exec(r, "R");
     if (!x.A || !x.B || !x.I || !x.R)
         return error(&x, out, "the run lacks one of its four executions (A, B, I, R)");
     x.pa = tpd_obs_trainer(x.A);
