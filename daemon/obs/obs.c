@@ -349,35 +349,53 @@ tp_err tpd_proc_add_event(tpd_arena *a, tpd_proc *p, const tp_event *e)
     }
 }
 
-/* has_induced: l holds an induced component at step. */
-static bool has_induced(const tpd_items *l, int64_t step)
+static int cmp_step(const void *a, const void *b)
 {
-    for (size_t i = 0; i < l->n; i++)
-        if (l->v[i].step == step && tpd_induced(&l->v[i])) return true;
-    return false;
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
 }
 
 /* save_anchors files, at each step where a save's snapshot was taken and
  * the timeline has no model or optimizer state of its own (the state after
  * the last step, when the objects were gone by the exit snapshot), that
- * snapshot's induced components as anchors (obs.h, tpd_item). */
+ * snapshot's induced components as anchors (obs.h, tpd_item).  The steps
+ * that have such state are listed once, sorted, and looked up per save. */
 static tp_err save_anchors(tpd_arena *a, tpd_proc *p)
 {
-    for (size_t k = p->nsnaps; k-- > 0;) {
+    int64_t *have = NULL;
+    size_t nhave = 0, cap = 0, n = p->timeline.n;
+    tp_err rc = TP_OK;
+    for (size_t i = 0; i < n; i++) {
+        const tpd_item *it = &p->timeline.v[i];
+        if (!tpd_induced(it) || (nhave && have[nhave - 1] == it->step)) continue;
+        if ((have = tpd_arena_grow(a, have, &cap, nhave + 1, sizeof *have)) == NULL)
+            return TP_ENOMEM;
+        have[nhave++] = it->step;
+    }
+    if (nhave > 1) qsort(have, nhave, sizeof *have, cmp_step);
+    for (size_t k = p->nsnaps; k-- > 0 && rc == TP_OK;) {
         const tpd_snap *s = &p->snaps[k];
-        if (strcmp(s->why, "save") != 0 || tpd_light(&p->timeline, s->step) ||
-            has_induced(&p->timeline, s->step))
+        int64_t step = s->step;
+        if (strcmp(s->why, "save") != 0 || tpd_light(&p->timeline, step) ||
+            (nhave && bsearch(&step, have, nhave, sizeof *have, cmp_step)))
             continue;
-        for (size_t i = 0; i < s->items.n; i++) {
+        for (size_t i = 0; i < s->items.n && rc == TP_OK; i++) {
             tpd_item it = s->items.v[i];
-            tp_err rc;
             if (!tpd_induced(&it)) continue;
             it.anchor = true;
             it.ord = TPD_ORD(s->seq) + i;
-            if ((rc = tpd_items_push(a, &p->timeline, &it)) != TP_OK) return rc;
+            rc = tpd_items_push(a, &p->timeline, &it);
+        }
+        /* the saves are walked newest first: an older one at this step
+         * anchors nothing */
+        if (rc == TP_OK && (have = tpd_arena_grow(a, have, &cap, nhave + 1, sizeof *have)) == NULL)
+            return TP_ENOMEM;
+        if (rc == TP_OK) {
+            have[nhave++] = step;
+            qsort(have, nhave, sizeof *have, cmp_step);
         }
     }
-    return TP_OK;
+    return rc;
 }
 
 void tpd_proc_finish(tpd_proc *p)

@@ -200,6 +200,36 @@ static tpd_result judge(world *w, const tpd_cmp_opts *o)
     return res;
 }
 
+/* lighten makes a process's start-of-step snapshot at a local step light,
+ * as the induction mode sends it: no model or optimizer state. */
+static void lighten(world *w, int who, int64_t local)
+{
+    tpd_items *l = &w->pr[who].timeline;
+    size_t k = 0;
+    int64_t *v;
+    for (size_t i = 0; i < l->n; i++)
+        if (!(l->v[i].step == local && tpd_induced(&l->v[i]))) l->v[k++] = l->v[i];
+    l->n = k;
+    v = tpd_arena_grow(w->run->arena, l->light, &l->light_cap, l->nlight + 1, sizeof *v);
+    ck_assert_ptr_nonnull(v);
+    l->light = v;
+    l->light[l->nlight++] = local; /* callers go in ascending order */
+}
+
+/* anchor adds the model's weight of a save's snapshot at a local step. */
+static void anchor(world *w, int who, int64_t local, uint8_t tag)
+{
+    tpd_item it;
+    memset(&it, 0, sizeof it);
+    it.step = local;
+    it.path = "model.fc.weight";
+    it.group = TPD_G_MODEL;
+    it.ord = w->pr[who].timeline.n;
+    it.v = tensor(tag, 7.0);
+    it.anchor = true;
+    ck_assert_int_eq(tpd_items_push(w->run->arena, &w->pr[who].timeline, &it), TP_OK);
+}
+
 /* ---- the tests ---- */
 
 START_TEST(test_verdict_resume_clean_passes)
@@ -519,6 +549,78 @@ static world *with_data(int ahead, int64_t eval)
     return w;
 }
 
+START_TEST(test_verdict_resume_light_steps_hide_nothing_they_ask_to_narrow)
+{
+    world *w = clean();
+    tpd_result res;
+    /* induction: A and B light but at 0 and 3 (first step, after the save),
+     * R light but at its first step; R's loss differs at step 5 (its 2) */
+    for (int64_t s = 1; s < 6; s++)
+        if (s != 3) lighten(w, A, s), lighten(w, B, s);
+    lighten(w, R, 1);
+    lighten(w, R, 2);
+    set(w, R, 2, "loss", num(0.5));
+    res = judge(w, NULL);
+    ck_assert_msg(res.outcome == TPD_FAIL, "%s", res.text);
+    ck_assert_str_eq(res.path, "loss");
+    /* the state may have diverged unseen from step 4: A from 4, and I and
+     * R again, R from its step 1, to the divergence */
+    ck_assert(res.narrow && !res.narrow_b && res.narrow_r);
+    ck_assert_int_eq(res.narrow_from, 4);
+    ck_assert_int_eq(res.narrow_to, 5);
+    ck_assert_int_eq(res.narrow_r_from, 1);
+    ck_assert_int_eq(res.narrow_r_to, 2);
+    ck_assert_msg(strstr(res.text, "A at 2 of 6 steps, B at 2 of 6, R at 1 of 3") != NULL, "%s",
+                  res.text);
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
+START_TEST(test_verdict_resume_divergence_at_boundaries_needs_no_narrowing)
+{
+    world *w = clean();
+    tpd_result res;
+    /* light steps after the divergence do not matter: R's model differs at
+     * its first step, a boundary of both */
+    lighten(w, A, 4), lighten(w, B, 4), lighten(w, R, 1);
+    w->pr[R].nrestores = 0;
+    set(w, R, 0, "model.fc.weight", tensor(0x55, 9.0));
+    res = judge(w, NULL);
+    ck_assert_msg(res.outcome == TPD_FAIL, "%s", res.text);
+    ck_assert_str_eq(res.path, "model.fc.weight");
+    ck_assert_int_eq(res.step, 3);
+    ck_assert(!res.narrow);
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
+START_TEST(test_verdict_resume_save_anchors_compare_where_both_have_them)
+{
+    world *w = clean();
+    tpd_result res;
+    /* the state after the last step, from a save: A alone has it, so
+     * nothing is compared there */
+    anchor(w, A, 6, 0x61);
+    res = judge(w, NULL);
+    ck_assert_msg(res.outcome == TPD_PASS, "%s", res.text);
+    tpd_result_clear(&res);
+    drop(w);
+    /* both have it, and it differs: the end diverges */
+    w = clean();
+    anchor(w, A, 6, 0x61);
+    anchor(w, B, 6, 0x61);
+    anchor(w, R, 3, 0x62);
+    res = judge(w, NULL);
+    ck_assert_msg(res.outcome == TPD_FAIL, "%s", res.text);
+    ck_assert_str_eq(res.path, "model.fc.weight");
+    ck_assert_int_eq(res.step, 6);
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
 START_TEST(test_verdict_resume_data_prefetch_and_new_loader_pass)
 {
     /* accelerate: the loaders fetch one batch ahead, and R skips the 3
@@ -679,6 +781,9 @@ static Suite *suite(void)
     tcase_add_test(tc, test_verdict_resume_failed_or_incomplete_executions_are_errors);
     tcase_add_test(tc, test_verdict_resume_tolerance_needs_values_or_proves_difference);
     tcase_add_test(tc, test_verdict_resume_missing_component_fails);
+    tcase_add_test(tc, test_verdict_resume_light_steps_hide_nothing_they_ask_to_narrow);
+    tcase_add_test(tc, test_verdict_resume_divergence_at_boundaries_needs_no_narrowing);
+    tcase_add_test(tc, test_verdict_resume_save_anchors_compare_where_both_have_them);
     tcase_add_test(tc, test_verdict_resume_data_prefetch_and_new_loader_pass);
     tcase_add_test(tc, test_verdict_resume_data_skipping_one_too_many_fails);
     tcase_add_test(tc, test_verdict_resume_data_epoch_restart_fails);
