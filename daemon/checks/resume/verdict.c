@@ -298,6 +298,17 @@ static tp_err nomem(ctx *x, tpd_result *out)
     return TP_ENOMEM;
 }
 
+/* standing is the execution that stands for role: its rerun when one ran
+ * (*first, when asked, then gets the first one's trainer), else its own. */
+static const tpd_exec *standing(const tpd_run *r, const char *role, const char *rerun,
+                                const tpd_proc **first)
+{
+    const tpd_exec *e = tpd_obs_exec(r, rerun), *f = tpd_obs_exec(r, role);
+    if (e == NULL) return f;
+    if (first != NULL && f != NULL) *first = tpd_obs_trainer(f);
+    return e;
+}
+
 tp_err tpd_verdict_resume(const tpd_run *r, const tpd_cmp_opts *o, tpd_result *out)
 {
     ctx x;
@@ -309,18 +320,11 @@ tp_err tpd_verdict_resume(const tpd_run *r, const tpd_cmp_opts *o, tpd_result *o
     x.run = r;
     x.o = o;
     /* reruns that narrowed an induction-mode divergence stand in for the
-     * baselines (induction.c) */
-    x.A = tpd_obs_exec(r, "A2");
-    x.B = tpd_obs_exec(r, "B2");
-    if (x.A != NULL && tpd_obs_exec(r, "A") != NULL) x.pa0 = tpd_obs_trainer(tpd_obs_exec(r, "A"));
-    if (x.B != NULL && tpd_obs_exec(r, "B") != NULL) x.pb0 = tpd_obs_trainer(tpd_obs_exec(r, "B"));
-    if (x.A == NULL) x.A = tpd_obs_exec(r, "A");
-    if (x.B == NULL) x.B = tpd_obs_exec(r, "B");
-    x.I = tpd_obs_exec(r, "I2");
-    x.R = tpd_obs_exec(r, "R2");
-    if (x.R != NULL && tpd_obs_exec(r, "R") != NULL) x.pr0 = tpd_obs_trainer(tpd_obs_exec(r, "R"));
-    if (x.I == NULL) x.I = tpd_obs_exec(r, "I");
-    if (x.R == NULL) x.R = tpd_obs_exec(r, "R");
+     * first executions (induction.c) */
+    x.A = standing(r, "A", "A2", &x.pa0);
+    x.B = standing(r, "B", "B2", &x.pb0);
+    x.I = standing(r, "I", "I2", NULL);
+    x.R = standing(r, "R", "R2", &x.pr0);
     if (!x.A || !x.B || !x.I || !x.R)
         return error(&x, out, "the run lacks one of its four executions (A, B, I, R)");
     x.pa = tpd_obs_trainer(x.A);
