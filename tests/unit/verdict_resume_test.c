@@ -621,6 +621,32 @@ START_TEST(test_verdict_resume_save_anchors_compare_where_both_have_them)
 }
 END_TEST
 
+START_TEST(test_verdict_resume_pass_rests_on_the_aligned_state_and_says_where_it_ends)
+{
+    world *w = clean();
+    tpd_result res;
+    /* A's step at the save was light: R's state after its load was not
+     * compared, so that step is to be narrowed */
+    lighten(w, A, 3), lighten(w, A, 4);
+    res = judge(w, NULL);
+    ck_assert(res.narrow && !res.narrow_r && res.narrow_from == 3 && res.narrow_to == 3);
+    tpd_result_clear(&res);
+    drop(w);
+    /* light after the aligned step, no state at the end on either side:
+     * a PASS that says where the state was last compared */
+    w = clean();
+    lighten(w, A, 4), lighten(w, A, 5), lighten(w, B, 4), lighten(w, B, 5);
+    lighten(w, R, 1), lighten(w, R, 2);
+    res = judge(w, NULL);
+    ck_assert_msg(res.outcome == TPD_PASS && !res.narrow, "%s", res.text);
+    ck_assert_msg(strstr(res.text, "  state       last compared at step 3:") != NULL, "%s",
+                  res.text);
+    ck_assert_msg(strstr(res.json, "\"state_last\":3") != NULL, "%s", res.json);
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
 START_TEST(test_verdict_resume_data_prefetch_and_new_loader_pass)
 {
     /* accelerate: the loaders fetch one batch ahead, and R skips the 3
@@ -784,6 +810,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_verdict_resume_light_steps_hide_nothing_they_ask_to_narrow);
     tcase_add_test(tc, test_verdict_resume_divergence_at_boundaries_needs_no_narrowing);
     tcase_add_test(tc, test_verdict_resume_save_anchors_compare_where_both_have_them);
+    tcase_add_test(tc, test_verdict_resume_pass_rests_on_the_aligned_state_and_says_where_it_ends);
     tcase_add_test(tc, test_verdict_resume_data_prefetch_and_new_loader_pass);
     tcase_add_test(tc, test_verdict_resume_data_skipping_one_too_many_fails);
     tcase_add_test(tc, test_verdict_resume_data_epoch_restart_fails);

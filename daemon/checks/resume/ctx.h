@@ -42,6 +42,10 @@ typedef struct tpd_rctx {
     const tpd_proc *pa0, *pb0, *pr0;
     bool narrow, narrow_b, narrow_r, unseen;
     int64_t narrow_from, narrow_to, narrow_r_from, narrow_r_to, unseen_from, unseen_to;
+    /* a PASS's anchors (tpd_resume_anchors): the last step, in A's
+     * numbering, at which both runs' model and optimizer state was compared
+     * (-1: none), and the step after the last both trained */
+    int64_t state_last, state_end;
 } tpd_rctx;
 
 /* tpd_resume_locate decides whether cmp's first divergence (or first
@@ -53,6 +57,12 @@ typedef struct tpd_rctx {
  * are still unseen (induction.c). */
 void tpd_resume_locate(tpd_rctx *x, const tpd_cmp_result *cmp, int64_t a0, const tpd_items *other,
                        int64_t b0, bool vs_b);
+
+/* tpd_resume_anchors checks, for a comparison that found no divergence,
+ * what the induction rests on: A's state at the aligned step was digested
+ * (else x asks to narrow that step), and where the state was last compared
+ * on both sides (x->state_last; an end without it is said in the report). */
+void tpd_resume_anchors(tpd_rctx *x);
 
 /* tpd_resume_induction_text adds the report's lines on the digest mode to
  * x->head (nothing for a run that digested every tensor at every step). */

@@ -8,6 +8,7 @@
  * digested over those steps: A2 (B2 when the baselines differed; I2 and R2
  * when R was light there), which stand in for the first ones (verdict.c). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "daemon/base/json.h"
@@ -38,6 +39,51 @@ void tpd_resume_locate(ctx *x, const tpd_cmp_result *cmp, int64_t a0, const tpd_
         x->narrow_r_from = x->narrow_from - a0 + b0;
         x->narrow_r_to = d->step_b;
     }
+}
+
+static int cmp_step(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* state_steps lists, sorted, the steps at which l holds a model or
+ * optimizer state component (a light step holds none); malloc'ed, NULL
+ * when empty or out of memory. */
+static int64_t *state_steps(const tpd_items *l, size_t *n)
+{
+    int64_t *v = malloc((l->n ? l->n : 1) * sizeof *v);
+    *n = 0;
+    if (v == NULL) return NULL;
+    for (size_t i = 0; i < l->n; i++)
+        if (tpd_induced(&l->v[i]) && (*n == 0 || v[*n - 1] != l->v[i].step))
+            v[(*n)++] = l->v[i].step;
+    qsort(v, *n, sizeof *v, cmp_step);
+    return v;
+}
+
+void tpd_resume_anchors(ctx *x)
+{
+    size_t na, nr;
+    int64_t *sa, *sr;
+    x->state_end = x->c + (x->na < x->nr ? x->na : x->nr);
+    x->state_last = -1;
+    /* the state R had after its load is compared with A's at the save:
+     * A's step there must have digested it */
+    if (tpd_light(&x->pa->timeline, x->c) && strcmp(x->A->role, "A2") != 0) {
+        x->narrow = true;
+        x->narrow_from = x->narrow_to = x->c;
+        return;
+    }
+    sa = state_steps(&x->pa->timeline, &na);
+    sr = state_steps(&x->pr->timeline, &nr);
+    for (size_t i = na; sa && sr && i-- > 0 && x->state_last < 0;) {
+        int64_t s = sa[i], t = s - x->c + x->r0;
+        if (s >= x->c && s <= x->state_end && bsearch(&t, sr, nr, sizeof *sr, cmp_step))
+            x->state_last = s;
+    }
+    free(sa);
+    free(sr);
 }
 
 /* counts gives how many of p's steps had a full start-of-step snapshot, of all. */
@@ -100,6 +146,12 @@ void tpd_resume_induction_text(ctx *x)
             tpd_str_printf(&x->head, "steps %lld to %lld", (long long)lo, (long long)hi);
         tpd_str_puts(&x->head, " (A's numbering), where the state could have diverged unseen\n");
     }
+    if (x->state_last >= 0 && x->state_last < x->state_end)
+        tpd_str_printf(&x->head,
+                       "  state       last compared at step %lld: after it the model and "
+                       "optimizer were not digested on both sides (no save after the last step, "
+                       "and gone by the exit)\n",
+                       (long long)x->state_last);
     if (x->unseen)
         tpd_str_printf(&x->head,
                        "  unseen      the rerun was still light from step %lld to %lld: the state "
@@ -135,5 +187,9 @@ json_t *tpd_resume_induction_json(const ctx *x)
                   (json_int_t)nb, "R", "full_steps", (json_int_t)fr, "steps", (json_int_t)nr);
     bad = !tpd_jset(o, "narrowed", narrowed);
     bad |= !tpd_jset(o, "unseen", unseen);
+    bad |=
+        !tpd_jset(o, "state_last",
+                  x->state_last >= 0 && x->state_last < x->state_end ? json_integer(x->state_last)
+                                                                     : json_null());
     return tpd_jdone(o, bad);
 }
