@@ -632,11 +632,26 @@ START_TEST(test_verdict_resume_pass_rests_on_the_aligned_state_and_says_where_it
     ck_assert(res.narrow && !res.narrow_r && res.narrow_from == 3 && res.narrow_to == 3);
     tpd_result_clear(&res);
     drop(w);
-    /* light after the aligned step, no state at the end on either side:
-     * a PASS that says where the state was last compared */
+    /* light after the aligned step, no state at the end on either side: the
+     * steps after the last comparison of the state are narrowed, A's and
+     * R's */
     w = clean();
     lighten(w, A, 4), lighten(w, A, 5), lighten(w, B, 4), lighten(w, B, 5);
     lighten(w, R, 1), lighten(w, R, 2);
+    res = judge(w, NULL);
+    ck_assert_msg(res.outcome == TPD_PASS, "%s", res.text);
+    ck_assert(res.narrow && res.narrow_r && !res.narrow_b);
+    ck_assert_int_eq(res.narrow_from, 4);
+    ck_assert_int_eq(res.narrow_to, 5);
+    ck_assert_int_eq(res.narrow_r_from, 1);
+    ck_assert_int_eq(res.narrow_r_to, 2);
+    tpd_result_clear(&res);
+    drop(w);
+    /* once the reruns ran and were still light there, the PASS says where
+     * the state was last compared */
+    w = clean();
+    w->ex[A].role = "A2";
+    lighten(w, A, 4), lighten(w, A, 5), lighten(w, R, 1), lighten(w, R, 2);
     res = judge(w, NULL);
     ck_assert_msg(res.outcome == TPD_PASS && !res.narrow, "%s", res.text);
     ck_assert_msg(strstr(res.text, "  state       last compared at step 3:") != NULL, "%s",

@@ -84,6 +84,23 @@ void tpd_resume_anchors(ctx *x)
     }
     free(sa);
     free(sr);
+    /* steps after the last comparison of the state, before the end, were
+     * light: a divergence of the state alone there would be unseen, where
+     * digesting every step would have seen it, so they are narrowed too
+     * (the state after the last step, with the objects gone, is seen by
+     * neither) */
+    if (x->state_last >= 0 && x->state_last < x->state_end - 1 && strcmp(x->A->role, "A2") != 0) {
+        int64_t lo;
+        x->narrow = true;
+        x->narrow_from = x->state_last + 1;
+        x->narrow_to = x->state_end - 1;
+        if (tpd_light_between(&x->pr->timeline, x->r0, &x->pr->timeline, x->r0,
+                              x->narrow_from - x->c + x->r0, x->narrow_to - x->c + x->r0, &lo)) {
+            x->narrow_r = true;
+            x->narrow_r_from = x->narrow_from - x->c + x->r0;
+            x->narrow_r_to = x->narrow_to - x->c + x->r0;
+        }
+    }
 }
 
 /* counts gives how many of p's steps had a full start-of-step snapshot, of all. */
@@ -146,7 +163,7 @@ void tpd_resume_induction_text(ctx *x)
             tpd_str_printf(&x->head, "steps %lld to %lld", (long long)lo, (long long)hi);
         tpd_str_puts(&x->head, " (A's numbering), where the state could have diverged unseen\n");
     }
-    if (x->state_last >= 0 && x->state_last < x->state_end)
+    if (x->state_last >= 0 && x->state_last < x->state_end - 1)
         tpd_str_printf(&x->head,
                        "  state       last compared at step %lld: after it the model and "
                        "optimizer were not digested on both sides (no save after the last step, "
@@ -187,9 +204,9 @@ json_t *tpd_resume_induction_json(const ctx *x)
                   (json_int_t)nb, "R", "full_steps", (json_int_t)fr, "steps", (json_int_t)nr);
     bad = !tpd_jset(o, "narrowed", narrowed);
     bad |= !tpd_jset(o, "unseen", unseen);
-    bad |=
-        !tpd_jset(o, "state_last",
-                  x->state_last >= 0 && x->state_last < x->state_end ? json_integer(x->state_last)
-                                                                     : json_null());
+    bad |= !tpd_jset(o, "state_last",
+                     x->state_last >= 0 && x->state_last < x->state_end - 1
+                         ? json_integer(x->state_last)
+                         : json_null());
     return tpd_jdone(o, bad);
 }
