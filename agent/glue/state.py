@@ -95,32 +95,24 @@ def _snapshot(why, full=True):
     the training thread is in the hook meanwhile, so nothing writes them.
     Not full (a start-of-step snapshot between induction boundaries): the
     model's parameters and buffers and the optimizer's state are left
-    out, and the event says so."""
+    out, and the event says so: nothing walks the parameters then."""
     torch = S.torch
     items = []
-    names = {}
-    roots = _roots()
-    for i, m in enumerate(roots):
-        pre = _indexed("model", i, len(roots))
-        params = dict(m.named_parameters())
-        for n, p in params.items():
-            names[id(p)] = n if len(roots) == 1 else pre + "." + n
-        if full:
+    opts = _live(S.optimizers)
+    if full:
+        names = {}
+        roots = _roots()
+        for i, m in enumerate(roots):
+            pre = _indexed("model", i, len(roots))
+            params = dict(m.named_parameters())
+            for n, p in params.items():
+                names[id(p)] = n if len(roots) == 1 else pre + "." + n
             items.append((pre, params))
             items.append((pre, dict(m.named_buffers())))
-    opts = _live(S.optimizers)
     for j, o in enumerate(opts):
         pre = _indexed("optimizer", j, len(opts))
-        state = {}
-        k = 0
-        for g in o.param_groups:
-            for p in g["params"]:
-                s = o.state.get(p) if full else None
-                if s:
-                    state[names.get(id(p), "p%d" % k)] = s
-                k += 1
         if full:
-            items.append((pre + ".state", state))
+            items.append((pre + ".state", _opt_state(o, names)))
         for gi, g in enumerate(o.param_groups):
             items.append(("%s.group[%d]" % (pre, gi), {a: v for a, v in g.items() if a != "params"}))
     scheds = _live(S.schedulers)
@@ -143,7 +135,20 @@ def _snapshot(why, full=True):
         items.append(("rng.numpy", Digest(npr.get_state())))
     _tp.emit("snapshot", _ev.snapshot(why) if full else _ev.snapshot(why, full=False), "leaves",
              items)
-    return names
+
+
+def _opt_state(o, names):
+    """Optimizer o's per-parameter state, keyed by the parameters' names
+    (p<k>, its place in the param groups, for a tensor no root names)."""
+    state = {}
+    k = 0
+    for g in o.param_groups:
+        for p in g["params"]:
+            s = o.state.get(p)
+            if s:
+                state[names.get(id(p), "p%d" % k)] = s
+            k += 1
+    return state
 
 
 def _param_names():

@@ -349,7 +349,7 @@ tp_err tpd_proc_add_event(tpd_arena *a, tpd_proc *p, const tp_event *e)
     }
 }
 
-static int cmp_step(const void *a, const void *b)
+int tpd_step_cmp(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return x < y ? -1 : x > y;
@@ -360,24 +360,29 @@ static int cmp_step(const void *a, const void *b)
  * the last step, when the objects were gone by the exit snapshot), that
  * snapshot's induced components as anchors (obs.h, tpd_item).  The steps
  * that have such state are listed once, sorted, and looked up per save. */
+int64_t *tpd_state_steps(const tpd_items *l, size_t room, size_t *n)
+{
+    int64_t *v = malloc((l->n + room + 1) * sizeof *v);
+    *n = 0;
+    if (v == NULL) return NULL;
+    for (size_t i = 0; i < l->n; i++)
+        if (tpd_induced(&l->v[i]) && (*n == 0 || v[*n - 1] != l->v[i].step))
+            v[(*n)++] = l->v[i].step;
+    qsort(v, *n, sizeof *v, tpd_step_cmp);
+    return v;
+}
+
 static tp_err save_anchors(tpd_arena *a, tpd_proc *p)
 {
-    int64_t *have = NULL;
-    size_t nhave = 0, cap = 0, n = p->timeline.n;
+    size_t nhave;
+    int64_t *have = tpd_state_steps(&p->timeline, p->nsnaps, &nhave);
     tp_err rc = TP_OK;
-    for (size_t i = 0; i < n; i++) {
-        const tpd_item *it = &p->timeline.v[i];
-        if (!tpd_induced(it) || (nhave && have[nhave - 1] == it->step)) continue;
-        if ((have = tpd_arena_grow(a, have, &cap, nhave + 1, sizeof *have)) == NULL)
-            return TP_ENOMEM;
-        have[nhave++] = it->step;
-    }
-    if (nhave > 1) qsort(have, nhave, sizeof *have, cmp_step);
+    if (have == NULL) return TP_ENOMEM;
     for (size_t k = p->nsnaps; k-- > 0 && rc == TP_OK;) {
         const tpd_snap *s = &p->snaps[k];
         int64_t step = s->step;
         if (strcmp(s->why, "save") != 0 || tpd_light(&p->timeline, step) ||
-            (nhave && bsearch(&step, have, nhave, sizeof *have, cmp_step)))
+            bsearch(&step, have, nhave, sizeof *have, tpd_step_cmp))
             continue;
         for (size_t i = 0; i < s->items.n && rc == TP_OK; i++) {
             tpd_item it = s->items.v[i];
@@ -388,13 +393,10 @@ static tp_err save_anchors(tpd_arena *a, tpd_proc *p)
         }
         /* the saves are walked newest first: an older one at this step
          * anchors nothing */
-        if (rc == TP_OK && (have = tpd_arena_grow(a, have, &cap, nhave + 1, sizeof *have)) == NULL)
-            return TP_ENOMEM;
-        if (rc == TP_OK) {
-            have[nhave++] = step;
-            qsort(have, nhave, sizeof *have, cmp_step);
-        }
+        have[nhave++] = step;
+        qsort(have, nhave, sizeof *have, tpd_step_cmp);
     }
+    free(have);
     return rc;
 }
 

@@ -91,6 +91,14 @@ typedef struct tpd_items {
  * parameters and buffers, the optimizer's state). */
 bool tpd_induced(const tpd_item *it);
 
+/* tpd_step_cmp orders int64_t steps, for qsort and bsearch. */
+int tpd_step_cmp(const void *a, const void *b);
+
+/* tpd_state_steps lists, sorted, the steps at which l holds a model or
+ * optimizer state component (a light step holds none), in a malloc'ed
+ * array with room for `room` more; NULL when out of memory. */
+int64_t *tpd_state_steps(const tpd_items *l, size_t room, size_t *n);
+
 /* tpd_light says whether step is one of l's light steps. */
 bool tpd_light(const tpd_items *l, int64_t step);
 

@@ -41,27 +41,6 @@ void tpd_resume_locate(ctx *x, const tpd_cmp_result *cmp, int64_t a0, const tpd_
     }
 }
 
-static int cmp_step(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* state_steps lists, sorted, the steps at which l holds a model or
- * optimizer state component (a light step holds none); malloc'ed, NULL
- * when empty or out of memory. */
-static int64_t *state_steps(const tpd_items *l, size_t *n)
-{
-    int64_t *v = malloc((l->n ? l->n : 1) * sizeof *v);
-    *n = 0;
-    if (v == NULL) return NULL;
-    for (size_t i = 0; i < l->n; i++)
-        if (tpd_induced(&l->v[i]) && (*n == 0 || v[*n - 1] != l->v[i].step))
-            v[(*n)++] = l->v[i].step;
-    qsort(v, *n, sizeof *v, cmp_step);
-    return v;
-}
-
 void tpd_resume_anchors(ctx *x)
 {
     size_t na, nr;
@@ -75,11 +54,11 @@ void tpd_resume_anchors(ctx *x)
         x->narrow_from = x->narrow_to = x->c;
         return;
     }
-    sa = state_steps(&x->pa->timeline, &na);
-    sr = state_steps(&x->pr->timeline, &nr);
+    sa = tpd_state_steps(&x->pa->timeline, 0, &na);
+    sr = tpd_state_steps(&x->pr->timeline, 0, &nr);
     for (size_t i = na; sa && sr && i-- > 0 && x->state_last < 0;) {
         int64_t s = sa[i], t = s - x->c + x->r0;
-        if (s >= x->c && s <= x->state_end && bsearch(&t, sr, nr, sizeof *sr, cmp_step))
+        if (s >= x->c && s <= x->state_end && bsearch(&t, sr, nr, sizeof *sr, tpd_step_cmp))
             x->state_last = s;
     }
     free(sa);
