@@ -63,7 +63,7 @@ static void flush_locked(void)
         tp_buf_free(&batch);
     } else {
         data = tp_buf_steal(&batch, &len);
-        tpa_send_submit(data, len, batch_n, next_seq - batch_n);
+        tpa_send_submit(data, len, batch_n, next_seq - batch_n, batch_off);
     }
     batch_n = 0;
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT
  * emit.h -- events into batches: sequence numbers, the current step, and one
- * batch (one nng message) per optimizer step.
+ * batch per optimizer step (one nng message, or several batches in one when
+ * they queue up in agent/send.c).
  *
  * A caller builds an event body in its own tp_buf, without any lock (it may
  * release the GIL while hashing), then commits it: the commit takes a short

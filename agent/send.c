@@ -17,6 +17,15 @@
  * the command (duplicates are skipped there too): memory stays bounded and
  * nothing sent is forgotten unacknowledged.
  *
+ * nng passes one message at a time from a push socket to the daemon, at
+ * some tens of thousands a second, so when batches queue up (the daemon is
+ * slower than the training) the sender sends the ones queued behind each
+ * other as one message (take, push_merged): their events under the first
+ * one's envelope, which is a batch like any other, so any daemon takes it.
+ * Everything else stays per batch: each is retained, acknowledged and
+ * spooled on its own, and sent again alone, so a batch the daemon refuses
+ * (and spool reading skips) takes no other batch with it.
+ *
  * When a send times out the daemon is taken as gone: what is retained and
  * everything after goes to the spool.  A seq that never reached the sender (a
  * batch dropped on a full queue or for memory) is a hole `seen` cannot pass,
@@ -70,12 +79,15 @@
 #define SPOOL_WAIT_MS    2000                /* confirm's wait for the spool after giving up */
 #define REQ_SEND_MS      250
 #define REQ_RECV_MS      1000
-#define NO_HOLE          UINT64_MAX
+#define MERGE_MAX_BYTES  ((size_t)4 << 20) /* a message of several queued batches stays under this \
+                                            */
+#define NO_HOLE UINT64_MAX
 
 typedef struct item {
     struct item *next;
     uint8_t *data;
     size_t len;
+    size_t events_at; /* where the events array (array32) begins; 0: unknown */
     uint32_t nevents;
     uint64_t first, last; /* seq range */
     int64_t sent_ms;      /* when last sent (CLOCK_MONOTONIC) */
@@ -326,16 +338,54 @@ static void keep(item *it)
     }
 }
 
-/* push sends one batch on the socket; 0 when nng took it. */
-static int push(item *it)
+/* push_merged sends the batches first.. (before end) as one batch: the
+ * envelope of the first, then every batch's events.  They are one process's,
+ * their seqs contiguous and their envelopes equal (take), so the message is
+ * a batch like any other. */
+static int push_merged(item *first, item *end)
 {
-    int rv = nng_send(sock, it->data, it->len, 0);
+    size_t at = first->events_at, len = at + 5;
+    uint32_t n = 0;
+    uint8_t *p;
+    nng_msg *m;
+    int rv;
+    for (item *it = first; it != end; it = it->next) {
+        len += it->len - at - 5;
+        n += it->nevents;
+    }
+    if ((rv = nng_msg_alloc(&m, len)) != 0) return rv;
+    p = nng_msg_body(m);
+    memcpy(p, first->data, at);
+    p += at;
+    *p++ = 0xdd; /* array32 */
+    *p++ = (uint8_t)(n >> 24), *p++ = (uint8_t)(n >> 16), *p++ = (uint8_t)(n >> 8);
+    *p++ = (uint8_t)n;
+    for (item *it = first; it != end; it = it->next) {
+        memcpy(p, it->data + at + 5, it->len - at - 5);
+        p += it->len - at - 5;
+    }
+    if ((rv = nng_sendmsg(sock, m, 0)) != 0) nng_msg_free(m);
+    return rv;
+}
+
+/* push sends the batches first.. (before end) on the socket, as one message
+ * when there are several (take); 0 when nng took them. */
+static int push(item *first, item *end)
+{
+    bool merged = first->next != end;
+    int rv = merged ? push_merged(first, end) : 0;
+    int64_t t;
+    unsigned g;
+    if (!merged || rv == NNG_ENOMEM) /* one message each */
+        for (item *it = first; it != end; it = it->next)
+            if ((rv = nng_send(sock, it->data, it->len, 0)) != 0) break;
     if (rv != 0) {
         TPA_LOG("send failed (%s); switching to the spool", nng_strerror(rv));
         return rv;
     }
-    it->sent_ms = now_ms();
-    it->gen = atomic_load(&pipe_gen);
+    t = now_ms();
+    g = atomic_load(&pipe_gen);
+    for (item *it = first; it != end; it = it->next) it->sent_ms = t, it->gen = g;
     return 0;
 }
 
@@ -357,32 +407,42 @@ static bool too_big_for_net(const item *it)
     return it->len > TP_MAX_NET_MESSAGE && !tp_url_local(tpa_cfg.daemon);
 }
 
-static void deliver(item *it)
+/* deliver sends a chain of batches (take), or spools them; each sent one
+ * is retained (keep) on its own. */
+static void deliver(item *chain)
 {
+    item *next;
     int sp;
     pthread_mutex_lock(&mu);
     sp = spooling;
-    if (!sp && too_big_for_net(it) && it->first < hole) hole = it->first;
+    if (!sp && too_big_for_net(chain) && chain->first < hole) hole = chain->first;
     pthread_mutex_unlock(&mu);
-    if (!sp && too_big_for_net(it)) {
-        /* a hole `seen` cannot pass: later batches go unacknowledged */
-        TPA_LOG("a batch of %zu bytes is over the network limit; spooled", it->len);
-        retire(it);
+    if (!sp && too_big_for_net(chain)) {
+        /* alone (take merges up to MERGE_MAX_BYTES); a hole `seen` cannot
+         * pass: later batches go unacknowledged */
+        TPA_LOG("a batch of %zu bytes is over the network limit; spooled", chain->len);
+        retire(chain);
         return;
     }
     if (!sp) {
-        if (push(it) == 0) {
-            keep(it);
+        if (push(chain, NULL) == 0) {
+            for (item *it = chain; it != NULL; it = next) {
+                next = it->next;
+                keep(it);
+            }
             return;
         }
         go_spool();
     }
-    if (spool(it) != 0) {
-        pthread_mutex_lock(&mu);
-        dropped += it->nevents;
-        pthread_mutex_unlock(&mu);
+    for (item *it = chain; it != NULL; it = next) {
+        next = it->next;
+        if (spool(it) != 0) {
+            pthread_mutex_lock(&mu);
+            dropped += it->nevents;
+            pthread_mutex_unlock(&mu);
+        }
+        free_item(it);
     }
-    free_item(it);
 }
 
 /* ask_seen sends one `seen` request.  Returns 0 with *seq when answered, -1
@@ -470,7 +530,7 @@ static void resend(int64_t t, unsigned g, int64_t wait)
     }
     for (item *it = r_head; it != NULL; it = it->next) {
         if (it->gen >= g && !(stuck && it->sent_ms + wait <= t)) continue;
-        if (push(it) != 0) {
+        if (push(it, it->next) != 0) { /* alone: a batch the daemon refuses stays alone */
             go_spool();
             return;
         }
@@ -510,6 +570,45 @@ static void ask_and_settle(int urgent)
     resend(t, g, urgent ? RESEND_BYE_MS : RESEND_MS);
 }
 
+/* mergeable: whether cand, queued right behind last, can travel in one
+ * message with the chain first..last of len bytes: the same process and
+ * envelope (the rank can change between batches), contiguous seqs (a hole
+ * stays a message boundary) and the merged message within MERGE_MAX_BYTES. */
+static bool mergeable(const item *first, const item *last, const item *cand, size_t len)
+{
+    size_t at = first->events_at;
+    return at != 0 && cand->events_at == at && last->nevents > 0 && cand->nevents > 0 &&
+           cand->first == last->last + 1 && len + (cand->len - at - 5) <= MERGE_MAX_BYTES &&
+           memcmp(first->data, cand->data, at) == 0;
+}
+
+/* take detaches the oldest queued batch and, unless everything goes to the
+ * spool, the batches queued behind it that can go in one message with it:
+ * when the daemon takes messages more slowly than the training makes them,
+ * the next message carries everything queued meanwhile, and one message
+ * costs nng about what one batch did.  Retention, resends and the spool
+ * stay per batch.  mu held. */
+static item *take(void)
+{
+    item *first = head, *last = head;
+    size_t len = head->len;
+    head = head->next;
+    q_bytes -= first->len;
+    q_items--;
+    while (!spooling && head != NULL && mergeable(first, last, head, len)) {
+        item *it = head;
+        head = it->next;
+        q_bytes -= it->len;
+        q_items--;
+        len += it->len - it->events_at - 5;
+        last->next = it;
+        last = it;
+    }
+    last->next = NULL;
+    if (head == NULL) tail = NULL;
+    return first;
+}
+
 static void *sender_main(void *arg)
 {
     (void)arg;
@@ -531,11 +630,7 @@ static void *sender_main(void *arg)
             pthread_cond_timedwait(&cv_work, &mu, &dl);
         }
         if (head != NULL) {
-            it = head;
-            head = it->next;
-            if (head == NULL) tail = NULL;
-            q_bytes -= it->len;
-            q_items--;
+            it = take();
             busy = 1;
             pthread_cond_broadcast(&cv_room);
         }
@@ -561,7 +656,8 @@ static void *sender_main(void *arg)
     return NULL;
 }
 
-void tpa_send_submit(uint8_t *data, size_t len, uint32_t nevents, uint64_t first_seq)
+void tpa_send_submit(uint8_t *data, size_t len, uint32_t nevents, uint64_t first_seq,
+                     size_t events_at)
 {
     item *it;
     struct timespec dl;
@@ -583,6 +679,8 @@ void tpa_send_submit(uint8_t *data, size_t len, uint32_t nevents, uint64_t first
     }
     memset(it, 0, sizeof *it);
     it->data = data, it->len = len, it->nevents = nevents;
+    if (events_at > 0 && events_at + 5 <= len && data[events_at] == 0xdd)
+        it->events_at = events_at; /* else never merged */
     it->first = first_seq;
     it->last = first_seq + (nevents > 0 ? nevents - 1 : 0);
     if (!started) {

@@ -22,11 +22,15 @@
 #include <stdint.h>
 
 /* tpa_send_submit queues one batch (malloc'ed; ownership passes) holding
- * nevents events with the seqs first_seq.. first_seq + nevents - 1.  Batches
- * are submitted in seq order; a seq skipped or dropped is never waited for.
+ * nevents events with the seqs first_seq.. first_seq + nevents - 1, whose
+ * events array (an array32, proto/event.h) begins at events_at; batches
+ * queued behind each other with the same envelope may travel as one message
+ * (0: this one never does).  Batches are submitted in seq order; a seq
+ * skipped or dropped is never waited for.
  * Starts the sender thread on first use.  When the queue is full it waits up
  * to two seconds for room, then drops the batch. */
-void tpa_send_submit(uint8_t *data, size_t len, uint32_t nevents, uint64_t first_seq);
+void tpa_send_submit(uint8_t *data, size_t len, uint32_t nevents, uint64_t first_seq,
+                     size_t events_at);
 /* tpa_send_drain waits until every queued batch is sent or spooled, or
  * timeout_ms passed.  Returns 0 when drained. */
 int tpa_send_drain(int timeout_ms);

@@ -2,15 +2,23 @@
  * ingest_bench.c -- ingest throughput: realistic batches (a snapshot of 200
  * tensor leaves, a backward, a step pre with 200 gradient leaves and a step
  * post, i.e. one optimizer step) stored into a real database, first by
- * calling the ingest code in-process, then pushed through a real ipc://
- * socket into a real serve loop.  The ratio shows what the socket costs.
+ * calling the ingest code in-process (direct), then through a real ipc://
+ * socket into a real serve loop, twice: handed to the agent's own sender
+ * (agent/send.c: queue, merging of queued batches, acknowledgements; what a
+ * training process does), and pushed one message per batch (what nng costs
+ * per message).  The ratios to direct show what the socket costs.
  *
  * A second workload of small batches (a backward, a step pre and post
  * without leaves, a DataLoader batch) shows the per-message cost.
  *
+ * Each socket measurement runs in a child process of its own: the agent's
+ * sender is one per process, as in a training process, and nng is never
+ * used before a fork.
+ *
  * usage: ingest_bench [BATCHES]   (default 1500 large, 20x as many small;
  *                                  about 15 s in all) */
 #define _XOPEN_SOURCE 700
+#include <errno.h>
 #include <ftw.h>
 #include <nng/nng.h>
 #include <nng/protocol/pipeline0/push.h>
@@ -19,9 +27,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/config.h"
+#include "agent/send.h"
 #include "daemon/ingest/ingest.h"
 #include "daemon/serve/serve.h"
 #include "daemon/store/store.h"
@@ -29,13 +40,13 @@
 
 #define LEAVES           200
 #define EVENTS_PER_BATCH 4
-#define PID              4242
 #define KEY              "0123456789abcdef0123456789abcdef" /* execution 1's, set below */
 
 typedef struct result {
     double secs;
     uint64_t events, bytes;
-    uint64_t commits; /* socket: transactions the serve loop committed */
+    uint64_t commits;  /* socket: transactions the serve loop committed */
+    uint64_t messages; /* socket: messages the serve loop received */
 } result;
 
 static double now_s(void)
@@ -67,14 +78,14 @@ static void scratch(char *dir, size_t dn, char *db, size_t bn)
     snprintf(db, bn, "%s/runs.db", dir);
 }
 
-/* build encodes n batches of one optimizer step each, seqs consecutive:
- * large ones (leaves) or small ones (no leaves). */
-static tb *build(int n, bool large)
+/* build encodes n batches of process pid, one optimizer step each, seqs
+ * consecutive: large ones (leaves) or small ones (no leaves). */
+static tb *build(int n, bool large, int64_t pid)
 {
     tb *b = calloc((size_t)n, sizeof *b);
     for (int i = 0; i < n; i++) {
         uint64_t seq = (uint64_t)i * EVENTS_PER_BATCH;
-        tb_begin_key(&b[i], 1, 1, PID, 0, NULL, KEY);
+        tb_begin_key(&b[i], 1, 1, pid, 0, NULL, KEY);
         if (large)
             tb_snapshot(&b[i], seq, i, LEAVES);
         else
@@ -111,7 +122,7 @@ static result direct(const tb *b, int n)
     char dir[512], db[600], why[256];
     tpd_store *s;
     tpd_ingest *in = NULL;
-    result r = {0, 0, 0, 0};
+    result r = {0, 0, 0, 0, 0};
     double t0;
     scratch(dir, sizeof dir, db, sizeof db);
     s = open_store(db);
@@ -140,7 +151,7 @@ static void *serve_thread(void *arg)
 }
 
 /* seen asks the daemon for the highest contiguous seq of the process. */
-static int64_t seen(nng_socket req)
+static int64_t seen(nng_socket req, int64_t pid)
 {
     tp_buf q;
     void *rep = NULL;
@@ -152,7 +163,7 @@ static int64_t seen(nng_socket req)
     tp_mp_map(&q, 3);
     tp_mp_cstr(&q, "cmd"), tp_mp_cstr(&q, "seen");
     tp_mp_cstr(&q, "exec"), tp_mp_int(&q, 1);
-    tp_mp_cstr(&q, "pid"), tp_mp_int(&q, PID);
+    tp_mp_cstr(&q, "pid"), tp_mp_int(&q, pid);
     if (nng_send(req, q.data, q.len, 0) != 0 || nng_recv(req, &rep, &len, NNG_FLAG_ALLOC) != 0)
         die("control", "no reply");
     tp_mpr_init(&r, rep, len);
@@ -172,9 +183,52 @@ static int64_t seen(nng_socket req)
     return seq;
 }
 
-/* socket_run pushes the batches through ipc:// into a serve loop and waits
- * until the daemon reports the last seq stored. */
-static result socket_run(const tb *b, int n)
+/* push_raw sends each batch as one message on a push socket of its own,
+ * left open for the caller to close once they are stored (closing drops
+ * what nng still queues). */
+static void push_raw(nng_socket *pushp, const char *url, const tb *b, int n)
+{
+    nng_socket push;
+    if (nng_push0_open(&push) != 0 || nng_dial(push, url, NULL, 0) != 0) die("push", url);
+    nng_socket_set_ms(push, NNG_OPT_SENDTIMEO, 10000);
+    nng_socket_set_int(push, NNG_OPT_SENDBUF, 1024);
+    for (int i = 0; i < n; i++)
+        if (nng_send(push, b[i].buf.data, b[i].buf.len, 0) != 0) die("send", "timed out");
+    *pushp = push;
+}
+
+/* cfg_set copies a URL or path into a field of tpa_cfg. */
+static void cfg_set(char *field, size_t n, const char *v)
+{
+    size_t len = strlen(v);
+    if (len >= n) die("too long", v);
+    memcpy(field, v, len + 1);
+}
+
+/* push_agent hands each batch to the agent's sender (agent/send.c), as
+ * agent/emit.c does, and waits for its acknowledgements.  copies are the
+ * batches' malloc'ed copies (the sender takes them). */
+static void push_agent(const char *url, const char *control, const char *dir, uint8_t **copies,
+                       const tb *b, int n)
+{
+    memset(&tpa_cfg, 0, sizeof tpa_cfg);
+    tpa_cfg.run = tpa_cfg.exec = 1;
+    tpa_cfg.send_timeout_ms = 10000;
+    tpa_cfg.debug = getenv("TRAINPARITY_DEBUG") != NULL;
+    cfg_set(tpa_cfg.daemon, sizeof tpa_cfg.daemon, url);
+    cfg_set(tpa_cfg.control, sizeof tpa_cfg.control, control);
+    cfg_set(tpa_cfg.spool, sizeof tpa_cfg.spool, dir);
+    for (int i = 0; i < n; i++)
+        tpa_send_submit(copies[i], b[i].buf.len, b[i].n, (uint64_t)i * EVENTS_PER_BATCH, b[i].off);
+    if (tpa_send_confirm(60000) != 0) die("agent sender", "not every batch acknowledged");
+    if (tpa_send_dropped() != 0 || tpa_send_spooled()) die("agent sender", "dropped or spooled");
+    tpa_send_stop();
+}
+
+/* socket_run sends the batches through ipc:// into a serve loop, by the
+ * agent's sender or one message per batch, and waits until the daemon
+ * reports the last seq stored.  Runs in a child process (measure). */
+static result socket_run(int n, bool large, bool agent)
 {
     char dir[512], db[600], url[700], why[512];
     const char *listen[1] = {url};
@@ -182,10 +236,12 @@ static result socket_run(const tb *b, int n)
     tpd_serve *sv = NULL;
     tpd_store *s;
     pthread_t th;
-    nng_socket push, req;
+    nng_socket req, push = NNG_SOCKET_INITIALIZER;
     tpd_serve_stats st;
-    result r = {0, 0, 0, 0};
+    result r = {0, 0, 0, 0, 0};
     int64_t last = (int64_t)n * EVENTS_PER_BATCH - 1;
+    uint8_t **copies = NULL;
+    tb *b = build(n, large, getpid()); /* the sender asks `seen` for its own pid */
     double t0;
     scratch(dir, sizeof dir, db, sizeof db);
     snprintf(url, sizeof url, "ipc://%s/ingest.ipc", dir);
@@ -195,32 +251,65 @@ static result socket_run(const tb *b, int n)
     o.nlisten = 1;
     if (tpd_serve_open(&sv, s, &o, why, sizeof why) != TP_OK) die("serve", why);
     pthread_create(&th, NULL, serve_thread, sv);
-    if (nng_push0_open(&push) != 0 || nng_dial(push, url, NULL, 0) != 0) die("push", url);
-    nng_socket_set_ms(push, NNG_OPT_SENDTIMEO, 10000);
-    nng_socket_set_int(push, NNG_OPT_SENDBUF, 1024);
     if (nng_req0_open(&req) != 0 || nng_dial(req, tpd_serve_control_url(sv), NULL, 0) != 0)
         die("req", tpd_serve_control_url(sv));
     nng_socket_set_ms(req, NNG_OPT_RECVTIMEO, 10000);
-    t0 = now_s();
-    for (int i = 0; i < n; i++) {
-        if (nng_send(push, b[i].buf.data, b[i].buf.len, 0) != 0) die("send", "timed out");
-        r.bytes += b[i].buf.len;
+    if (agent) {
+        if ((copies = calloc((size_t)n, sizeof *copies)) == NULL) die("copies", "out of memory");
+        for (int i = 0; i < n; i++) {
+            if ((copies[i] = malloc(b[i].buf.len)) == NULL) die("copies", "out of memory");
+            memcpy(copies[i], b[i].buf.data, b[i].buf.len);
+        }
     }
-    while (seen(req) != last) {
+    t0 = now_s();
+    if (agent)
+        push_agent(url, tpd_serve_control_url(sv), dir, copies, b, n);
+    else
+        push_raw(&push, url, b, n);
+    while (seen(req, getpid()) != last) {
         struct timespec ts = {0, 20000000}; /* 20 ms: each request commits */
         nanosleep(&ts, NULL);
     }
     r.secs = now_s() - t0;
     r.events = (uint64_t)n * EVENTS_PER_BATCH;
-    nng_close(push);
+    for (int i = 0; i < n; i++) r.bytes += b[i].buf.len;
+    free(copies);
+    for (int i = 0; i < n; i++) tb_free(&b[i]);
+    free(b);
+    if (!agent) nng_close(push);
     nng_close(req);
     tpd_serve_stop(sv);
     pthread_join(th, NULL);
     tpd_serve_get_stats(sv, &st);
     r.commits = st.commits;
+    r.messages = st.messages;
     tpd_serve_close(sv);
     tpd_store_close(s);
     nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    return r;
+}
+
+/* measure runs socket_run in a child process and returns its result. */
+static result measure(int n, bool large, bool agent)
+{
+    int fd[2], status;
+    pid_t pid;
+    result r;
+    ssize_t got;
+    fflush(stdout);
+    if (pipe(fd) != 0 || (pid = fork()) < 0) die("fork", strerror(errno));
+    if (pid == 0) {
+        close(fd[0]);
+        r = socket_run(n, large, agent);
+        _exit(write(fd[1], &r, sizeof r) == (ssize_t)sizeof r ? 0 : 1);
+    }
+    close(fd[1]);
+    do got = read(fd[0], &r, sizeof r);
+    while (got < 0 && errno == EINTR);
+    close(fd[0]);
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
+        got != (ssize_t)sizeof r)
+        die("socket", "the measuring child failed");
     return r;
 }
 
@@ -230,6 +319,7 @@ static void report(const char *name, result r, int n, int leaves)
            " %9.0f leaves/s %6.1f MB/s",
            name, n, r.bytes / 1e6, r.secs, n / r.secs, r.events / r.secs,
            (double)n * leaves / r.secs, r.bytes / 1e6 / r.secs);
+    if (r.messages) printf(", %.1f batches/message", (double)n / r.messages);
     if (r.commits) printf(", %.1f batches/commit", (double)n / r.commits);
     printf("\n");
 }
@@ -237,9 +327,9 @@ static void report(const char *name, result r, int n, int leaves)
 /* workload measures n batches both ways and prints the ratio. */
 static void workload(int n, bool large)
 {
-    tb *b = build(n, large);
+    tb *b = build(n, large, 4242);
     int leaves = large ? 2 * LEAVES + 6 : 0;
-    result d, s;
+    result d, a, s;
     if (large)
         printf("large batches: snapshot of %d tensor leaves (+6 value/digest leaves), backward,"
                " step pre with %d grads, step post; %zu bytes each\n",
@@ -250,9 +340,13 @@ static void workload(int n, bool large)
                b[0].buf.len);
     d = direct(b, n);
     report("direct", d, n, leaves);
-    s = socket_run(b, n);
-    report("socket", s, n, leaves);
-    printf("  socket/direct throughput: %.2f\n", (s.events / s.secs) / (d.events / d.secs));
+    a = measure(n, large, true);
+    report("agent", a, n, leaves);
+    s = measure(n, large, false);
+    report("1/msg", s, n, leaves);
+    printf("  socket/direct throughput: %.2f through the agent's sender, %.2f at one message per"
+           " batch\n",
+           (a.events / a.secs) / (d.events / d.secs), (s.events / s.secs) / (d.events / d.secs));
     for (int i = 0; i < n; i++) tb_free(&b[i]);
     free(b);
 }
