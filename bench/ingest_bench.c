@@ -11,6 +11,10 @@
  * A second workload of small batches (a backward, a step pre and post
  * without leaves, a DataLoader batch) shows the per-message cost.
  *
+ * Last, CROWD training processes send at once, each through its own agent
+ * sender with the agent's default send timeout, as many ranks or jobs on one
+ * machine would: throughput, and how many fell back to the spool.
+ *
  * Each socket measurement runs in a child process of its own: the agent's
  * sender is one per process, as in a training process, and nng is never
  * used before a fork.
@@ -36,10 +40,12 @@
 #include "daemon/ingest/ingest.h"
 #include "daemon/serve/serve.h"
 #include "daemon/store/store.h"
+#include "proto/control.h"
 #include "tests/unit/batches.h"
 
 #define LEAVES           200
 #define EVENTS_PER_BATCH 4
+#define CROWD            32                                 /* training processes sending at once */
 #define KEY              "0123456789abcdef0123456789abcdef" /* execution 1's, set below */
 
 typedef struct result {
@@ -47,6 +53,7 @@ typedef struct result {
     uint64_t events, bytes;
     uint64_t commits;  /* socket: transactions the serve loop committed */
     uint64_t messages; /* socket: messages the serve loop received */
+    uint64_t spooled;  /* crowd: processes that fell back to the spool */
 } result;
 
 static double now_s(void)
@@ -122,7 +129,7 @@ static result direct(const tb *b, int n)
     char dir[512], db[600], why[256];
     tpd_store *s;
     tpd_ingest *in = NULL;
-    result r = {0, 0, 0, 0, 0};
+    result r = {0, 0, 0, 0, 0, 0};
     double t0;
     scratch(dir, sizeof dir, db, sizeof db);
     s = open_store(db);
@@ -205,24 +212,43 @@ static void cfg_set(char *field, size_t n, const char *v)
     memcpy(field, v, len + 1);
 }
 
-/* push_agent hands each batch to the agent's sender (agent/send.c), as
- * agent/emit.c does, and waits for its acknowledgements.  copies are the
- * batches' malloc'ed copies (the sender takes them). */
-static void push_agent(const char *url, const char *control, const char *dir, uint8_t **copies,
-                       const tb *b, int n)
+/* agent_cfg points the agent's sender at a daemon, with the agent's
+ * default send timeout (agent/config.c). */
+static void agent_cfg(const char *url, const char *control, const char *dir)
 {
     memset(&tpa_cfg, 0, sizeof tpa_cfg);
     tpa_cfg.run = tpa_cfg.exec = 1;
-    tpa_cfg.send_timeout_ms = 10000;
+    tpa_cfg.send_timeout_ms = 1000;
     tpa_cfg.debug = getenv("TRAINPARITY_DEBUG") != NULL;
     cfg_set(tpa_cfg.daemon, sizeof tpa_cfg.daemon, url);
     cfg_set(tpa_cfg.control, sizeof tpa_cfg.control, control);
     cfg_set(tpa_cfg.spool, sizeof tpa_cfg.spool, dir);
+}
+
+/* copy_all makes the batches' malloc'ed copies the sender takes. */
+static uint8_t **copy_all(const tb *b, int n)
+{
+    uint8_t **copies = calloc((size_t)n, sizeof *copies);
+    if (copies == NULL) die("copies", "out of memory");
+    for (int i = 0; i < n; i++) {
+        if ((copies[i] = malloc(b[i].buf.len)) == NULL) die("copies", "out of memory");
+        memcpy(copies[i], b[i].buf.data, b[i].buf.len);
+    }
+    return copies;
+}
+
+/* push_agent hands each batch to the agent's sender (agent/send.c), as
+ * agent/emit.c does, and waits for its acknowledgements (agent_cfg first).
+ * Returns 0 when every batch was acknowledged, none dropped or spooled. */
+static int push_agent(uint8_t **copies, const tb *b, int n)
+{
+    int rc;
     for (int i = 0; i < n; i++)
         tpa_send_submit(copies[i], b[i].buf.len, b[i].n, (uint64_t)i * EVENTS_PER_BATCH, b[i].off);
-    if (tpa_send_confirm(60000) != 0) die("agent sender", "not every batch acknowledged");
-    if (tpa_send_dropped() != 0 || tpa_send_spooled()) die("agent sender", "dropped or spooled");
+    rc = tpa_send_confirm(60000);
+    if (tpa_send_dropped() != 0 || tpa_send_spooled()) rc = -1;
     tpa_send_stop();
+    return rc;
 }
 
 /* socket_run sends the batches through ipc:// into a serve loop, by the
@@ -238,7 +264,7 @@ static result socket_run(int n, bool large, bool agent)
     pthread_t th;
     nng_socket req, push = NNG_SOCKET_INITIALIZER;
     tpd_serve_stats st;
-    result r = {0, 0, 0, 0, 0};
+    result r = {0, 0, 0, 0, 0, 0};
     int64_t last = (int64_t)n * EVENTS_PER_BATCH - 1;
     uint8_t **copies = NULL;
     tb *b = build(n, large, getpid()); /* the sender asks `seen` for its own pid */
@@ -255,16 +281,13 @@ static result socket_run(int n, bool large, bool agent)
         die("req", tpd_serve_control_url(sv));
     nng_socket_set_ms(req, NNG_OPT_RECVTIMEO, 10000);
     if (agent) {
-        if ((copies = calloc((size_t)n, sizeof *copies)) == NULL) die("copies", "out of memory");
-        for (int i = 0; i < n; i++) {
-            if ((copies[i] = malloc(b[i].buf.len)) == NULL) die("copies", "out of memory");
-            memcpy(copies[i], b[i].buf.data, b[i].buf.len);
-        }
+        copies = copy_all(b, n);
+        agent_cfg(url, tpd_serve_control_url(sv), dir);
     }
     t0 = now_s();
-    if (agent)
-        push_agent(url, tpd_serve_control_url(sv), dir, copies, b, n);
-    else
+    if (agent) {
+        if (push_agent(copies, b, n) != 0) die("agent sender", "dropped or spooled batches");
+    } else
         push_raw(&push, url, b, n);
     while (seen(req, getpid()) != last) {
         struct timespec ts = {0, 20000000}; /* 20 ms: each request commits */
@@ -289,8 +312,75 @@ static result socket_run(int n, bool large, bool agent)
     return r;
 }
 
-/* measure runs socket_run in a child process and returns its result. */
-static result measure(int n, bool large, bool agent)
+/* crowd_run starts nproc training processes that send n batches each at
+ * once through the agent's sender, then the daemon, and measures from when
+ * they are all ready to go until the last is acknowledged.  r.spooled counts
+ * the processes that fell back to the spool.  Runs in a child process
+ * (measure): the senders are forked before nng is used. */
+static result crowd_run(int nproc, int n, bool large)
+{
+    char dir[512], db[600], url[700], control[760], why[512];
+    const char *listen[1] = {url};
+    int ready[2], go[2], done[2];
+    tpd_serve_opts o;
+    tpd_serve *sv = NULL;
+    tpd_store *s;
+    pthread_t th;
+    tpd_serve_stats st;
+    result r = {0, 0, 0, 0, 0, 0};
+    double t0;
+    char c;
+    scratch(dir, sizeof dir, db, sizeof db);
+    snprintf(url, sizeof url, "ipc://%s/ingest.ipc", dir);
+    if (tp_url_control(url, control, sizeof control) != TP_OK) die("control url", url);
+    if (pipe(ready) != 0 || pipe(go) != 0 || pipe(done) != 0) die("pipe", strerror(errno));
+    for (int p = 0; p < nproc; p++) {
+        pid_t pid = fork();
+        if (pid < 0) die("fork", strerror(errno));
+        if (pid == 0) {
+            tb *b = build(n, large, getpid());
+            uint8_t **copies = copy_all(b, n);
+            char ok;
+            close(go[1]);
+            agent_cfg(url, control, dir);
+            if (write(ready[1], "r", 1) != 1 || read(go[0], &c, 1) != 0) _exit(1);
+            ok = push_agent(copies, b, n) == 0 ? 'y' : 'n';
+            _exit(write(done[1], &ok, 1) == 1 ? 0 : 1);
+        }
+    }
+    close(go[0]);
+    s = open_store(db);
+    memset(&o, 0, sizeof o);
+    o.listen = listen;
+    o.nlisten = 1;
+    if (tpd_serve_open(&sv, s, &o, why, sizeof why) != TP_OK) die("serve", why);
+    pthread_create(&th, NULL, serve_thread, sv);
+    for (int p = 0; p < nproc; p++)
+        if (read(ready[0], &c, 1) != 1) die("crowd", "a process did not start");
+    t0 = now_s();
+    close(go[1]); /* go */
+    for (int p = 0; p < nproc; p++) {
+        if (read(done[0], &c, 1) != 1) die("crowd", "a process failed");
+        if (c != 'y') r.spooled++;
+    }
+    r.secs = now_s() - t0;
+    while (wait(NULL) > 0) continue;
+    r.events = (uint64_t)nproc * n * EVENTS_PER_BATCH;
+    r.bytes = 0;
+    tpd_serve_stop(sv);
+    pthread_join(th, NULL);
+    tpd_serve_get_stats(sv, &st);
+    r.commits = st.commits;
+    r.messages = st.messages;
+    tpd_serve_close(sv);
+    tpd_store_close(s);
+    nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    return r;
+}
+
+/* measure runs socket_run (nproc 0) or crowd_run in a child process and
+ * returns its result. */
+static result measure(int n, bool large, bool agent, int nproc)
 {
     int fd[2], status;
     pid_t pid;
@@ -300,7 +390,7 @@ static result measure(int n, bool large, bool agent)
     if (pipe(fd) != 0 || (pid = fork()) < 0) die("fork", strerror(errno));
     if (pid == 0) {
         close(fd[0]);
-        r = socket_run(n, large, agent);
+        r = nproc > 0 ? crowd_run(nproc, n, large) : socket_run(n, large, agent);
         _exit(write(fd[1], &r, sizeof r) == (ssize_t)sizeof r ? 0 : 1);
     }
     close(fd[1]);
@@ -329,7 +419,7 @@ static void workload(int n, bool large)
 {
     tb *b = build(n, large, 4242);
     int leaves = large ? 2 * LEAVES + 6 : 0;
-    result d, a, s;
+    result d, a, s, c;
     if (large)
         printf("large batches: snapshot of %d tensor leaves (+6 value/digest leaves), backward,"
                " step pre with %d grads, step post; %zu bytes each\n",
@@ -340,13 +430,20 @@ static void workload(int n, bool large)
                b[0].buf.len);
     d = direct(b, n);
     report("direct", d, n, leaves);
-    a = measure(n, large, true);
+    a = measure(n, large, true, 0);
     report("agent", a, n, leaves);
-    s = measure(n, large, false);
+    s = measure(n, large, false, 0);
     report("1/msg", s, n, leaves);
     printf("  socket/direct throughput: %.2f through the agent's sender, %.2f at one message per"
            " batch\n",
            (a.events / a.secs) / (d.events / d.secs), (s.events / s.secs) / (d.events / d.secs));
+    c = measure(n / CROWD > 0 ? n / CROWD : 1, large, true, CROWD);
+    printf("  %d processes at once through their agents' senders, %d batches each: %.2f s,"
+           " %.0f events/s, %.2f of direct, %.1f batches/message; %llu fell back to the spool\n",
+           CROWD, n / CROWD > 0 ? n / CROWD : 1, c.secs, c.events / c.secs,
+           (c.events / c.secs) / (d.events / d.secs),
+           (double)c.events / EVENTS_PER_BATCH / (c.messages ? c.messages : 1),
+           (unsigned long long)c.spooled);
     for (int i = 0; i < n; i++) tb_free(&b[i]);
     free(b);
 }
