@@ -77,11 +77,10 @@
 #define MAX_RESENDS      3                   /* a batch sent this often more is not storable */
 #define MAX_REFUSALS     3                   /* refused `seen` answers before giving up on them */
 #define SPOOL_WAIT_MS    2000                /* confirm's wait for the spool after giving up */
+#define MERGE_MAX_BYTES  ((size_t)4 << 20)   /* at most, a message of merged batches */
 #define REQ_SEND_MS      250
 #define REQ_RECV_MS      1000
-#define MERGE_MAX_BYTES  ((size_t)4 << 20) /* a message of several queued batches stays under this \
-                                            */
-#define NO_HOLE UINT64_MAX
+#define NO_HOLE          UINT64_MAX
 
 typedef struct item {
     struct item *next;
