@@ -77,7 +77,10 @@ got=$?
 [ -s report.json ] || fail "no JSON report"
 # TP_REPORT_DIR keeps every report, for comparing two builds over the whole
 # table (tests/e2e/compare_reports.py).
-[ -z "${TP_REPORT_DIR:-}" ] || cp report.json "$TP_REPORT_DIR/$TP_NAME.json"
+if [ -n "${TP_REPORT_DIR:-}" ]; then
+    mkdir -p "$TP_REPORT_DIR" && cp report.json "$TP_REPORT_DIR/$TP_NAME.json" ||
+        fail "cannot keep the report in $TP_REPORT_DIR"
+fi
 # Every report follows the documented schema (docs/report-schema.json),
 # whichever interpreter ran the training.
 "$TP_PYTHON" "$root/tests/e2e/report_schema.py" report.json >schema.out 2>&1 ||
