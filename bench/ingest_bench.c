@@ -157,6 +157,51 @@ static void *serve_thread(void *arg)
     return NULL;
 }
 
+/* a daemon of a socket measurement: a fresh database served on ipc:// by a
+ * serve loop in a thread */
+typedef struct bdaemon {
+    char dir[512], db[600], url[700];
+    tpd_store *s;
+    tpd_serve *sv;
+    pthread_t th;
+} bdaemon;
+
+/* daemon_paths picks the daemon's directory, database and URL. */
+static void daemon_paths(bdaemon *d)
+{
+    scratch(d->dir, sizeof d->dir, d->db, sizeof d->db);
+    snprintf(d->url, sizeof d->url, "ipc://%s/ingest.ipc", d->dir);
+}
+
+/* daemon_start opens the database (open_store) and serves it. */
+static void daemon_start(bdaemon *d)
+{
+    const char *listen[1] = {d->url};
+    tpd_serve_opts o;
+    char why[512];
+    d->s = open_store(d->db);
+    memset(&o, 0, sizeof o);
+    o.listen = listen;
+    o.nlisten = 1;
+    if (tpd_serve_open(&d->sv, d->s, &o, why, sizeof why) != TP_OK) die("serve", why);
+    pthread_create(&d->th, NULL, serve_thread, d->sv);
+}
+
+/* daemon_stop stops the daemon, counts its messages and commits into *r and
+ * removes its directory. */
+static void daemon_stop(bdaemon *d, result *r)
+{
+    tpd_serve_stats st;
+    tpd_serve_stop(d->sv);
+    pthread_join(d->th, NULL);
+    tpd_serve_get_stats(d->sv, &st);
+    r->commits = st.commits;
+    r->messages = st.messages;
+    tpd_serve_close(d->sv);
+    tpd_store_close(d->s);
+    nftw(d->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 /* seen asks the daemon for the highest contiguous seq of the process. */
 static int64_t seen(nng_socket req, int64_t pid)
 {
@@ -256,39 +301,27 @@ static int push_agent(uint8_t **copies, const tb *b, int n)
  * reports the last seq stored.  Runs in a child process (measure). */
 static result socket_run(int n, bool large, bool agent)
 {
-    char dir[512], db[600], url[700], why[512];
-    const char *listen[1] = {url};
-    tpd_serve_opts o;
-    tpd_serve *sv = NULL;
-    tpd_store *s;
-    pthread_t th;
+    bdaemon d;
     nng_socket req, push = NNG_SOCKET_INITIALIZER;
-    tpd_serve_stats st;
     result r = {0, 0, 0, 0, 0, 0};
     int64_t last = (int64_t)n * EVENTS_PER_BATCH - 1;
     uint8_t **copies = NULL;
     tb *b = build(n, large, getpid()); /* the sender asks `seen` for its own pid */
     double t0;
-    scratch(dir, sizeof dir, db, sizeof db);
-    snprintf(url, sizeof url, "ipc://%s/ingest.ipc", dir);
-    s = open_store(db);
-    memset(&o, 0, sizeof o);
-    o.listen = listen;
-    o.nlisten = 1;
-    if (tpd_serve_open(&sv, s, &o, why, sizeof why) != TP_OK) die("serve", why);
-    pthread_create(&th, NULL, serve_thread, sv);
-    if (nng_req0_open(&req) != 0 || nng_dial(req, tpd_serve_control_url(sv), NULL, 0) != 0)
-        die("req", tpd_serve_control_url(sv));
+    daemon_paths(&d);
+    daemon_start(&d);
+    if (nng_req0_open(&req) != 0 || nng_dial(req, tpd_serve_control_url(d.sv), NULL, 0) != 0)
+        die("req", tpd_serve_control_url(d.sv));
     nng_socket_set_ms(req, NNG_OPT_RECVTIMEO, 10000);
     if (agent) {
         copies = copy_all(b, n);
-        agent_cfg(url, tpd_serve_control_url(sv), dir);
+        agent_cfg(d.url, tpd_serve_control_url(d.sv), d.dir);
     }
     t0 = now_s();
     if (agent) {
         if (push_agent(copies, b, n) != 0) die("agent sender", "dropped or spooled batches");
     } else
-        push_raw(&push, url, b, n);
+        push_raw(&push, d.url, b, n);
     while (seen(req, getpid()) != last) {
         struct timespec ts = {0, 20000000}; /* 20 ms: each request commits */
         nanosleep(&ts, NULL);
@@ -301,14 +334,7 @@ static result socket_run(int n, bool large, bool agent)
     free(b);
     if (!agent) nng_close(push);
     nng_close(req);
-    tpd_serve_stop(sv);
-    pthread_join(th, NULL);
-    tpd_serve_get_stats(sv, &st);
-    r.commits = st.commits;
-    r.messages = st.messages;
-    tpd_serve_close(sv);
-    tpd_store_close(s);
-    nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    daemon_stop(&d, &r);
     return r;
 }
 
@@ -319,20 +345,14 @@ static result socket_run(int n, bool large, bool agent)
  * (measure): the senders are forked before nng is used. */
 static result crowd_run(int nproc, int n, bool large)
 {
-    char dir[512], db[600], url[700], control[760], why[512];
-    const char *listen[1] = {url};
+    bdaemon d;
+    char control[760];
     int ready[2], go[2], done[2];
-    tpd_serve_opts o;
-    tpd_serve *sv = NULL;
-    tpd_store *s;
-    pthread_t th;
-    tpd_serve_stats st;
     result r = {0, 0, 0, 0, 0, 0};
     double t0;
     char c;
-    scratch(dir, sizeof dir, db, sizeof db);
-    snprintf(url, sizeof url, "ipc://%s/ingest.ipc", dir);
-    if (tp_url_control(url, control, sizeof control) != TP_OK) die("control url", url);
+    daemon_paths(&d);
+    if (tp_url_control(d.url, control, sizeof control) != TP_OK) die("control url", d.url);
     if (pipe(ready) != 0 || pipe(go) != 0 || pipe(done) != 0) die("pipe", strerror(errno));
     for (int p = 0; p < nproc; p++) {
         pid_t pid = fork();
@@ -342,19 +362,14 @@ static result crowd_run(int nproc, int n, bool large)
             uint8_t **copies = copy_all(b, n);
             char ok;
             close(go[1]);
-            agent_cfg(url, control, dir);
+            agent_cfg(d.url, control, d.dir);
             if (write(ready[1], "r", 1) != 1 || read(go[0], &c, 1) != 0) _exit(1);
             ok = push_agent(copies, b, n) == 0 ? 'y' : 'n';
             _exit(write(done[1], &ok, 1) == 1 ? 0 : 1);
         }
     }
     close(go[0]);
-    s = open_store(db);
-    memset(&o, 0, sizeof o);
-    o.listen = listen;
-    o.nlisten = 1;
-    if (tpd_serve_open(&sv, s, &o, why, sizeof why) != TP_OK) die("serve", why);
-    pthread_create(&th, NULL, serve_thread, sv);
+    daemon_start(&d);
     for (int p = 0; p < nproc; p++)
         if (read(ready[0], &c, 1) != 1) die("crowd", "a process did not start");
     t0 = now_s();
@@ -366,15 +381,7 @@ static result crowd_run(int nproc, int n, bool large)
     r.secs = now_s() - t0;
     while (wait(NULL) > 0) continue;
     r.events = (uint64_t)nproc * n * EVENTS_PER_BATCH;
-    r.bytes = 0;
-    tpd_serve_stop(sv);
-    pthread_join(th, NULL);
-    tpd_serve_get_stats(sv, &st);
-    r.commits = st.commits;
-    r.messages = st.messages;
-    tpd_serve_close(sv);
-    tpd_store_close(s);
-    nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    daemon_stop(&d, &r);
     return r;
 }
 
