@@ -25,6 +25,7 @@ _tls = threading.local()
 
 class _State:
     pid = os.getpid()
+    aside = False  # observe nothing for now (bench/agent_step.py); never set by the agent
     torch = None
     get_rng_state = None  # torch.get_rng_state as torch defined it
     hello = False
@@ -60,8 +61,12 @@ class Digest:
         self.value = value
 
 
-def _off():
+def _forked():
     return os.getpid() != S.pid
+
+
+def _off():
+    return S.aside or _forked()
 
 
 def _fail(where):

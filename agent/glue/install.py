@@ -8,7 +8,7 @@ import os
 import sys
 
 from . import events as _ev
-from .core import _tp, Digest, S, _fail, _off
+from .core import _tp, Digest, S, _fail, _forked
 from .config import _cfg
 from .state import _snapshot
 from .modules import _patch_module
@@ -42,7 +42,7 @@ def _hello(torch):
 
 
 def _on_torch(torch):
-    if S.torch is not None or _off():
+    if S.torch is not None or _forked():
         return
     S.torch = torch
     S.get_rng_state = torch.get_rng_state
@@ -135,7 +135,7 @@ class _Finder:
 
 
 def _at_exit():
-    if not S.hello or _off():
+    if not S.hello or _forked():
         return
     try:
         if S.step > 0 or S.snap_step >= 0:

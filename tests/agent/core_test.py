@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # core_test.py -- agent/glue/core.py: the wrapping machinery (after-hooks,
 # the re-entry guard, a hook's own failure kept from user code, a forked
-# child left alone) and the registries' naming.
+# child and an agent standing aside left alone) and the registries' naming.
 import os
 import types
 import unittest
@@ -69,6 +69,17 @@ class WrapTest(unittest.TestCase):
             core.S.pid = pid
         self.assertEqual(self.seen, [])
         self.assertEqual(core.S.pid, os.getpid())
+
+    def test_aside_is_not_observed(self):
+        f = self.wrap(lambda: 1)
+        core.S.aside = True
+        try:
+            self.assertEqual(f(), 1)
+        finally:
+            core.S.aside = False
+        self.assertEqual(self.seen, [])
+        self.assertEqual(f(), 1)
+        self.assertEqual(len(self.seen), 1, "observed again once no longer aside")
 
     def test_wrap_method(self):
         class C:

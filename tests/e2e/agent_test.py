@@ -337,6 +337,23 @@ def test_pickle_is_not_a_checkpoint(py):
     assert len(w.events(p["pid"], "load")) == want["loads"], w.events(p["pid"], "load")
 
 
+def test_aside(py):
+    """The agent standing aside (agent/glue/core.py, S.aside: the "without"
+    arm of bench/agent_step.py --alternate) observes none of those steps,
+    and observing again it numbers the steps on: the events stored are
+    exactly the "with" arm's, each step once, numbered without a gap."""
+    w = Workdir()
+    script = os.path.join(ROOT, "bench", "agent_step.py")
+    r = w.run("record", "--", py, script, "mlp", "24", "--alternate", "2")
+    assert r.returncode == 0, r.stderr  # agent_step checks the agent's own count
+    p = trainer(w)
+    complete(p)
+    observed = 8 + 2 * 2 * len(last_json(r.stdout)["cycles"])  # WARMUP, then 2 blocks of 2 per cycle
+    steps = [e["step"] for e in w.events(p["pid"], "step") if e["body"]["phase"] == "pre"]
+    assert steps == list(range(observed)), (steps, observed)
+    assert len(w.events(p["pid"], "backward")) == observed
+
+
 def test_killed(py):
     """A script killed by SIGKILL: recorded as killed, its events up to then kept."""
     w = Workdir()
