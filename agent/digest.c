@@ -5,8 +5,8 @@
  * their statistics accumulated in one loop, stripe by stripe (see "the
  * one-loop pass"); otherwise each 4 KiB piece is hashed, then its statistics
  * are accumulated from L1 while later lines are prefetched (see "the fused
- * pass").  On this project's machines the one-loop pass runs at the speed of
- * a plain memory read (bench/hash_bench.c).  Statistics use sixteen
+ * pass").  On this project's machines the one-loop pass runs at 0.9 to 1.05
+ * of a plain memory read (bench/hash_bench.c).  Statistics use sixteen
  * independent double accumulators; the order is fixed, so equal bytes always
  * give equal statistics, whichever kernel computed them. */
 #define _GNU_SOURCE
