@@ -6,12 +6,16 @@
  * message; every event must still be stored once, as it was sent.  A batch
  * the daemon refuses must take no other batch with it: the good ones are
  * stored from the socket, and the spool holds the refused one on its own.
+ * The sender thread runs under SCHED_BATCH, so that waking it never takes
+ * the training thread's core; the thread that submits keeps its policy.
  * The sender is one per process, so each test (Check runs each in a child
  * process) uses it once. */
-#define _DEFAULT_SOURCE
+#define _GNU_SOURCE
 #include <check.h>
+#include <dirent.h>
 #include <nng/nng.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -255,6 +259,37 @@ START_TEST(test_send_refused_batch_goes_alone)
 }
 END_TEST
 
+/* sched_batch_threads counts this process's threads under SCHED_BATCH. */
+static int sched_batch_threads(void)
+{
+    DIR *dir = opendir("/proc/self/task");
+    struct dirent *e;
+    int n = 0;
+    ck_assert_ptr_nonnull(dir);
+    while ((e = readdir(dir)) != NULL)
+        if (e->d_name[0] != '.' && sched_getscheduler(atoi(e->d_name)) == SCHED_BATCH) n++;
+    closedir(dir);
+    return n;
+}
+
+START_TEST(test_send_sender_under_sched_batch)
+{
+    tdaemon d;
+    static tb t;
+    start(&d);
+    ck_assert_int_eq(sched_batch_threads(), 0);
+    make(&t, 0);
+    submit(&t, 0);
+    ck_assert_int_eq(tpa_send_confirm(20000), 0);
+    ck_assert_int_ge(sched_batch_threads(), 1); /* the sender, alive until bye */
+    ck_assert_int_eq(sched_getscheduler(0), SCHED_OTHER);
+    stop(&d);
+    check_stored(&d, &t, 0);
+    tb_free(&t);
+    finish(&d);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("send");
@@ -264,6 +299,7 @@ int main(void)
     tcase_set_timeout(tc, 40);
     tcase_add_test(tc, test_send_merges_queued_batches);
     tcase_add_test(tc, test_send_refused_batch_goes_alone);
+    tcase_add_test(tc, test_send_sender_under_sched_batch);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
