@@ -22,8 +22,9 @@
 # the several percent two processes differ by (bench/agent_overhead.py).
 # Under the agent it checks that the agent counted exactly the steps of
 # the "with" arm, and measures what its wrappers cost standing aside
-# (pass_through), which the ratio does not show.  With neither the agent nor --floor both arms are the
-# same loop: the ratio shows the instrument's own noise.
+# (pass_through), which the ratio does not show.  With neither the agent
+# nor --floor both arms are the same loop: the ratio shows the
+# instrument's own noise.
 import json
 import statistics
 import sys

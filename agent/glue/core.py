@@ -9,7 +9,10 @@
 # entered while a wrapped call runs, so a call reached from inside another
 # of the same category (an override calling super(), torch.save inside
 # torch.save) is observed once, by the outermost.  _off() is true in a
-# forked child: the agent observes only the process it booted in.
+# forked child (_forked(): the agent observes only the process it booted
+# in) and while S.aside is set: the agent standing aside, every wrapper
+# passing straight through, which bench/agent_step.py sets to time the same
+# steps with and without the agent in one process.
 import functools
 import os
 import sys

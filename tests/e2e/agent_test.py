@@ -348,7 +348,8 @@ def test_aside(py):
     assert r.returncode == 0, r.stderr  # agent_step checks the agent's own count
     p = trainer(w)
     complete(p)
-    observed = 8 + 2 * 2 * len(last_json(r.stdout)["cycles"])  # WARMUP, then 2 blocks of 2 per cycle
+    # agent_step.WARMUP steps, then two blocks of two observed per cycle
+    observed = 8 + 2 * 2 * len(last_json(r.stdout)["cycles"])
     steps = [e["step"] for e in w.events(p["pid"], "step") if e["body"]["phase"] == "pre"]
     assert steps == list(range(observed)), (steps, observed)
     assert len(w.events(p["pid"], "backward")) == observed
