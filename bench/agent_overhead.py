@@ -4,8 +4,7 @@
 #
 # The same training loop (bench/agent_step.py: a ~10M-parameter MLP and a
 # small transformer, Adam) runs, in one process, steps with and steps
-# without what is measured, in alternating blocks (agent_step.py
-# --alternate): the agent observing versus the agent standing aside (every
+# without what is measured, in alternating blocks (agent_step.py): the agent observing versus the agent standing aside (every
 # wrapper passing straight through to torch).  The ratio of the two arms'
 # step times is the agent's cost per step, measured on the same memory and
 # threads: two processes timing the same loop differ by up to 10% for as
@@ -47,7 +46,7 @@ CYCLES = {"mlp": 6, "transformer": 4}  # cycles of four blocks per process
 # as the transformer's.
 ROUNDS_OF = {"mlp": 5, "transformer": 3}
 PARAMS = {"mlp": "11.0M", "transformer": "3.7M"}
-FULL_EVERY = 100  # agent/config.c's default TRAINPARITY_FULL_EVERY
+FULL_EVERY = 100  # TRAINPARITY_FULL_EVERY of the induction runs (the default, set here)
 # health --every SPARSE: the update measured at step 0 only, so what is
 # left is what the checks on finite values, skipped steps and coverage cost.
 SPARSE = 1000000
@@ -65,14 +64,14 @@ def run_step(cmd, cwd, env=None):
 def measure(model, build, rounds):
     py = os.path.join(ROOT, ".venv", "bin", "python")
     run = os.path.join(build, "bin", "trainparity-run")
-    steps = str(8 + 4 * BLOCK * CYCLES[model])  # agent_step.WARMUP, then the cycles
-    step = [py, os.path.join(HERE, "agent_step.py"), model, steps, "--alternate", str(BLOCK)]
+    step = [py, os.path.join(HERE, "agent_step.py"), model, str(CYCLES[model]), str(BLOCK)]
     work = tempfile.mkdtemp(prefix="tp-bench-")
     cmds = {"same": step, "induction": [run, "record", "--"] + step,
             "on": [run, "record", "--"] + step, "read": step + ["--floor"],
             "health": [run, "health", "--"] + step,
             "sparse": [run, "health", "--every", str(SPARSE), "--"] + step}
-    envs = {"induction": dict(os.environ, TRAINPARITY_DIGEST="induction")}
+    envs = {"induction": dict(os.environ, TRAINPARITY_DIGEST="induction",
+                              TRAINPARITY_FULL_EVERY=str(FULL_EVERY))}
     order = list(cmds)
     got = {name: [] for name in cmds}
     for r in range(rounds):

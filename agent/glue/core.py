@@ -68,8 +68,8 @@ def _forked():
     return os.getpid() != S.pid
 
 
-def _off():
-    return S.aside or _forked()
+def _off():  # every wrapper asks this at every call: one getpid, no frame more
+    return S.aside or os.getpid() != S.pid
 
 
 def _fail(where):

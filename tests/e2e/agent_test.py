@@ -339,17 +339,16 @@ def test_pickle_is_not_a_checkpoint(py):
 
 def test_aside(py):
     """The agent standing aside (agent/glue/core.py, S.aside: the "without"
-    arm of bench/agent_step.py --alternate) observes none of those steps,
+    arm of bench/agent_step.py) observes none of those steps,
     and observing again it numbers the steps on: the events stored are
     exactly the "with" arm's, each step once, numbered without a gap."""
     w = Workdir()
     script = os.path.join(ROOT, "bench", "agent_step.py")
-    r = w.run("record", "--", py, script, "mlp", "24", "--alternate", "2")
+    r = w.run("record", "--", py, script, "tiny", "2", "2")
     assert r.returncode == 0, r.stderr  # agent_step checks the agent's own count
     p = trainer(w)
     complete(p)
-    # agent_step.WARMUP steps, then two blocks of two observed per cycle
-    observed = 8 + 2 * 2 * len(last_json(r.stdout)["cycles"])
+    observed = last_json(r.stdout)["with_steps"]
     steps = [e["step"] for e in w.events(p["pid"], "step") if e["body"]["phase"] == "pre"]
     assert steps == list(range(observed)), (steps, observed)
     assert len(w.events(p["pid"], "backward")) == observed
