@@ -4,8 +4,9 @@
 #
 # The same training loop (bench/agent_step.py: a ~10M-parameter MLP and a
 # small transformer, Adam) runs, in one process, steps with and steps
-# without what is measured, in alternating blocks (agent_step.py): the agent observing versus the agent standing aside (every
-# wrapper passing straight through to torch).  The ratio of the two arms'
+# without what is measured, in alternating blocks: the agent observing
+# versus the agent standing aside (every wrapper passing straight through
+# to torch).  The ratio of the two arms'
 # step times is the agent's cost per step, measured on the same memory and
 # threads: two processes timing the same loop differ by up to 10% for as
 # long as they live on this kind of machine (where their memory landed),
