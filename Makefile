@@ -9,7 +9,7 @@ FUZZ_TARGETS := ingest control spool
 GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo Ninja || echo "Unix Makefiles")
 JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all setup build demo test test-asan fuzz bench format clean
+.PHONY: all setup build demo test test-asan fuzz bench gpu format clean
 
 all: build
 
@@ -30,9 +30,11 @@ test: build
 	@$(MAKE) --no-print-directory test-asan
 	@$(MAKE) --no-print-directory fuzz
 
-# The unit tests again under AddressSanitizer and UndefinedBehaviorSanitizer.
+# The unit tests again under AddressSanitizer and UndefinedBehaviorSanitizer,
+# in a build without the CUDA parts (TP_CUDA=OFF: everything else builds
+# and runs unchanged without them).
 test-asan: setup
-	@[ -f $(ASAN)/CMakeCache.txt ] || cmake -S . -B $(ASAN) -G "$(GENERATOR)" -DTP_WERROR=ON -DTP_SANITIZE=ON >/dev/null
+	@[ -f $(ASAN)/CMakeCache.txt ] || cmake -S . -B $(ASAN) -G "$(GENERATOR)" -DTP_WERROR=ON -DTP_SANITIZE=ON -DTP_CUDA=OFF >/dev/null
 	@cmake --build $(ASAN) -j $(JOBS)
 	@ctest --test-dir $(ASAN) --output-on-failure -j $(JOBS) -L unit
 
@@ -46,6 +48,13 @@ fuzz: setup
 
 bench: build
 	@bench/run.sh $(BUILD)
+
+# The CUDA parts (docs/gpu.md): libtpagent_cuda.so, its kernels compiled by
+# NVRTC for sm_80 and sm_90, and the tests that run without a GPU.
+gpu: setup
+	@cmake -S . -B $(BUILD) -G "$(GENERATOR)" -DTP_WERROR=ON -DTP_CUDA=ON >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+	@ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -R '^(cuda\.|unit\.devdigest|agent\.cuda_inert)'
 
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')

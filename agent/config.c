@@ -82,6 +82,7 @@ void tpa_config_load(void)
         const char *d = getenv(TP_ENV_DIGEST);
         tpa_cfg.induction = d != NULL && strcmp(d, "induction") == 0;
     }
+    tpa_cfg.device_digest = env_int("TRAINPARITY_DEVICE_DIGEST", 1) != 0;
     full_steps();
     tpa_cfg.full_every = env_int(TP_ENV_FULL_EVERY, TPA_FULL_EVERY);
     if (tpa_cfg.full_every < 0) tpa_cfg.full_every = 0;

@@ -28,6 +28,7 @@ typedef struct tpa_config {
     bool loss_counts;     /* TRAINPARITY_LOSS_COUNTS=1 (the accumulation check) */
     bool disable_dropout; /* TRAINPARITY_DISABLE_DROPOUT=1 */
     bool induction;       /* TRAINPARITY_DIGEST=induction: state tensors at boundaries only */
+    bool device_digest;   /* TRAINPARITY_DEVICE_DIGEST (default 1): CUDA tensors on the GPU */
     int64_t full_from;    /* TRAINPARITY_FULL_STEPS=LO-HI: every snapshot full from LO */
     int64_t full_to;      /* to HI (inclusive); both -1 when unset or malformed */
     int64_t full_every;   /* TRAINPARITY_FULL_EVERY: induction's full snapshot every Kth step,

@@ -271,6 +271,28 @@ void tpa_digest_tensor(const char *dtype_name, const int64_t *shape, int ndim, c
     st->nonfinite = a.nf;
 }
 
+void tpa_digest_device(const char *dtype_name, const int64_t *shape, int ndim, size_t nbytes,
+                       const unsigned long long lane[2], uint8_t out[TP_DIGEST_LEN])
+{
+    uint8_t le[8];
+    XXH3_state_t state;
+    XXH128_canonical_t c;
+    const int64_t tail[3] = {(int64_t)nbytes, (int64_t)lane[0], (int64_t)lane[1]};
+    XXH3_128bits_reset(&state);
+    XXH3_128bits_update(&state, "dev1", 4);
+    XXH3_128bits_update(&state, dtype_name, strlen(dtype_name) + 1);
+    for (int i = 0; i < ndim; i++) {
+        put_le64(le, shape[i]);
+        XXH3_128bits_update(&state, le, 8);
+    }
+    for (int i = 0; i < 3; i++) {
+        put_le64(le, tail[i]);
+        XXH3_128bits_update(&state, le, 8);
+    }
+    XXH128_canonicalFromHash(&c, XXH3_128bits_digest(&state));
+    memcpy(out, c.digest, TP_DIGEST_LEN);
+}
+
 void tpa_digest_bytes(const void *p, size_t n, uint8_t out[TP_DIGEST_LEN])
 {
     XXH128_canonical_t c;

@@ -41,6 +41,12 @@ tpa_dtype tpa_dtype_parse(const char *name);
 void tpa_digest_tensor(const char *dtype_name, const int64_t *shape, int ndim, const void *data,
                        size_t nbytes, tpa_dtype dt, uint8_t out[TP_DIGEST_LEN], tp_stats *st);
 
+/* tpa_digest_device finishes a device digest ("dev1", agent/cuda/devdigest.h)
+ * of nbytes from its two lanes: XXH3-128 over the tag, the dtype name, the
+ * shape, nbytes and the lanes. */
+void tpa_digest_device(const char *dtype_name, const int64_t *shape, int ndim, size_t nbytes,
+                       const unsigned long long lane[2], uint8_t out[TP_DIGEST_LEN]);
+
 /* tpa_digest_bytes is XXH3-128 of n bytes. */
 void tpa_digest_bytes(const void *p, size_t n, uint8_t out[TP_DIGEST_LEN]);
 

@@ -16,6 +16,7 @@
 
 #include "agent/blob.h"
 #include "agent/config.h"
+#include "agent/devjob.h"
 #include "agent/digest.h"
 #include "agent/flatten.h"
 #include "agent/job.h"
@@ -265,8 +266,9 @@ static int get_shape(PyObject *t, int64_t *shape, int *ndim)
 
 /* cpu_contiguous returns a new reference to t, or to a CPU contiguous copy of
  * it (then *copied is set); *device receives the original device type
- * ("cpu", "cuda", "meta"). */
-static PyObject *cpu_contiguous(PyObject *t, char *device, size_t dn, bool *copied)
+ * ("cpu", "cuda", "meta").  With stay, a CUDA tensor stays on its device
+ * (made contiguous there), for a device digest. */
+static PyObject *cpu_contiguous(PyObject *t, char *device, size_t dn, bool *copied, bool stay)
 {
     PyObject *dev = P.PyObject_GetAttrString(t, "device"), *ty, *r, *c;
     Py_ssize_t n;
@@ -286,7 +288,7 @@ static PyObject *cpu_contiguous(PyObject *t, char *device, size_t dn, bool *copi
     }
     r = call0(t, "detach");
     if (r == NULL) return NULL;
-    if (strcmp(device, "cpu") != 0) {
+    if (strcmp(device, "cpu") != 0 && !(stay && strcmp(device, "cuda") == 0)) {
         *copied = true;
         c = call0(r, "cpu");
         P.Py_DecRef(r);
@@ -323,7 +325,7 @@ int tpa_tensor_bytes(PyObject *t, PyObject **keep, const void **data, size_t *nb
 {
     char device[32];
     bool copied;
-    PyObject *c = cpu_contiguous(t, device, sizeof device, &copied);
+    PyObject *c = cpu_contiguous(t, device, sizeof device, &copied, false);
     long long ptr, numel, es;
     if (c == NULL) return -1;
     if (strcmp(device, "meta") == 0) {
@@ -382,7 +384,7 @@ static int unreadable(tpa_flat *f, PyObject *t, XXH3_state_t *parent)
  * patches its results and adds its norm in order. */
 static int defer_leaf(tpa_flat *f, PyObject *keep, bool copy, const char *dtype, tpa_dtype dt,
                       const int64_t *shape, int ndim, const void *data, size_t nbytes,
-                      const char *device)
+                      const char *device, int slot)
 {
     static const uint8_t zero[TP_DIGEST_LEN];
     tpa_deferred d;
@@ -390,7 +392,7 @@ static int defer_leaf(tpa_flat *f, PyObject *keep, bool copy, const char *dtype,
     const char *path = leaf_path(f, &n);
     tp_buf *b = f->out;
     memset(&d, 0, sizeof d);
-    tp_mp_array(b, 11);
+    tp_mp_array(b, slot >= 0 ? 12 : 11);
     tp_mp_str(b, "t", 1);
     tp_mp_str(b, path, n);
     tp_mp_cstr(b, dtype);
@@ -404,7 +406,12 @@ static int defer_leaf(tpa_flat *f, PyObject *keep, bool copy, const char *dtype,
     d.at_nonfinite = tpa_put_u64_fixed(b, 0);
     tp_mp_cstr(b, device);
     tp_mp_bool(b, false);
+    if (slot >= 0) {
+        d.at_kind = b->len;
+        tp_mp_cstr(b, TPA_DKIND_DEVICE); /* four bytes: the job may patch it (job.h) */
+    }
     f->nleaves++;
+    d.slot = slot;
     d.data = data;
     d.nbytes = nbytes;
     d.dt = dt;
@@ -425,6 +432,28 @@ static int defer_leaf(tpa_flat *f, PyObject *keep, bool copy, const char *dtype,
     return 0;
 }
 
+/* device_digest launches the digest of CUDA tensor c (contiguous, nbytes at
+ * device address data) on torch's current stream of its device: its slot,
+ * or -1 (device digests off, or the launch failed: a host copy instead). */
+static int device_digest(tpa_flat *f, PyObject *c, tpa_dtype dt, const void *data, size_t nbytes)
+{
+    long long dev;
+    if (!tpa_dev_ready()) return -1;
+    dev = int_of_call(c, "get_device");
+    if (P.PyErr_Occurred() || dev < 0 || dev >= TPA_FLAT_DEVICES) {
+        P.PyErr_Clear();
+        return -1;
+    }
+    if (!(f->have_stream & (1u << dev))) {
+        if (tpa_dev_stream((int)dev, &f->stream[dev]) != 0) {
+            P.PyErr_Clear();
+            return -1;
+        }
+        f->have_stream |= 1u << dev;
+    }
+    return tpa_dev_enqueue(data, nbytes, dt, (int)dev, f->stream[dev]);
+}
+
 static int tensor_leaf(tpa_flat *f, PyObject *t, XXH3_state_t *parent)
 {
     char device[32];
@@ -438,8 +467,11 @@ static int tensor_leaf(tpa_flat *f, PyObject *t, XXH3_state_t *parent)
     size_t nbytes = 0;
     long long ptr = 0, numel = 0, es = 1;
     bool blob = false, large, copied;
+    /* A CUDA tensor met where its digest can wait for the job stays on its
+     * device, to be digested there (devjob.h). */
+    bool stay = f->job != NULL && !f->manifest && !tpa_cfg.capture_values && room(f);
 
-    c = cpu_contiguous(t, device, sizeof device, &copied);
+    c = cpu_contiguous(t, device, sizeof device, &copied, stay);
     if (c == NULL) return unreadable(f, t, parent);
     dto = P.PyObject_GetAttrString(c, "dtype");
     dc = dto ? dtype_of(dto) : NULL;
@@ -449,20 +481,37 @@ static int tensor_leaf(tpa_flat *f, PyObject *t, XXH3_state_t *parent)
         return unreadable(f, t, parent);
     }
     if (strcmp(device, "meta") != 0) {
-        ptr = int_of_call(c, "data_ptr");
-        numel = int_of_call(c, "numel");
-        es = int_of_call(c, "element_size");
-        if (P.PyErr_Occurred() || numel < 0 || es <= 0 || (ptr == 0 && numel > 0)) {
-            P.Py_DecRef(c);
-            return unreadable(f, t, parent);
+        for (int pass = 0; pass < 2; pass++) {
+            ptr = int_of_call(c, "data_ptr");
+            numel = int_of_call(c, "numel");
+            es = int_of_call(c, "element_size");
+            if (P.PyErr_Occurred() || numel < 0 || es <= 0 || (ptr == 0 && numel > 0)) {
+                P.Py_DecRef(c);
+                return unreadable(f, t, parent);
+            }
+            data = (const void *)(uintptr_t)ptr;
+            nbytes = (size_t)numel * (size_t)es;
+            if (pass == 1 || !stay || strcmp(device, "cuda") != 0) break;
+            {
+                int slot = device_digest(f, c, dc->dt, data, nbytes);
+                if (slot >= 0)
+                    return defer_leaf(f, c, false, dc->name, dc->dt, shape, ndim, data, nbytes,
+                                      device, slot);
+            }
+            /* not on the device after all: a host copy, as without device digests */
+            {
+                PyObject *h = call0(c, "cpu");
+                P.Py_DecRef(c);
+                if (h == NULL) return unreadable(f, t, parent);
+                c = h;
+                copied = true;
+            }
         }
-        data = (const void *)(uintptr_t)ptr;
-        nbytes = (size_t)numel * (size_t)es;
     }
     large =
         !f->manifest && data != NULL && nbytes >= DEFER_BYTES && !tpa_cfg.capture_values && room(f);
     if (large && f->job != NULL)
-        return defer_leaf(f, c, copied, dc->name, dc->dt, shape, ndim, data, nbytes, device);
+        return defer_leaf(f, c, copied, dc->name, dc->dt, shape, ndim, data, nbytes, device, -1);
     hash_memory(dc->name, shape, ndim, data, nbytes, dc->dt, d, &st);
     if (tpa_cfg.capture_values && data != NULL && room(f))
         blob = tpa_blob_ship(d, data, nbytes, dc->name, shape, ndim) == 0;

@@ -20,7 +20,8 @@
 #include "agent/pyapi.h"
 #include "proto/mp.h"
 
-#define TPA_PATH_MAX 2048
+#define TPA_PATH_MAX     2048
+#define TPA_FLAT_DEVICES 16 /* CUDA devices a walk digests on (devjob.h) */
 
 /* The Python types the walker recognises, registered by the glue at boot.
  * Any of them may be NULL (NumPy not imported yet). */
@@ -43,6 +44,9 @@ typedef struct tpa_flat {
      * and, apart, those large enough to be deferred (deferred or not), so
      * that a gradient norm adds them in the same order either way. */
     double sq_sum, sq_large;
+    /* torch's current stream per CUDA device, fetched once per walk */
+    void *stream[TPA_FLAT_DEVICES];
+    unsigned have_stream;
     char path[TPA_PATH_MAX];
     size_t plen;
 } tpa_flat;

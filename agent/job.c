@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/devjob.h"
 #include "agent/job.h"
 #include "agent/team.h"
 
@@ -22,6 +23,7 @@
 struct tpa_job {
     tpa_deferred *items;
     size_t n, cap;
+    int slots; /* device slots enqueued: the highest slot + 1 */
     bool has_gnorm;
     size_t at_gnorm;
     double sync_sq;
@@ -45,6 +47,7 @@ int tpa_job_add(tpa_job *j, const tpa_deferred *d)
         j->cap = cap;
     }
     j->items[j->n++] = *d;
+    if (d->slot >= 0 && d->slot + 1 > j->slots) j->slots = d->slot + 1;
     return 0;
 }
 
@@ -116,6 +119,61 @@ static int larger_first(const void *a, const void *b, void *items)
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
+static PyObject *call0(PyObject *o, const char *name)
+{
+    PyObject *m = P.PyObject_GetAttrString(o, name), *r;
+    if (m == NULL) return NULL;
+    r = P.PyObject_CallNoArgs(m);
+    P.Py_DecRef(m);
+    return r;
+}
+
+/* host_fallback digests a host copy of device item d, whose device digest
+ * was lost, and patches its leaf's kind; "none" when no copy can be made. */
+static void host_fallback(tpa_deferred *d, tp_buf *body)
+{
+    PyObject *h = call0(d->keep, "cpu");
+    const char *kind = TPA_DKIND_HOST;
+    long long ptr = 0;
+    if (h != NULL) {
+        PyObject *v = call0(h, "data_ptr");
+        ptr = v ? P.PyLong_AsLongLong(v) : 0;
+        if (v) P.Py_DecRef(v);
+    }
+    if (h == NULL || P.PyErr_Occurred() || (ptr == 0 && d->nbytes > 0)) {
+        P.PyErr_Clear();
+        memset(d->digest, 0, sizeof d->digest);
+        d->st.sum = d->st.l2 = d->st.maxabs = NAN;
+        d->st.nonfinite = 0;
+        kind = "none";
+    } else {
+        tpa_digest_tensor(d->dtype, d->shape, d->ndim, (const void *)(uintptr_t)ptr, d->nbytes,
+                          d->dt, d->digest, &d->st);
+    }
+    if (h) P.Py_DecRef(h);
+    if (!body->oom && d->at_kind + 5 <= body->len) memcpy(body->data + d->at_kind + 1, kind, 4);
+}
+
+/* collect_device fills in the results of j's device digests. */
+static void collect_device(tpa_job *j, tp_buf *body)
+{
+    tpd_part *r = calloc((size_t)j->slots, sizeof *r);
+    bool ok = r != NULL && tpa_dev_collect(r, (size_t)j->slots) == 0;
+    if (r == NULL) tpa_dev_collect(NULL, 0);
+    for (size_t i = 0; i < j->n; i++) {
+        tpa_deferred *d = &j->items[i];
+        if (d->slot < 0) continue;
+        if (ok)
+            tpa_dev_finish(d->dtype, d->shape, d->ndim, d->nbytes, d->dt, &r[d->slot], d->digest,
+                           &d->st);
+        else
+            host_fallback(d, body);
+        d->done = true;
+    }
+    free(r);
+    j->slots = 0;
+}
+
 void tpa_job_run(tpa_job *j, tp_buf *body)
 {
     run_ctx c;
@@ -125,6 +183,7 @@ void tpa_job_run(tpa_job *j, tp_buf *body)
     PyThreadState *ts = NULL;
 
     if (j->n == 0) return;
+    if (j->slots > 0) collect_device(j, body);
     /* copies were hashed when met (flatten.c); only the rest counts here */
     for (size_t i = 0; i < j->n; i++)
         if (!j->items[i].done) total += j->items[i].nbytes, pending++;
@@ -162,6 +221,7 @@ void tpa_job_run(tpa_job *j, tp_buf *body)
 void tpa_job_destroy(tpa_job *j)
 {
     if (j == NULL) return;
+    if (j->slots > 0) tpa_dev_collect(NULL, 0); /* launched, never run: wait for them */
     for (size_t i = 0; i < j->n; i++)
         if (j->items[i].keep) P.Py_DecRef(j->items[i].keep);
     free(j->items);

@@ -28,6 +28,8 @@ typedef struct tpa_deferred {
     int64_t shape[TP_MAX_DIMS];
     int ndim;
     size_t at_digest, at_sum, at_l2, at_maxabs, at_nonfinite; /* value offsets in body */
+    int slot;                      /* >= 0: a device digest, that slot of the collect (devjob.h) */
+    size_t at_kind;                /* a device leaf's digest kind, patched when it falls back */
     PyObject *keep;                /* keeps the tensor's memory alive until the job is destroyed */
     uint8_t digest[TP_DIGEST_LEN]; /* results, written by tpa_job_run */
     tp_stats st;
@@ -50,6 +52,9 @@ size_t tpa_job_count(const tpa_job *j);
  * were deferred (as flatten.c adds them when nothing is deferred). */
 void tpa_job_gnorm(tpa_job *j, size_t at, double sync_sq);
 /* tpa_job_run hashes every tensor of j and patches the placeholders in body.
+ * Device digests are collected first, in one wait; one that cannot be is
+ * replaced by the digest of a host copy, and its leaf's kind by "xxh3"
+ * (or "none", with no digest, when not even a copy can be made).
  * GIL held on entry and on return (released while hashing). */
 void tpa_job_run(tpa_job *j, tp_buf *body);
 /* tpa_job_destroy releases j and its tensors.  NULL is a no-op.  GIL held. */

@@ -59,6 +59,7 @@ int tpa_pyapi_resolve(void)
     FN(PyDict_SetItemString);
     FN(PyDict_Next);
     FN(PyDict_Size);
+    FN(PyDict_GetItemString);
     FN(PyList_New);
     FN(PyList_Append);
     FN(PyList_Size);

@@ -67,6 +67,7 @@ typedef struct tpa_pyapi {
     int (*PyDict_SetItemString)(PyObject *, const char *, PyObject *);
     int (*PyDict_Next)(PyObject *, Py_ssize_t *, PyObject **, PyObject **);
     Py_ssize_t (*PyDict_Size)(PyObject *);
+    PyObject *(*PyDict_GetItemString)(PyObject *, const char *); /* borrowed */
     PyObject *(*PyList_New)(Py_ssize_t);
     int (*PyList_Append)(PyObject *, PyObject *);
     Py_ssize_t (*PyList_Size)(PyObject *);

@@ -6,8 +6,11 @@
 # lightning; torch is in the same pip command, so none of them can pull
 # another torch), jsonschema, which the tests check reports with
 # (docs/report-schema.json), pytest, and this repository's own Python package
-# (python/: trainparity and its pytest plugin), editable.  Re-running it when everything is there takes well under a
-# second.
+# (python/: trainparity and its pytest plugin), editable; and NVIDIA's CUDA
+# wheels that libtpagent_cuda.so builds against (the runtime's headers, the
+# crt headers from the nvcc wheel, NVRTC: docs/gpu.md), so that every
+# machine compiles the GPU code and tests what runs without a GPU.
+# Re-running it when everything is there takes well under a second.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,6 +45,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 want="torch==2.13.0 numpy safetensors transformers==5.24.0 accelerate==1.15.0 lightning==2.6.6 jsonschema==4.26.0 pytest==9.2.0"
+want+=" nvidia-cuda-runtime-cu12==12.9.79 nvidia-cuda-nvcc-cu12==12.9.86 nvidia-cuda-nvrtc-cu12==12.9.86"
 stamp=.venv/.trainparity-ready
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     py=${TRAINPARITY_PYTHON:-python3}

@@ -354,6 +354,39 @@ def test_aside(py):
     assert len(w.events(p["pid"], "backward")) == observed
 
 
+CUDA_INERT = """
+import torch
+torch.manual_seed(0)
+m = torch.nn.Linear(8, 4)
+o = torch.optim.Adam(m.parameters())
+for _ in range(3):
+    o.zero_grad()
+    m(torch.randn(16, 8)).pow(2).mean().backward()
+    o.step()
+objs = {l.split()[-1].rsplit("/", 1)[-1] for l in open("/proc/self/maps") if "/" in l}
+print("agent", "libtpagent.so" in objs)
+print("agent_cuda", any(o.startswith("libtpagent_cuda") for o in objs))
+print("cudart", any(o.startswith("libcudart") for o in objs))
+print("torch_cuda", torch.version.cuda is not None)
+"""
+
+
+def test_cuda_inert(py):
+    """A process that never puts a tensor on a GPU never loads
+    libtpagent_cuda.so (docs/gpu.md), nor, through it, a CUDA runtime."""
+    w = Workdir()
+    r = w.run("record", "--", py, "-c", CUDA_INERT)
+    assert r.returncode == 0, r.stderr
+    seen = dict(l.split() for l in r.stdout.splitlines() if len(l.split()) == 2)
+    assert seen.get("agent") == "True", r.stdout  # the agent was there, observing
+    assert seen.get("agent_cuda") == "False", r.stdout
+    if seen.get("torch_cuda") == "False":  # a CPU torch loads no runtime itself
+        assert seen.get("cudart") == "False", r.stdout
+    p = trainer(w)
+    complete(p)
+    assert len([e for e in w.events(p["pid"], "step") if e["body"]["phase"] == "pre"]) == 3
+
+
 def test_killed(py):
     """A script killed by SIGKILL: recorded as killed, its events up to then kept."""
     w = Workdir()
