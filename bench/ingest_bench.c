@@ -15,12 +15,13 @@
  * sender with the agent's default send timeout, as many ranks or jobs on one
  * machine would: throughput, and how many fell back to the spool.
  *
- * Each socket measurement runs in a child process of its own: the agent's
+ * Each way runs ROUNDS times, in turn, and the ratios are medians over the
+ * rounds.  Each socket measurement runs in a child process of its own: the agent's
  * sender is one per process, as in a training process, and nng is never
  * used before a fork.
  *
  * usage: ingest_bench [BATCHES]   (default 1500 large, 20x as many small;
- *                                  about 15 s in all) */
+ *                                  about a minute in all) */
 #define _XOPEN_SOURCE 700
 #include <errno.h>
 #include <ftw.h>
@@ -47,6 +48,8 @@
 #define EVENTS_PER_BATCH 4
 #define CROWD            32                                 /* training processes sending at once */
 #define KEY              "0123456789abcdef0123456789abcdef" /* execution 1's, set below */
+
+#define ROUNDS 5 /* odd: the median is one round's */
 
 typedef struct result {
     double secs;
@@ -421,12 +424,35 @@ static void report(const char *name, result r, int n, int leaves)
     printf("\n");
 }
 
-/* workload measures n batches both ways and prints the ratio. */
+static double rate(result r)
+{
+    return r.events / r.secs;
+}
+
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* median of the n values at v (sorted in place); *lo, *hi: their range. */
+static double median(double *v, int n, double *lo, double *hi)
+{
+    qsort(v, (size_t)n, sizeof *v, by_value);
+    *lo = v[0], *hi = v[n - 1];
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* workload measures n batches every way, ROUNDS times in turn (direct, the
+ * agent's sender, one message per batch), so that a slow moment of the
+ * machine falls on every arm alike; the ratios are each round's, and their
+ * median is reported, with the round whose ratio it is. */
 static void workload(int n, bool large)
 {
     tb *b = build(n, large, 4242);
-    int leaves = large ? 2 * LEAVES + 6 : 0;
-    result d, a, s, c;
+    int leaves = large ? 2 * LEAVES + 6 : 0, mid = 0;
+    result d[ROUNDS], a[ROUNDS], s[ROUNDS], c;
+    double ra[ROUNDS], rs[ROUNDS], sorted[ROUNDS], ma, ms, alo, ahi, slo, shi;
     if (large)
         printf("large batches: snapshot of %d tensor leaves (+6 value/digest leaves), backward,"
                " step pre with %d grads, step post; %zu bytes each\n",
@@ -435,20 +461,28 @@ static void workload(int n, bool large)
         printf("small batches: DataLoader batch, backward, step pre and post without leaves;"
                " %zu bytes each\n",
                b[0].buf.len);
-    d = direct(b, n);
-    report("direct", d, n, leaves);
-    a = measure(n, large, true, 0);
-    report("agent", a, n, leaves);
-    s = measure(n, large, false, 0);
-    report("1/msg", s, n, leaves);
-    printf("  socket/direct throughput: %.2f through the agent's sender, %.2f at one message per"
-           " batch\n",
-           (a.events / a.secs) / (d.events / d.secs), (s.events / s.secs) / (d.events / d.secs));
+    for (int r = 0; r < ROUNDS; r++) {
+        d[r] = direct(b, n);
+        a[r] = measure(n, large, true, 0);
+        s[r] = measure(n, large, false, 0);
+        ra[r] = sorted[r] = rate(a[r]) / rate(d[r]);
+        rs[r] = rate(s[r]) / rate(d[r]);
+    }
+    ms = median(rs, ROUNDS, &slo, &shi);
+    ma = median(sorted, ROUNDS, &alo, &ahi);
+    for (int r = 0; r < ROUNDS; r++)
+        if (ra[r] == ma) mid = r;
+    printf("  (the round with the median ratio, of %d)\n", ROUNDS);
+    report("direct", d[mid], n, leaves);
+    report("agent", a[mid], n, leaves);
+    report("1/msg", s[mid], n, leaves);
+    printf("  socket/direct throughput, median of %d rounds: %.2f (%.2f-%.2f) through the agent's"
+           " sender, %.2f (%.2f-%.2f) at one message per batch\n",
+           ROUNDS, ma, alo, ahi, ms, slo, shi);
     c = measure(n / CROWD > 0 ? n / CROWD : 1, large, true, CROWD);
     printf("  %d processes at once through their agents' senders, %d batches each: %.2f s,"
            " %.0f events/s, %.2f of direct, %.1f batches/message; %llu fell back to the spool\n",
-           CROWD, n / CROWD > 0 ? n / CROWD : 1, c.secs, c.events / c.secs,
-           (c.events / c.secs) / (d.events / d.secs),
+           CROWD, n / CROWD > 0 ? n / CROWD : 1, c.secs, c.events / c.secs, rate(c) / rate(d[mid]),
            (double)c.events / EVENTS_PER_BATCH / (c.messages ? c.messages : 1),
            (unsigned long long)c.spooled);
     for (int i = 0; i < n; i++) tb_free(&b[i]);
