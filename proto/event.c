@@ -65,7 +65,14 @@ void tp_enc_leaf_tensor(tp_buf *b, const char *path, size_t path_len, const char
                         const int64_t *shape, uint32_t ndim, const uint8_t digest[16],
                         const tp_stats *st, const char *device, bool blob)
 {
-    tp_mp_array(b, 11);
+    tp_enc_leaf_tensor_kind(b, path, path_len, dtype, shape, ndim, digest, st, device, blob, NULL);
+}
+
+void tp_enc_leaf_tensor_kind(tp_buf *b, const char *path, size_t path_len, const char *dtype,
+                             const int64_t *shape, uint32_t ndim, const uint8_t digest[16],
+                             const tp_stats *st, const char *device, bool blob, const char *dkind)
+{
+    tp_mp_array(b, dkind ? 12 : 11);
     tp_mp_str(b, "t", 1);
     tp_mp_str(b, path, path_len);
     tp_mp_cstr(b, dtype);
@@ -78,6 +85,7 @@ void tp_enc_leaf_tensor(tp_buf *b, const char *path, size_t path_len, const char
     tp_mp_uint(b, st->nonfinite);
     tp_mp_cstr(b, device ? device : "cpu");
     tp_mp_bool(b, blob);
+    if (dkind) tp_mp_cstr(b, dkind);
 }
 
 void tp_enc_leaf_digest(tp_buf *b, const char *path, size_t path_len, const uint8_t digest[16],
@@ -129,7 +137,23 @@ static tp_err read_number(tp_mpr *r, double *v)
     return tp_mpr_f64(r, v);
 }
 
-static tp_err read_tensor_leaf(tp_mpr *r, tp_leaf *l)
+/* read_dkind reads a tensor leaf's digest kind: 1 to TP_DKIND_MAX bytes of
+ * [a-z0-9], so that reports can print it as it is. */
+static tp_err read_dkind(tp_mpr *r, tp_leaf *l)
+{
+    if (tp_mpr_str(r, &l->dkind, &l->dkind_len) != TP_OK || l->dkind_len == 0 ||
+        l->dkind_len > TP_DKIND_MAX)
+        return TP_EPROTO;
+    for (uint32_t i = 0; i < l->dkind_len; i++) {
+        char c = l->dkind[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))) return TP_EPROTO;
+    }
+    return TP_OK;
+}
+
+/* read_tensor_leaf reads the n - 1 elements after "t": 10, or 11 with the
+ * digest's kind. */
+static tp_err read_tensor_leaf(tp_mpr *r, tp_leaf *l, uint32_t n)
 {
     uint32_t nd;
     if (read_path(r, l) != TP_OK) return TP_EPROTO;
@@ -143,7 +167,11 @@ static tp_err read_tensor_leaf(tp_mpr *r, tp_leaf *l)
         read_number(r, &l->stats.maxabs) != TP_OK || tp_mpr_uint(r, &l->stats.nonfinite) != TP_OK)
         return TP_EPROTO;
     if (tp_mpr_str(r, &l->device, &l->device_len) != TP_OK || l->device_len > 64) return TP_EPROTO;
-    return tp_mpr_bool(r, &l->blob);
+    if (tp_mpr_bool(r, &l->blob) != TP_OK) return TP_EPROTO;
+    if (n == 12) return read_dkind(r, l);
+    l->dkind = TP_DKIND_XXH3;
+    l->dkind_len = (uint32_t)strlen(TP_DKIND_XXH3);
+    return TP_OK;
 }
 
 static tp_err read_value_leaf(tp_mpr *r, tp_leaf *l)
@@ -182,8 +210,8 @@ tp_err tp_leaf_read(tp_mpr *r, tp_leaf *out)
     memset(&l, 0, sizeof l);
     if (tp_mpr_array(r, &n) != TP_OK || tp_mpr_str(r, &k, &klen) != TP_OK || klen != 1) goto fail;
     l.kind = k[0];
-    if (l.kind == 't' && n == 11)
-        rc = read_tensor_leaf(r, &l);
+    if (l.kind == 't' && (n == 11 || n == 12))
+        rc = read_tensor_leaf(r, &l, n);
     else if (l.kind == 'v' && n == 3)
         rc = read_value_leaf(r, &l);
     else if (l.kind == 'd' && n == 4) {

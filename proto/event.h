@@ -27,6 +27,14 @@
 #define TP_MAX_DIMS        16
 #define TP_DIGEST_LEN      16
 #define TP_KEY_MAX         64 /* bytes of a batch's "key"; longer is malformed */
+#define TP_DKIND_MAX       8  /* bytes of a tensor leaf's digest kind */
+
+/* Digest kinds of a tensor leaf: which function made its digest.  Digests
+ * of different kinds differ even for equal tensors and are never compared;
+ * "none" says the agent could not digest the tensor (its digest is not one). */
+#define TP_DKIND_XXH3 "xxh3" /* XXH3-128 of the bytes on the host; an 11-element leaf */
+#define TP_DKIND_DEV1 "dev1" /* the device digest, computed on the GPU */
+#define TP_DKIND_NONE "none"
 
 /* tp_kind_name returns the wire name of k ("snapshot"), or NULL. */
 const char *tp_kind_name(tp_kind k);
@@ -63,7 +71,9 @@ typedef struct tp_batch {
  * A leaf is one flattened value of a state: an array whose first element is
  * its kind.
  *   tensor: ["t", path, dtype, [shape...], digest(bin16), sum, l2, maxabs,
- *            nonfinite, device, blob(bool)]
+ *            nonfinite, device, blob(bool) [, dkind]]
+ *           dkind, the digest's kind (TP_DKIND_*), is 1 to TP_DKIND_MAX
+ *           bytes of [a-z0-9]; a leaf of 11 elements has kind "xxh3"
  *   value:  ["v", path, nil|bool|int|float|str]
  *   digest: ["d", path, digest(bin16), nitems]  (an opaque value: RNG state,
  *            a long sequence of numbers, bytes) */
@@ -90,6 +100,8 @@ typedef struct tp_leaf {
     const char *device;
     uint32_t device_len;
     bool blob;
+    const char *dkind; /* the digest's kind: in the message, or TP_DKIND_XXH3 */
+    uint32_t dkind_len;
     /* 't' and 'd' */
     uint8_t digest[TP_DIGEST_LEN];
     uint64_t nitems; /* 'd' */
@@ -111,9 +123,18 @@ void tp_enc_batch_end(tp_buf *b, size_t offset, uint32_t nevents);
 /* tp_enc_event_begin writes [seq, time, step, kind, and leaves the body map to
  * the caller, who writes exactly one map next. */
 void tp_enc_event_begin(tp_buf *b, uint64_t seq, uint64_t time_ns, int64_t step, tp_kind k);
+/* tp_enc_leaf_tensor writes a tensor leaf of 11 elements: its digest is of
+ * kind "xxh3". */
 void tp_enc_leaf_tensor(tp_buf *b, const char *path, size_t path_len, const char *dtype,
                         const int64_t *shape, uint32_t ndim, const uint8_t digest[16],
                         const tp_stats *st, const char *device, bool blob);
+/* tp_enc_leaf_tensor_kind writes a tensor leaf of 12 elements whose digest
+ * is of kind dkind (TP_DKIND_*: 1 to TP_DKIND_MAX bytes of [a-z0-9], which
+ * the caller guarantees; the decoder rejects any other); NULL writes
+ * tp_enc_leaf_tensor's 11. */
+void tp_enc_leaf_tensor_kind(tp_buf *b, const char *path, size_t path_len, const char *dtype,
+                             const int64_t *shape, uint32_t ndim, const uint8_t digest[16],
+                             const tp_stats *st, const char *device, bool blob, const char *dkind);
 void tp_enc_leaf_digest(tp_buf *b, const char *path, size_t path_len, const uint8_t digest[16],
                         uint64_t nitems);
 /* Value leaves: the caller writes ["v", path, then exactly one value. */

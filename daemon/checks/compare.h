@@ -9,7 +9,11 @@
  * Comparison is exact (equal digests) unless the user declared a tolerance.
  * With a tolerance, a tensor whose digest differs is judged from its
  * statistics: they can prove a difference (FAIL) but never equality, so such
- * an item is "unsure" (ABSTAIN) unless its values were captured. */
+ * an item is "unsure" (ABSTAIN) unless its values were captured.  Two
+ * tensors whose digests cannot be compared (of different kinds, a GPU's and
+ * the host's, or one the agent could not make: tpd_digests_comparable) are
+ * unsure too, with or without a tolerance, unless their values were
+ * captured. */
 #ifndef TP_DAEMON_CHECKS_COMPARE_H
 #define TP_DAEMON_CHECKS_COMPARE_H
 
@@ -32,7 +36,10 @@ typedef enum tpd_eq { TPD_SAME, TPD_DIFF, TPD_UNSURE } tpd_eq;
 
 /* tpd_val_eq compares two values under o: exact digests, or within o's
  * tolerance of b (the values when both were captured and o->values says
- * where, otherwise what the statistics prove). */
+ * where, otherwise what the statistics prove).  Tensors of one dtype and
+ * shape whose digests are not comparable (tpd_digests_comparable) are
+ * judged from their captured values alone, byte for byte when o is exact;
+ * TPD_UNSURE when those are not both at hand. */
 tpd_eq tpd_val_eq(const tpd_val *a, const tpd_val *b, const tpd_cmp_opts *o);
 
 typedef struct tpd_div {

@@ -26,7 +26,8 @@ typedef struct tpd_divergence {
     tpd_group group;
     const char *path;
     const tpd_val *a, *b;
-    bool unsure;     /* equality could not be justified (a tolerance) */
+    bool unsure;     /* equality could not be justified (a tolerance, or
+                      * digests of different kinds: tpd_val_eq) */
     bool has_errors; /* both are tensors of one dtype and shape, captured */
     double max_abs;  /* max |b_i - a_i| */
     double max_rel;  /* max |b_i - a_i| / |a_i| where a_i != 0 */

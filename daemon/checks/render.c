@@ -37,6 +37,8 @@ void tpd_render_val(tpd_str *b, const tpd_val *v)
             tpd_str_printf(b, " nonfinite=%llu", (unsigned long long)v->stats.nonfinite);
         tpd_str_puts(b, " digest ");
         tpd_render_hex(b, v->digest, 6);
+        if (strcmp(tpd_val_dkind(v), TP_DKIND_XXH3) != 0)
+            tpd_str_printf(b, " (%s)", tpd_val_dkind(v));
         break;
     }
     case 'd':
@@ -77,6 +79,54 @@ void tpd_render_comparison(tpd_str *b, const tpd_cmp_opts *o)
         tpd_str_printf(b, "declared tolerance rtol=%g atol=%g", o->rtol, o->atol);
     else
         tpd_str_puts(b, "exact (equal digests)");
+}
+
+/* dkind_where words a digest kind with where it was made, when known. */
+static const char *dkind_where(const char *k)
+{
+    if (strcmp(k, TP_DKIND_XXH3) == 0) return " on the host";
+    if (strcmp(k, TP_DKIND_DEV1) == 0) return " on the device";
+    return "";
+}
+
+bool tpd_render_dkinds(tpd_str *t, const tpd_val *a, const char *la, const tpd_val *b,
+                       const char *lb)
+{
+    const char *ka, *kb;
+    bool na, nb;
+    if (a == NULL || b == NULL || a->kind != 't' || b->kind != 't' || tpd_digests_comparable(a, b))
+        return false;
+    ka = tpd_val_dkind(a), kb = tpd_val_dkind(b);
+    na = strcmp(ka, TP_DKIND_NONE) == 0, nb = strcmp(kb, TP_DKIND_NONE) == 0;
+    if (na || nb)
+        tpd_str_printf(t, "the agent could not digest it in %s%s%s (digest kind none)",
+                       na ? la : lb, na && nb ? " or in " : "", na && nb ? lb : "");
+    else
+        tpd_str_printf(t,
+                       "the digests are of different kinds (%s%s in %s, %s%s in %s) and cannot "
+                       "be compared",
+                       ka, dkind_where(ka), la, kb, dkind_where(kb), lb);
+    return true;
+}
+
+bool tpd_why_dkinds(tpd_why *w, const tpd_div *d, const char *la, const char *lb)
+{
+    const tpd_val *a = d->a ? &d->a->v : NULL, *b = d->b ? &d->b->v : NULL;
+    tpd_str t = {0};
+    bool none;
+    if (!d->found || !d->unsure || !tpd_render_dkinds(&t, a, la, b, lb)) return false;
+    /* a digest of kind "none" names no blob: captured values are not read */
+    none = strcmp(tpd_val_dkind(a), TP_DKIND_NONE) == 0 ||
+           strcmp(tpd_val_dkind(b), TP_DKIND_NONE) == 0;
+    tpd_why_add(w, "digest_kinds",
+                "%s at step %lld: %s, so whether the tensor is the same in %s and in %s cannot be "
+                "shown%s",
+                d->path, (long long)d->step_a, tpd_str_cstr(&t), la, lb,
+                none                 ? ""
+                : a->blob && b->blob ? " (their captured values could not be read)"
+                                     : ": rerun with --capture values to compare their values");
+    tpd_str_free(&t);
+    return true;
 }
 
 static int64_t exec_wall_ns(const tpd_exec *e)
@@ -122,6 +172,8 @@ json_t *tpd_json_val(const tpd_val *v)
         bad |= !tpd_jset(o, "dtype", tpd_json_str(v->dtype));
         bad |= !tpd_jset(o, "shape", shape_json(v));
         bad |= !tpd_jset(o, "digest", tpd_json_hex(v->digest, 16));
+        if (strcmp(tpd_val_dkind(v), TP_DKIND_XXH3) != 0)
+            bad |= !tpd_jset(o, "digest_kind", json_string(tpd_val_dkind(v)));
         bad |= !tpd_jset(o, "sum", tpd_json_num(v->stats.sum));
         bad |= !tpd_jset(o, "l2", tpd_json_num(v->stats.l2));
         bad |= !tpd_jset(o, "maxabs", tpd_json_num(v->stats.maxabs));

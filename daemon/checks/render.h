@@ -6,21 +6,39 @@
 #include "daemon/base/json.h"
 #include "daemon/base/text.h"
 #include "daemon/checks/compare.h"
+#include "daemon/checks/result.h"
 #include "daemon/obs/obs.h"
 
-/* tpd_render_val appends a one-line description of v ("absent" for NULL). */
+/* tpd_render_val appends a one-line description of v ("absent" for NULL);
+ * a tensor's digest kind follows its digest when it is not "xxh3". */
 void tpd_render_val(tpd_str *b, const tpd_val *v);
 /* tpd_render_hex appends the first n bytes of a digest as hex. */
 void tpd_render_hex(tpd_str *b, const uint8_t *d, int n);
 /* tpd_render_comparison appends "exact (equal digests)" or the tolerance. */
 void tpd_render_comparison(tpd_str *b, const tpd_cmp_opts *o);
+/* tpd_render_dkinds appends why the digests of tensors a (of run la) and b
+ * (of run lb) cannot be compared, when that is so (tpd_digests_comparable),
+ * and returns true: "the digests are of different kinds (dev1 on the
+ * device in A, xxh3 on the host in R) and cannot be compared", or "the
+ * agent could not digest it in R (digest kind none)".  Otherwise (a or b
+ * NULL, not both tensors, comparable digests) it appends nothing and
+ * returns false. */
+bool tpd_render_dkinds(tpd_str *t, const tpd_val *a, const char *la, const tpd_val *b,
+                       const char *lb);
+/* tpd_why_dkinds adds to w, of kind "digest_kinds", why d, an unsure
+ * divergence between runs la and lb, could not be judged when the reason
+ * is its tensors' digests (tpd_render_dkinds): its path and step (d's
+ * step_a), the reason, and what would decide it.  Returns whether that is
+ * the reason (and it added the line). */
+bool tpd_why_dkinds(tpd_why *w, const tpd_div *d, const char *la, const char *lb);
 
 /* The JSON forms, as jansson values (daemon/base/json.h: a new reference,
  * NULL when an allocation failed), for the reports of docs/report-schema.md. */
 
 /* tpd_json_val is v as a JSON object: {"kind": "tensor", dtype, shape,
  * digest (32 hex digits), sum, l2, maxabs (null when not finite),
- * nonfinite}, {"kind": "digest", digest, items}, {"kind": "ids", digest,
+ * nonfinite, and digest_kind when it is not "xxh3"}, {"kind": "digest",
+ * digest, items}, {"kind": "ids", digest,
  * count, first (up to 8 ids)} or {"kind": "value", value}; null for NULL. */
 json_t *tpd_json_val(const tpd_val *v);
 /* tpd_json_comparison is {"mode": "exact"} or {"mode": "tolerance", rtol,

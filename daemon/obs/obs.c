@@ -57,6 +57,17 @@ void tpd_items_sort(tpd_items *l)
     if (l->n > 1) qsort(l->v, l->n, sizeof *l->v, cmp_item);
 }
 
+const char *tpd_val_dkind(const tpd_val *v)
+{
+    return v->kind == 't' && v->dkind[0] ? v->dkind : TP_DKIND_XXH3;
+}
+
+bool tpd_digests_comparable(const tpd_val *a, const tpd_val *b)
+{
+    const char *x = tpd_val_dkind(a), *y = tpd_val_dkind(b);
+    return strcmp(x, y) == 0 && strcmp(x, TP_DKIND_NONE) != 0;
+}
+
 tp_err tpd_leaf_val(tpd_arena *a, const tp_leaf *l, tpd_val *v)
 {
     memset(v, 0, sizeof *v);
@@ -66,6 +77,8 @@ tp_err tpd_leaf_val(tpd_arena *a, const tp_leaf *l, tpd_val *v)
         v->ndim = l->ndim;
         memcpy(v->shape, l->shape, sizeof(int64_t) * l->ndim);
         memcpy(v->digest, l->digest, TP_DIGEST_LEN);
+        if (l->dkind != NULL && l->dkind_len <= TP_DKIND_MAX)
+            memcpy(v->dkind, l->dkind, l->dkind_len); /* NUL-terminated by the memset */
         v->stats = l->stats;
         v->blob = l->blob;
         if (v->dtype == NULL) return TP_ENOMEM;

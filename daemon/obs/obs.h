@@ -47,6 +47,9 @@ typedef struct tpd_val {
     uint32_t ndim;
     int64_t shape[TP_MAX_DIMS];
     uint8_t digest[TP_DIGEST_LEN];
+    /* 't': the kind of the digest (TP_DKIND_*); "" in a value built by hand
+     * stands for "xxh3" (tpd_val_dkind) */
+    char dkind[TP_DKIND_MAX + 1];
     tp_stats stats;
     bool blob;
     tp_vtype vtype;
@@ -57,6 +60,14 @@ typedef struct tpd_val {
     uint64_t n;         /* 'd': items; 'i': number of ids */
     const int64_t *ids; /* 'i': the n ids */
 } tpd_val;
+
+/* tpd_val_dkind is the kind of v's digest: its tensor leaf's, or "xxh3"
+ * (every digest of another value, and a tensor's that does not say). */
+const char *tpd_val_dkind(const tpd_val *v);
+/* tpd_digests_comparable says whether a's and b's digests are functions of
+ * the same kind, so that equal digests mean equal contents and unequal ones
+ * different contents: neither is of kind "none" and both are of one kind. */
+bool tpd_digests_comparable(const tpd_val *a, const tpd_val *b);
 
 /* An item's ord: its event's seq in the high bits, its place among the
  * event's leaves in the low 24. */

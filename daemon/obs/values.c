@@ -109,16 +109,19 @@ tp_err tpd_values_decode(const char *dtype, const void *bytes, size_t nbytes, do
     return TP_OK;
 }
 
-tp_err tpd_values_read(const tpd_run *r, const tpd_val *v, double **out, size_t *n)
+/* read_blob reads the blob of tensor v of run r into *out (malloc'ed).  A
+ * digest of kind "none" is no content address: it names no blob of v's. */
+static tp_err read_blob(const tpd_run *r, const tpd_val *v, uint8_t **out, size_t *n)
 {
     static const char hex[] = "0123456789abcdef";
     char h[33], path[4200];
     uint8_t *buf;
-    size_t want = 1, got;
+    size_t got;
     long len;
     FILE *f;
-    tp_err rc;
-    if (v->kind != 't' || !v->blob || r->blobs == NULL) return TP_ENOENT;
+    if (v->kind != 't' || !v->blob || r->blobs == NULL ||
+        strcmp(tpd_val_dkind(v), TP_DKIND_NONE) == 0)
+        return TP_ENOENT;
     for (int i = 0; i < 16; i++) {
         h[2 * i] = hex[v->digest[i] >> 4];
         h[2 * i + 1] = hex[v->digest[i] & 15];
@@ -141,6 +144,22 @@ tp_err tpd_values_read(const tpd_run *r, const tpd_val *v, double **out, size_t 
         free(buf);
         return TP_EIO;
     }
+    *out = buf;
+    *n = got;
+    return TP_OK;
+}
+
+tp_err tpd_values_bytes(const tpd_run *r, const tpd_val *v, uint8_t **out, size_t *n)
+{
+    return read_blob(r, v, out, n);
+}
+
+tp_err tpd_values_read(const tpd_run *r, const tpd_val *v, double **out, size_t *n)
+{
+    uint8_t *buf;
+    size_t want = 1, got;
+    tp_err rc = read_blob(r, v, &buf, &got);
+    if (rc != TP_OK) return rc;
     rc = tpd_values_decode(v->dtype, buf, got, out, n);
     free(buf);
     if (rc != TP_OK) return rc;

@@ -26,10 +26,18 @@ tp_err tpd_values_decode(const char *dtype, const void *bytes, size_t nbytes, do
                          size_t *n);
 
 /* tpd_values_read reads the captured values of tensor v of run r.  *out is
- * malloc'ed (free() it).  Errors: TP_ENOENT (not captured, or no blob store
- * known), TP_EIO (the blob file is unreadable), TP_EPROTO (its size does not
- * match v's shape), and those of tpd_values_decode. */
+ * malloc'ed (free() it).  Errors: TP_ENOENT (not captured, no blob store
+ * known, or a digest of kind "none"), TP_EIO (the blob file is
+ * unreadable), TP_EPROTO (its size does not match v's shape), and those of
+ * tpd_values_decode. */
 tp_err tpd_values_read(const tpd_run *r, const tpd_val *v, double **out, size_t *n);
+
+/* tpd_values_bytes reads the captured bytes of tensor v of run r, as the
+ * agent shipped them (no check against v's dtype and shape).  *out is
+ * malloc'ed (free() it).  Errors: TP_ENOENT (not captured, no blob store
+ * known, or a digest of kind "none", which names no blob), TP_EIO,
+ * TP_ENOMEM. */
+tp_err tpd_values_bytes(const tpd_run *r, const tpd_val *v, uint8_t **out, size_t *n);
 
 /* tpd_values_within is true when |a_i - b_i| <= atol + rtol |b_i| for every
  * i (b is the reference; NaN equals only NaN).  Otherwise *worst (if not

@@ -347,6 +347,60 @@ START_TEST(test_proto_url_control)
 }
 END_TEST
 
+/* A tensor leaf of 11 elements has digest kind "xxh3"; one of 12 carries
+ * its kind, which tp_enc_leaf_tensor_kind writes. */
+START_TEST(test_proto_leaf_digest_kind)
+{
+    static const char *const kinds[] = {NULL, "dev1", "none", "xxh3", "abcdefg8"};
+    static const char *const want[] = {"xxh3", "dev1", "none", "xxh3", "abcdefg8"};
+    const int64_t shape[2] = {2, 3};
+    tp_stats st = {1.5, 2.5, 0.75, 0};
+    uint8_t d[16];
+    tp_buf b;
+    tp_mpr r;
+    uint32_t n;
+    tb_digest(d, 7);
+    tp_buf_init(&b);
+    tp_mp_array(&b, 5);
+    for (int i = 0; i < 5; i++)
+        tp_enc_leaf_tensor_kind(&b, "model.w", 7, "float32", shape, 2, d, &st, "cuda:0", i == 1,
+                                kinds[i]);
+    ck_assert(!b.oom);
+    tp_mpr_init(&r, b.data, b.len);
+    ck_assert_int_eq(tp_mpr_array(&r, &n), TP_OK);
+    for (int i = 0; i < 5; i++) {
+        tp_leaf l;
+        tp_mpr at = r;
+        uint32_t m;
+        ck_assert_int_eq(tp_mpr_array(&at, &m), TP_OK);
+        ck_assert_uint_eq(m, kinds[i] ? 12 : 11);
+        ck_assert_int_eq(tp_leaf_read(&r, &l), TP_OK);
+        ck_assert_int_eq(l.kind, 't');
+        ck_assert_uint_eq(l.dkind_len, strlen(want[i]));
+        ck_assert(memcmp(l.dkind, want[i], l.dkind_len) == 0);
+        ck_assert(memcmp(l.digest, d, 16) == 0);
+        ck_assert(l.device_len == 6 && memcmp(l.device, "cuda:0", 6) == 0);
+        ck_assert_int_eq(l.blob, i == 1);
+        ck_assert_int_eq(l.ndim, 2);
+        ck_assert_int_eq(l.shape[1], 3);
+    }
+    ck_assert_uint_eq(tp_mpr_left(&r), 0);
+    /* tp_enc_leaf_tensor writes the 11 elements it always wrote */
+    {
+        tp_buf a;
+        tp_buf_init(&a);
+        tp_enc_leaf_tensor(&a, "model.w", 7, "float32", shape, 2, d, &st, "cuda:0", false);
+        tp_buf_reset(&b);
+        tp_enc_leaf_tensor_kind(&b, "model.w", 7, "float32", shape, 2, d, &st, "cuda:0", false,
+                                NULL);
+        ck_assert_uint_eq(a.len, b.len);
+        ck_assert(memcmp(a.data, b.data, a.len) == 0);
+        tp_buf_free(&a);
+    }
+    tp_buf_free(&b);
+}
+END_TEST
+
 /* ---- malformed messages ---- */
 
 static void key(tp_buf *b, const char *k)
@@ -440,6 +494,30 @@ static void tensor_leaf(tp_buf *b, uint32_t dlen, uint32_t ndim, int64_t dim, ui
     tp_mp_cstr(b, "cpu");
     tp_mp_bool(b, false);
     free(path);
+}
+
+/* tensor_leaf_kind writes a tensor leaf of n elements (11 or more), valid
+ * up to its 11th: then the str dkind of dlen bytes (an integer when dkind
+ * is NULL), then integers. */
+static void tensor_leaf_kind(tp_buf *b, uint32_t n, const char *dkind, uint32_t dlen)
+{
+    uint8_t d[16] = {0};
+    tp_mp_array(b, n);
+    tp_mp_cstr(b, "t");
+    tp_mp_cstr(b, "model.w");
+    tp_mp_cstr(b, "float32");
+    tp_mp_array(b, 1);
+    tp_mp_int(b, 3);
+    tp_mp_bin(b, d, 16);
+    tp_mp_f64(b, 1);
+    tp_mp_f64(b, 1);
+    tp_mp_f64(b, 1);
+    tp_mp_uint(b, 0);
+    tp_mp_cstr(b, "cuda:0");
+    tp_mp_bool(b, false);
+    if (n > 11 && dkind != NULL) tp_mp_str(b, dkind, dlen);
+    if (n > 11 && dkind == NULL) tp_mp_int(b, 1);
+    for (uint32_t i = 12; i < n; i++) tp_mp_int(b, 0);
 }
 
 static void m_empty(tp_buf *b)
@@ -690,6 +768,30 @@ static void m_leaf_value_array(tp_buf *b)
     snapshot_leaf(b), tp_mp_array(b, 3), tp_mp_cstr(b, "v"), tp_mp_cstr(b, "p");
     tp_mp_array(b, 0);
 }
+static void m_leaf_13(tp_buf *b)
+{
+    snapshot_leaf(b), tensor_leaf_kind(b, 13, "dev1", 4);
+}
+static void m_leaf_dkind_empty(tp_buf *b)
+{
+    snapshot_leaf(b), tensor_leaf_kind(b, 12, "", 0);
+}
+static void m_leaf_dkind_9(tp_buf *b)
+{
+    snapshot_leaf(b), tensor_leaf_kind(b, 12, "deviceabc", 9);
+}
+static void m_leaf_dkind_upper(tp_buf *b)
+{
+    snapshot_leaf(b), tensor_leaf_kind(b, 12, "DEV1", 4);
+}
+static void m_leaf_dkind_nul(tp_buf *b)
+{
+    snapshot_leaf(b), tensor_leaf_kind(b, 12, "de\0v", 4);
+}
+static void m_leaf_dkind_int(tp_buf *b)
+{
+    snapshot_leaf(b), tensor_leaf_kind(b, 12, NULL, 0);
+}
 static void m_digest_leaf_15(tp_buf *b)
 {
     uint8_t d[15] = {0};
@@ -907,6 +1009,12 @@ static const bad_case bad_cases[] = {
     BAD(m_leaf_path_empty),
     BAD(m_leaf_path_long),
     BAD(m_leaf_value_array),
+    BAD(m_leaf_13),
+    BAD(m_leaf_dkind_empty),
+    BAD(m_leaf_dkind_9),
+    BAD(m_leaf_dkind_upper),
+    BAD(m_leaf_dkind_nul),
+    BAD(m_leaf_dkind_int),
     BAD(m_digest_leaf_15),
     BAD(m_save_digest15),
     BAD(m_records_arity),
@@ -1109,6 +1217,7 @@ static Suite *proto_suite(void)
     tcase_add_test(tc, test_proto_roundtrip_every_kind);
     tcase_add_test(tc, test_proto_empty_batch_and_kind_names);
     tcase_add_test(tc, test_proto_url_control);
+    tcase_add_test(tc, test_proto_leaf_digest_kind);
     tcase_add_loop_test(tc, test_proto_malformed_table, 0, NBAD);
     tcase_add_test(tc, test_proto_malformed_cover_reasons);
     tcase_add_test(tc, test_proto_oversized_message);

@@ -3,6 +3,7 @@
  * loaded checkpoint's content is traced to that load; an object reloading
  * its own state, or an RNG state kept in memory, to none. */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -125,6 +126,36 @@ START_TEST(test_provenance_needs_a_manifest_and_an_earlier_load)
 }
 END_TEST
 
+/* A tensor digested on the device where the file's was digested on the host
+ * (or not at all) cannot be told from it by content: under its name, with
+ * its dtype and shape, it is taken to be the file's. */
+START_TEST(test_provenance_digests_of_other_kinds_are_taken_as_held)
+{
+    tpd_proc *p = proc();
+    tpd_restore r = restore(11);
+    tpd_val d = tensor(77);
+    snprintf(d.dkind, sizeof d.dkind, "dev1");
+    leaf(&r.manifest, "fc.weight", d);
+    ck_assert_ptr_eq(tpd_restore_source(p, &r), &p->ckpts[0]);
+    /* by content wherever it sits needs comparable digests */
+    r = restore(11);
+    leaf(&r.manifest, "other.weight", d);
+    ck_assert_ptr_null(tpd_restore_source(p, &r));
+    /* another shape is another tensor, whatever the digests */
+    r = restore(11);
+    d.shape[0] = 5;
+    leaf(&r.manifest, "fc.weight", d);
+    ck_assert_ptr_null(tpd_restore_source(p, &r));
+    /* a digest of kind none says nothing either */
+    r = restore(11);
+    d = tensor(1);
+    snprintf(d.dkind, sizeof d.dkind, "none");
+    leaf(&r.manifest, "fc.weight", d);
+    ck_assert_ptr_eq(tpd_restore_source(p, &r), &p->ckpts[0]);
+    tpd_arena_destroy(arena);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("provenance");
@@ -133,6 +164,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_provenance_own_state_is_not_traced);
     tcase_add_test(tc, test_provenance_rng_kept_in_memory_is_not_traced);
     tcase_add_test(tc, test_provenance_needs_a_manifest_and_an_earlier_load);
+    tcase_add_test(tc, test_provenance_digests_of_other_kinds_are_taken_as_held);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -2,6 +2,7 @@
  * verdict_resume_test.c -- the resume verdict from hand-built observations:
  * every outcome, the RNG rule, tolerances and the explanations. */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -442,6 +443,71 @@ START_TEST(test_verdict_resume_tolerance_needs_values_or_proves_difference)
 }
 END_TEST
 
+/* dkind gives v's digest the kind k: the same digest bytes, another function. */
+static tpd_val dkind(tpd_val v, const char *k)
+{
+    snprintf(v.dkind, sizeof v.dkind, "%s", k);
+    return v;
+}
+
+START_TEST(test_verdict_resume_digest_kinds_abstain_and_say_why)
+{
+    world *w = clean();
+    tpd_result res;
+    /* R's weight at step 4 digested on the device, A's on the host: the
+     * same digest bytes prove nothing, a comparison is not possible */
+    set(w, R, 1, "model.fc.weight", dkind(tensor(14, 5.0), "dev1"));
+    res = judge(w, NULL);
+    ck_assert_msg(res.outcome == TPD_ABSTAIN, "%s", res.text);
+    ck_assert_str_eq(res.path, "model.fc.weight");
+    ck_assert_msg(strstr(res.text, "model.fc.weight at step 4: the digests are of different kinds "
+                                   "(xxh3 on the host in A, dev1 on the device in R) and cannot "
+                                   "be compared") != NULL,
+                  "%s", res.text);
+    ck_assert_ptr_null(strstr(res.text, "tolerance"));
+    ck_assert_ptr_nonnull(strstr(res.text, "(dev1)"));
+    ck_assert_ptr_nonnull(strstr(res.json, "\"kind\":\"digest_kinds\""));
+    ck_assert_ptr_nonnull(strstr(res.json, "\"digest_kind\":\"dev1\""));
+    ck_assert_ptr_nonnull(strstr(res.json, "\"unsure\":true"));
+    tpd_result_clear(&res);
+    drop(w);
+
+    /* in the baselines: the same, between A and B */
+    w = clean();
+    set(w, B, 2, "optimizer.state.fc.weight.exp_avg", dkind(tensor(42, 2.0), "none"));
+    res = judge(w, NULL);
+    ck_assert_msg(res.outcome == TPD_ABSTAIN, "%s", res.text);
+    ck_assert_msg(strstr(res.text, "optimizer.state.fc.weight.exp_avg at step 2: the agent could "
+                                   "not digest it in B (digest kind none)") != NULL,
+                  "%s", res.text);
+    ck_assert_ptr_null(strstr(res.text, "nondeterminism"));
+    tpd_result_clear(&res);
+    drop(w);
+
+    /* a difference proven after it still fails */
+    w = clean();
+    set(w, R, 1, "model.fc.weight", dkind(tensor(14, 5.0), "dev1"));
+    set(w, R, 2, "loss", num(0.5));
+    res = judge(w, NULL);
+    ck_assert_msg(res.outcome == TPD_FAIL, "%s", res.text);
+    ck_assert_str_eq(res.path, "loss");
+    tpd_result_clear(&res);
+    drop(w);
+
+    /* one kind on both sides compares as ever */
+    w = clean();
+    for (int k = 0; k < 4; k++)
+        for (size_t i = 0; i < w->pr[k].timeline.n; i++) {
+            tpd_item *it = &w->pr[k].timeline.v[i];
+            if (it->v.kind == 't') it->v = dkind(it->v, "dev1");
+        }
+    res = judge(w, NULL);
+    ck_assert_msg(res.outcome == TPD_PASS, "%s", res.text);
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
 START_TEST(test_verdict_resume_missing_component_fails)
 {
     world *w = clean();
@@ -821,6 +887,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_verdict_resume_foreign_checkpoint_in_baseline_is_error);
     tcase_add_test(tc, test_verdict_resume_failed_or_incomplete_executions_are_errors);
     tcase_add_test(tc, test_verdict_resume_tolerance_needs_values_or_proves_difference);
+    tcase_add_test(tc, test_verdict_resume_digest_kinds_abstain_and_say_why);
     tcase_add_test(tc, test_verdict_resume_missing_component_fails);
     tcase_add_test(tc, test_verdict_resume_light_steps_hide_nothing_they_ask_to_narrow);
     tcase_add_test(tc, test_verdict_resume_divergence_at_boundaries_needs_no_narrowing);

@@ -152,11 +152,19 @@ static bool compare_items(tpd_actx *x, int64_t u, int64_t s, tpd_group g, const 
             continue;
         }
         if (t->eq == TPD_UNSURE) {
-            if (!x->unsure)
+            tpd_str k = {0};
+            if (!x->unsure &&
+                tpd_render_dkinds(&k, &m->v, "the micro-batch run", &f->v, "the full-batch run"))
+                tpd_actx_why(x, "digest_kinds",
+                             "%s at update %lld: %s, and without the captured values of both "
+                             "closeness cannot be shown",
+                             f->path, (long long)u, tpd_str_cstr(&k));
+            else if (!x->unsure)
                 tpd_actx_why(x, "values",
                              "%s at update %lld: the digests differ and its values were "
                              "not captured, so closeness cannot be shown",
                              f->path, (long long)u);
+            tpd_str_free(&k);
             x->unsure = true;
             continue;
         }

@@ -235,8 +235,8 @@ tp_err tpd_verdict_compare(const tpd_run *r, const tpd_run *g, const char *gwhy,
         tpd_str_printf(&x.head, "  determinism C and D match at every step (%lld steps compared)\n",
                        (long long)x.cd.cmp.steps);
     else
-        tpd_str_printf(&x.head, "  determinism C and D differ from step %lld (%s)\n",
-                       (long long)dcd->step_a, dcd->path);
+        tpd_str_printf(&x.head, "  determinism C and D %s from step %lld (%s)\n",
+                       dcd->unsure ? "may differ" : "differ", (long long)dcd->step_a, dcd->path);
 
     /* C's own numbering on both sides: G-C's step_b, C-D's step_a */
     if (dcd != NULL && (dgc == NULL || dcd->step_a <= dgc->step_b)) {
@@ -248,7 +248,7 @@ tp_err tpd_verdict_compare(const tpd_run *r, const tpd_run *g, const char *gwhy,
                         "be told from it",
                         (long long)dcd->step_a, dcd->path,
                         dgc ? ", at or before C's first divergence from G" : "");
-        else
+        else if (!tpd_why_dkinds(&x.why, dcd, "C", "D"))
             tpd_why_add(&x.why, "values_needed",
                         "C and D may differ within the declared tolerance at step %lld (%s), and "
                         "statistics alone cannot show they do not",
@@ -268,10 +268,11 @@ tp_err tpd_verdict_compare(const tpd_run *r, const tpd_run *g, const char *gwhy,
         return finish(&x, TPD_FAIL, &x.gc, out);
     }
     if (dgc != NULL) {
-        tpd_why_add(&x.why, "values_needed",
-                    "with the declared tolerance, equality of %s at step %lld cannot be shown "
-                    "from statistics alone",
-                    dgc->path, (long long)dgc->step_a);
+        if (!tpd_why_dkinds(&x.why, dgc, "G", "C"))
+            tpd_why_add(&x.why, "values_needed",
+                        "with the declared tolerance, equality of %s at step %lld cannot be shown "
+                        "from statistics alone",
+                        dgc->path, (long long)dgc->step_a);
         return finish(&x, TPD_ABSTAIN, &x.gc, out);
     }
     tpd_str_printf(&x.head, "  C matched G at every step (%lld steps compared",

@@ -206,9 +206,9 @@ static bool check_copy(ctx *x, const held *h, size_t ci)
 
 /* ---- never updated ---- */
 
-/* snap_digest: the digest of model tensor path in the first start-of-step
- * snapshot at or after step (*step gets its step), or in the final one. */
-static const uint8_t *snap_digest(const ctx *x, const char *path, bool final, int64_t *step)
+/* snap_tensor: model tensor path in the first start-of-step snapshot at or
+ * after step (*step gets its step), or in the final one. */
+static const tpd_val *snap_tensor(const ctx *x, const char *path, bool final, int64_t *step)
 {
     if (final) {
         for (size_t i = x->p->nsnaps; i-- > 0;) {
@@ -216,7 +216,7 @@ static const uint8_t *snap_digest(const ctx *x, const char *path, bool final, in
             if (s->why == NULL || strcmp(s->why, "final") != 0) continue;
             for (size_t k = 0; k < s->items.n; k++)
                 if (s->items.v[k].v.kind == 't' && strcmp(s->items.v[k].path, path) == 0)
-                    return s->items.v[k].v.digest;
+                    return &s->items.v[k].v;
             return NULL;
         }
         return NULL;
@@ -226,7 +226,7 @@ static const uint8_t *snap_digest(const ctx *x, const char *path, bool final, in
         if (it->step < *step || it->group != TPD_G_MODEL || it->v.kind != 't') continue;
         if (strcmp(it->path, path) != 0) continue;
         *step = it->step;
-        return it->v.digest;
+        return &it->v;
     }
     return NULL;
 }
@@ -236,17 +236,20 @@ static bool check_left_out(ctx *x, const held *h, size_t ci)
     const tpd_cover *c = &x->p->covers[ci];
     for (uint32_t j = 0; j < c->ngraded; j++) {
         const tpd_tensor_ref *g = &c->graded[j];
-        const uint8_t *d0 = NULL, *d1 = NULL;
+        const tpd_val *d0 = NULL, *d1 = NULL;
         int64_t s0 = c->step;
         bool *out;
         size_t nout = 0;
         if (has_id(h->ids, h->n, g->id)) continue;
         if (g->name[0]) {
-            d0 = snap_digest(x, g->name, false, &s0);
-            d1 = snap_digest(x, g->name, true, NULL);
+            d0 = snap_tensor(x, g->name, false, &s0);
+            d1 = snap_tensor(x, g->name, true, NULL);
         }
+        /* digests that cannot be compared tell nothing, as when one is missing */
+        if (d0 != NULL && d1 != NULL && !tpd_digests_comparable(d0, d1)) d0 = d1 = NULL;
         /* moved by something other than an optimizer: not this check's */
-        if (d0 != NULL && d1 != NULL && memcmp(d0, d1, TP_DIGEST_LEN) != 0) continue;
+        if (d0 != NULL && d1 != NULL && memcmp(d0->digest, d1->digest, TP_DIGEST_LEN) != 0)
+            continue;
         if ((out = tpd_arena_alloc(x->a, sizeof *out * c->ngraded)) == NULL) {
             x->oom = true;
             return false;

@@ -9,7 +9,9 @@
  * step's start (or the last before it, for a step with no backward of its
  * own) and the next one after it (the next step's, or the one at exit).
  * Something else that changes them in between (an EMA, a manual edit)
- * counts as a move: this errs toward no failure. */
+ * counts as a move, and so does a tensor whose two digests cannot be
+ * compared (of different kinds, or one not made): this errs toward no
+ * failure. */
 #include <string.h>
 
 #include "daemon/checks/health/ctx.h"
@@ -75,7 +77,8 @@ void tpd_health_moved(tpd_hctx *x)
             const tpd_item *q = tpd_hspan_find(b, j, c->params[j].name);
             if (p == NULL || q == NULL || p->v.kind != 't' || q->v.kind != 't') continue;
             compared++;
-            changed = memcmp(p->v.digest, q->v.digest, TP_DIGEST_LEN) != 0;
+            changed = !tpd_digests_comparable(&p->v, &q->v) ||
+                      memcmp(p->v.digest, q->v.digest, TP_DIGEST_LEN) != 0;
         }
         if (compared == 0) continue;
         w->has_changed = true;

@@ -29,12 +29,14 @@ static int64_t first_model_step(const tpd_proc *p)
 
 /* first_diff: the first tensor of a whose path b holds with another
  * digest (*other: b's), or NULL; tensors of one side only are not
- * compared. */
+ * compared, nor tensors whose digests cannot be (tpd_digests_comparable). */
 static const tpd_item *first_diff(tpd_hspan a, tpd_hspan b, const tpd_item **other)
 {
     for (size_t i = 0; i < a.n; i++) {
         const tpd_item *o = tpd_hspan_find(b, i, a.v[i].path);
-        if (o == NULL || a.v[i].v.kind != 't' || o->v.kind != 't') continue;
+        if (o == NULL || a.v[i].v.kind != 't' || o->v.kind != 't' ||
+            !tpd_digests_comparable(&a.v[i].v, &o->v))
+            continue;
         if (memcmp(a.v[i].v.digest, o->v.digest, TP_DIGEST_LEN) != 0) {
             *other = o;
             return &a.v[i];
@@ -44,7 +46,8 @@ static const tpd_item *first_diff(tpd_hspan a, tpd_hspan b, const tpd_item **oth
 }
 
 /* replica: q's first model snapshot is p's, path for path, digest for
- * digest. */
+ * digest (digests of one kind: equal ones of different kinds cannot be
+ * told). */
 static bool replica(const tpd_proc *p, const tpd_proc *q)
 {
     int64_t sp = first_model_step(p), sq = first_model_step(q);
@@ -55,7 +58,9 @@ static bool replica(const tpd_proc *p, const tpd_proc *q)
     b = tpd_hspan_of(&q->timeline, sq, TPD_G_MODEL);
     if (a.n == 0 || a.n != b.n) return false;
     for (size_t i = 0; i < a.n; i++)
-        if (tpd_hspan_find(b, i, a.v[i].path) == NULL) return false;
+        if ((o = tpd_hspan_find(b, i, a.v[i].path)) == NULL ||
+            !tpd_digests_comparable(&a.v[i].v, &o->v))
+            return false;
     return first_diff(a, b, &o) == NULL;
 }
 

@@ -15,7 +15,10 @@ static bool suffix(const char *q, const char *p)
 }
 
 /* held reports whether manifest m holds leaf x: a tensor or digest leaf by
- * content wherever it sits, any other value by name and value. */
+ * content wherever it sits, any other value by name and value.  A tensor
+ * whose digest cannot be compared with the one under its name (digests of
+ * different kinds, or none made) is taken to be held, as the content of a
+ * restore without a manifest is. */
 static bool held(const tpd_items *m, const tpd_item *x)
 {
     static const tpd_cmp_opts exact = {0};
@@ -23,7 +26,11 @@ static bool held(const tpd_items *m, const tpd_item *x)
         const tpd_item *y = &m->v[i];
         if (y->v.kind != x->v.kind) continue;
         if (x->v.kind == 't' || x->v.kind == 'd') {
-            if (memcmp(x->v.digest, y->v.digest, TP_DIGEST_LEN) == 0) return true;
+            if (tpd_digests_comparable(&x->v, &y->v)) {
+                if (memcmp(x->v.digest, y->v.digest, TP_DIGEST_LEN) == 0) return true;
+            } else if (suffix(y->path, x->path) && tpd_val_eq(&x->v, &y->v, &exact) == TPD_UNSURE) {
+                return true;
+            }
         } else if (suffix(y->path, x->path) && tpd_val_eq(&x->v, &y->v, &exact) == TPD_SAME) {
             return true;
         }

@@ -402,7 +402,7 @@ tp_err tpd_verdict_resume(const tpd_run *r, const tpd_cmp_opts *o, tpd_result *o
                 "the two uninterrupted runs differ, so nondeterminism in the training itself "
                 "(the clock, the pid, unseeded randomness, nondeterministic kernels) prevents "
                 "a judgment of the resume");
-        else
+        else if (!tpd_why_dkinds(&x.why, &ab.first_unsure, "A", "B"))
             tpd_why_add(
                 &x.why, "values_needed",
                 "the baselines may differ within the declared tolerance, and statistics alone "
@@ -421,10 +421,11 @@ tp_err tpd_verdict_resume(const tpd_run *r, const tpd_cmp_opts *o, tpd_result *o
         return finish(&x, TPD_FAIL, &ra, "R", out);
     }
     if (ra.first_unsure.found) {
-        tpd_why_add(&x.why, "values_needed",
-                    "with the declared tolerance, equality of %s cannot be shown from statistics "
-                    "alone: rerun with --capture values",
-                    ra.first_unsure.path);
+        if (!tpd_why_dkinds(&x.why, &ra.first_unsure, "A", "R"))
+            tpd_why_add(&x.why, "values_needed",
+                        "with the declared tolerance, equality of %s cannot be shown from "
+                        "statistics alone: rerun with --capture values",
+                        ra.first_unsure.path);
         return finish(&x, TPD_ABSTAIN, &ra, "R", out);
     }
     tpd_resume_anchors(&x);

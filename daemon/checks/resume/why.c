@@ -334,7 +334,9 @@ static bool ends_with(const char *path, const char *key)
 /* manifest_has reports whether any of I's checkpoint files in the window
  * holds a leaf whose path ends with key and, when v is given, whose digest
  * equals v's.  Both are needed for tensors: equal small tensors (a counter
- * of 4 and Adam's step of 4) are common. */
+ * of 4 and Adam's step of 4) are common.  A digest that cannot be compared
+ * with v's (of another kind, or none made) counts as equal under a key:
+ * what cannot be shown missing is not reported missing. */
 static bool manifest_has(ctx *x, const tpd_val *v, const char *key)
 {
     for (size_t i = 0; i < x->pi->nckpts; i++) {
@@ -345,7 +347,9 @@ static bool manifest_has(ctx *x, const tpd_val *v, const char *key)
             if (key != NULL && !ends_with(m->path, key)) continue;
             if (v == NULL) return true;
             if ((m->v.kind == 't' || m->v.kind == 'd') && m->v.kind == v->kind &&
-                !memcmp(m->v.digest, v->digest, TP_DIGEST_LEN))
+                ((key != NULL && !tpd_digests_comparable(&m->v, v)) ||
+                 (tpd_digests_comparable(&m->v, v) &&
+                  !memcmp(m->v.digest, v->digest, TP_DIGEST_LEN))))
                 return true;
         }
     }
