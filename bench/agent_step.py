@@ -117,9 +117,17 @@ def alternate(kind, ncycles, floor, block):
     """Runs the two arms; returns the model, the arms' median step times
     (with, without), the ratio of each cycle, the pass-through's seconds
     per step and the steps the "with" arm ran, warm-up included."""
-    glue = sys.modules.get("_trainparity_glue.core")  # the agent's, when it runs
     arm = {"with": True}
     model, steps = trainer(kind, (lambda: arm["with"]) if floor else None)
+    return (model,) + alternate_steps(steps, ncycles, block, arm, "agent_step")
+
+
+def alternate_steps(steps, ncycles, block, arm, who):
+    """alternate() for a trainer already made (bench/gpu_overhead.py's too):
+    steps(n) runs n steps and returns their times, steps.opt is the
+    optimizer, arm["with"] says which arm runs.  Exits when the agent did
+    not count exactly the "with" arm's steps."""
+    glue = sys.modules.get("_trainparity_glue.core")  # the agent's, when it runs
     steps(WARMUP)
     times, cycles = {True: [], False: []}, []
     for c in range(ncycles):
@@ -138,10 +146,10 @@ def alternate(kind, ncycles, floor, block):
         through = pass_through(steps.opt)
         glue.S.aside = False
         if glue.S.step != observed:
-            sys.exit("agent_step: the agent counted %d steps, the \"with\" arm ran %d"
-                     % (glue.S.step, observed))
-    return (model, statistics.median(times[True]), statistics.median(times[False]), cycles,
-            through, observed)
+            sys.exit("%s: the agent counted %d steps, the \"with\" arm ran %d"
+                     % (who, glue.S.step, observed))
+    return (statistics.median(times[True]), statistics.median(times[False]), cycles, through,
+            observed)
 
 
 def main(kind, ncycles, block, floor):
