@@ -7,7 +7,12 @@
  * four accumulators, which the compiler vectorizes: as fast as this machine
  * reads memory.
  *
- * usage: hash_bench [MiB]   (default 256; each figure is the best of 9) */
+ * Nine rounds, each reading the bytes once and then running every row once;
+ * a row's ratio is the median over the rounds of the read's time over the
+ * row's time in the same round (a moment when the machine's memory is slow
+ * or fast falls on both), and its GB/s the best round's.
+ *
+ * usage: hash_bench [MiB]   (default 256) */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
@@ -58,7 +63,15 @@ __attribute__((noinline)) static void digest_all(const char *dtype, tpa_dtype dt
     sink += d[0];
 }
 
+#define REPS 9
+
 static const char *const kernel_names[] = {"C", "AVX2", "AVX-512"};
+
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
 
 /* A row: what is timed, as a ratio to the read. */
 typedef struct row {
@@ -66,6 +79,7 @@ typedef struct row {
     tpa_kernel kernel; /* the kernels it may use */
     tpa_dtype dt;      /* TPA_DT_OTHER: XXH3-128 alone */
     double best;
+    double ratio[REPS]; /* the read's time over the row's, round by round */
 } row;
 
 static void run(const row *r, const float *f32, const uint16_t *bf16, size_t bytes)
@@ -87,10 +101,10 @@ int main(int argc, char **argv)
     float *f32 = malloc(bytes);
     uint16_t *bf16 = malloc(bytes);
     row rows[4] = {
-        {"XXH3-128", best, TPA_DT_OTHER, 1e9},
-        {"digest + stats", best, TPA_DT_F32, 1e9},
-        {"  bfloat16", best, TPA_DT_BF16, 1e9},
-        {"  AVX2 kernel", TPA_KERNEL_AVX2, TPA_DT_F32, 1e9},
+        {"XXH3-128", best, TPA_DT_OTHER, 1e9, {0}},
+        {"digest + stats", best, TPA_DT_F32, 1e9, {0}},
+        {"  bfloat16", best, TPA_DT_BF16, 1e9, {0}},
+        {"  AVX2 kernel", TPA_KERNEL_AVX2, TPA_DT_F32, 1e9, {0}},
     };
     int nrows = best == TPA_KERNEL_AVX512 ? 4 : 3;
     double read = 1e9;
@@ -104,23 +118,28 @@ int main(int argc, char **argv)
         memcpy(&bits, &f32[i / 2], 4);
         bf16[i] = (uint16_t)(bits >> 16);
     }
-    for (int rep = 0; rep < 9; rep++) {
-        double t = now_s();
+    for (int rep = 0; rep < REPS; rep++) {
+        double t = now_s(), tr;
         read_all((const uint64_t *)f32, bytes / 8);
-        t = now_s() - t;
-        read = t < read ? t : read;
+        tr = now_s() - t;
+        read = tr < read ? tr : read;
         for (int k = 0; k < nrows; k++) {
             t = now_s();
             run(&rows[k], f32, bf16, bytes);
             t = now_s() - t;
             rows[k].best = t < rows[k].best ? t : rows[k].best;
+            rows[k].ratio[rep] = tr / t;
         }
     }
-    printf("hash_bench: %zu MiB, best of 9, kernel %s\n", mib, kernel_names[best]);
+    printf("hash_bench: %zu MiB, %d rounds, kernel %s\n", mib, REPS, kernel_names[best]);
     printf("  memory read      %7.2f GB/s\n", (double)bytes / read / 1e9);
-    for (int k = 0; k < nrows; k++)
-        printf("  %-16s %7.2f GB/s  ratio to read %.2f\n", rows[k].label,
-               (double)bytes / rows[k].best / 1e9, read / rows[k].best);
+    for (int k = 0; k < nrows; k++) {
+        qsort(rows[k].ratio, REPS, sizeof(double), by_value);
+        printf("  %-16s %7.2f GB/s  ratio to read %.2f (rounds %.2f-%.2f; best against best"
+               " %.2f)\n",
+               rows[k].label, (double)bytes / rows[k].best / 1e9, rows[k].ratio[REPS / 2],
+               rows[k].ratio[0], rows[k].ratio[REPS - 1], read / rows[k].best);
+    }
     free(f32);
     free(bf16);
     return sink == 42 ? 1 : 0;
