@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,6 +18,11 @@ static struct {
     int (*collect)(tpd_part *, size_t, char *, size_t);
 } L;
 static int state; /* 0: not tried, 1: on, -1: off */
+/* The thread that digests on the device: the first to meet a CUDA tensor.
+ * The library's slots are one list, collected by one job at a time, and a
+ * job waits for them with the GIL released; another thread's tensors are
+ * copied to the host instead. */
+static pthread_t owner;
 
 /* lib_path: libtpagent_cuda.so beside this library. */
 static int lib_path(char *out, size_t n)
@@ -56,6 +62,7 @@ bool tpa_dev_ready(void)
     why[0] = 0;
     if (L.open(why, sizeof why) != 0) return off(why);
     TPA_LOG("device digests on (%s)", path);
+    owner = pthread_self();
     state = 1;
     return true;
 }
@@ -91,7 +98,7 @@ int tpa_dev_enqueue(const void *p, size_t nbytes, tpa_dtype dt, int dev, void *s
 {
     char why[256];
     int slot;
-    if (state <= 0) return -1;
+    if (state <= 0 || !pthread_equal(owner, pthread_self())) return -1;
     why[0] = 0;
     slot = L.enqueue(p, nbytes, (int)dt, dev, stream, why, sizeof why);
     if (slot < 0) TPA_LOG("device digest not launched (a host copy instead): %s", why);
@@ -101,7 +108,7 @@ int tpa_dev_enqueue(const void *p, size_t nbytes, tpa_dtype dt, int dev, void *s
 int tpa_dev_collect(tpd_part *out, size_t n)
 {
     char why[256];
-    if (state <= 0) return -1;
+    if (state <= 0 || !pthread_equal(owner, pthread_self())) return -1;
     why[0] = 0;
     if (L.collect(out, n, why, sizeof why) == 0) return 0;
     TPA_LOG("device digests lost (host copies instead): %s", why);

@@ -6,7 +6,9 @@
  * process that never puts a tensor on a GPU never loads it, nor anything
  * CUDA.  Where it cannot be opened (not built, no kernel image for the GPU,
  * TRAINPARITY_DEVICE_DIGEST=0) or a launch fails, CUDA tensors are copied
- * to the host and digested there, as before: their leaves say which. */
+ * to the host and digested there, as before: their leaves say which.  One
+ * thread digests on the device, the first that meets a CUDA tensor; the
+ * others' CUDA tensors are copied to the host. */
 #ifndef TP_AGENT_DEVJOB_H
 #define TP_AGENT_DEVJOB_H
 

@@ -154,12 +154,15 @@ static void host_fallback(tpa_deferred *d, tp_buf *body)
     if (!body->oom && d->at_kind + 5 <= body->len) memcpy(body->data + d->at_kind + 1, kind, 4);
 }
 
-/* collect_device fills in the results of j's device digests. */
+/* collect_device fills in the results of j's device digests; the wait for
+ * the GPU is made with the GIL released. */
 static void collect_device(tpa_job *j, tp_buf *body)
 {
     tpd_part *r = calloc((size_t)j->slots, sizeof *r);
+    PyThreadState *ts = P.PyEval_SaveThread();
     bool ok = r != NULL && tpa_dev_collect(r, (size_t)j->slots) == 0;
     if (r == NULL) tpa_dev_collect(NULL, 0);
+    P.PyEval_RestoreThread(ts);
     for (size_t i = 0; i < j->n; i++) {
         tpa_deferred *d = &j->items[i];
         if (d->slot < 0) continue;
@@ -221,7 +224,11 @@ void tpa_job_run(tpa_job *j, tp_buf *body)
 void tpa_job_destroy(tpa_job *j)
 {
     if (j == NULL) return;
-    if (j->slots > 0) tpa_dev_collect(NULL, 0); /* launched, never run: wait for them */
+    if (j->slots > 0) { /* launched, never run: wait for them */
+        PyThreadState *ts = P.PyEval_SaveThread();
+        tpa_dev_collect(NULL, 0);
+        P.PyEval_RestoreThread(ts);
+    }
     for (size_t i = 0; i < j->n; i++)
         if (j->items[i].keep) P.Py_DecRef(j->items[i].keep);
     free(j->items);
