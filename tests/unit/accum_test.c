@@ -309,6 +309,25 @@ START_TEST(test_accum_initial_state_differs_abstains)
 }
 END_TEST
 
+/* The same start, digested by two functions (on the device in one run, on
+ * the host in the other): not called different, and not shown equal. */
+START_TEST(test_accum_initial_state_of_other_digest_kinds_abstains)
+{
+    world *w = clean(0.2, 4);
+    tpd_val v = tensor(10, 1.0); /* update 0's model.fc.weight, as clean() made it */
+    snprintf(v.dkind, sizeof v.dkind, "dev1");
+    set_at(w, MICRO, 0, "model.fc.weight", v);
+    tpd_result res = judge(w);
+    ck_assert_msg(res.outcome == TPD_ABSTAIN, "%s", res.text);
+    ck_assert_ptr_nonnull(strstr(res.text, "initial states cannot be compared at the first "
+                                           "backward: model.fc.weight (digests of different "
+                                           "kinds)"));
+    ck_assert_ptr_null(strstr(res.text, "initial states differ"));
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
 START_TEST(test_accum_rng_seeded_differently_abstains)
 {
     world *w = clean(0.2, 4);
@@ -735,6 +754,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_accum_step_per_micro_fails_at_steps);
     tcase_add_test(tc, test_accum_gradient_difference_fails_at_grad);
     tcase_add_test(tc, test_accum_initial_state_differs_abstains);
+    tcase_add_test(tc, test_accum_initial_state_of_other_digest_kinds_abstains);
     tcase_add_test(tc, test_accum_rng_seeded_differently_abstains);
     tcase_add_test(tc, test_accum_rng_drawn_in_pieces_passes_when_updates_match);
     tcase_add_test(tc, test_accum_rng_drawn_in_pieces_abstains_when_updates_differ);

@@ -60,7 +60,8 @@ static bool same_seeding(const ctx *x, const char *path)
 static init_diff initial_differs(ctx *x)
 {
     tpd_cmp_opts exact = {false, 0, 0, NULL};
-    size_t lo, hi, k = 0;
+    tpd_eq eq;
+    size_t lo, hi, k = 0, unsure = 0;
     tpd_str list = {0};
     bool rng = false;
     x->init_rngj = json_array();
@@ -79,19 +80,38 @@ static init_diff initial_differs(ctx *x)
         }
         x->init_cmp[f->group]++;
         m = tpd_actx_find_at(x->pm, 0, f->path);
-        if (m != NULL && tpd_val_eq(&m->v, &f->v, &exact) == TPD_SAME) continue;
+        eq = m != NULL ? tpd_val_eq(&m->v, &f->v, &exact) : TPD_DIFF;
+        if (eq == TPD_SAME) continue;
         if (f->group == TPD_G_RNG && m != NULL && same_seeding(x, f->path)) {
             tpd_str_printf(&x->init_rngs, "%s%s", x->init_rngs.len ? ", " : "", f->path);
             if (!tpd_jpush(x->init_rngj, tpd_json_str(f->path))) x->oom = true;
             continue;
         }
         if (f->group == TPD_G_RNG) rng = true;
-        if (k < 6) tpd_str_printf(&list, "%s%s%s", k ? ", " : "", f->path, m ? "" : " (absent)");
+        /* exact: unsure only when the digests are of different kinds */
+        if (eq == TPD_UNSURE) unsure++;
+        if (k < 6)
+            tpd_str_printf(&list, "%s%s%s", k ? ", " : "", f->path,
+                           !m                 ? " (absent)"
+                           : eq == TPD_UNSURE ? " (digests of different kinds)"
+                                              : "");
         if (!tpd_jpush(x->init_differ, tpd_json_str(f->path))) x->oom = true;
         k++;
     }
     x->init_diff = (int64_t)k;
     if (k == 0) return x->init_rngs.len ? INIT_RNG : INIT_SAME;
+    if (unsure == k) {
+        tpd_str_printf(&x->head,
+                       "  the initial states cannot be compared at the first backward: %s%s\n",
+                       list.s, k > 6 ? ", ..." : "");
+        tpd_actx_why(x, "initial",
+                     "whether the two commands start from the same state cannot be shown: the "
+                     "digests of %s are of different kinds and no values were captured (rerun "
+                     "with --capture values)",
+                     list.s);
+        tpd_str_free(&list);
+        return INIT_STATE;
+    }
     tpd_str_printf(&x->head, "  the initial states differ at the first backward: %s%s\n", list.s,
                    k > 6 ? ", ..." : "");
     if (rng)

@@ -45,6 +45,7 @@ static course follow(const ctx *x, const char *path, int64_t s0)
     const tpd_items *a = &x->p->a->timeline, *b = &x->p->b->timeline;
     course c = {0, 0, s0};
     size_t jb = 0;
+    tpd_eq eq;
     int64_t seen = INT64_MIN;
     for (size_t i = 0; i < a->n; i++) {
         const tpd_item *ia = &a->v[i], *ib = NULL;
@@ -54,9 +55,12 @@ static course follow(const ctx *x, const char *path, int64_t s0)
         for (size_t k = jb; k < b->n && b->v[k].step == ia->step && !ib; k++)
             if (strcmp(b->v[k].path, path) == 0) ib = &b->v[k];
         if (ib == NULL) continue;
+        eq = tpd_val_eq(&ia->v, &ib->v, x->o);
+        /* digests of different kinds: neither shown equal nor different */
+        if (eq == TPD_UNSURE && !tpd_digests_comparable(&ia->v, &ib->v)) continue;
         c.both++;
         c.last = ia->step;
-        if (tpd_val_eq(&ia->v, &ib->v, x->o) != TPD_SAME) c.diffs++;
+        if (eq != TPD_SAME) c.diffs++;
     }
     return c;
 }

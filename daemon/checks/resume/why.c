@@ -186,8 +186,8 @@ static void compare_after_load(ctx *x, const tpd_items *ref, int64_t rstep, tpd_
     memset(al, 0, sizeof *al);
     for (size_t i = 0; i < ref->n; i++) {
         const tpd_item *a = &ref->v[i], *b;
+        tpd_eq eq;
         if (a->step != rstep || a->group != g) continue;
-        al->nseen++;
         b = NULL;
         for (size_t k = 0; k < x->pr->timeline.n; k++) {
             const tpd_item *y = &x->pr->timeline.v[k];
@@ -196,7 +196,11 @@ static void compare_after_load(ctx *x, const tpd_items *ref, int64_t rstep, tpd_
                 break;
             }
         }
-        if (b != NULL && tpd_val_eq(&a->v, &b->v, &exact) == TPD_SAME) continue;
+        eq = b != NULL ? tpd_val_eq(&a->v, &b->v, &exact) : TPD_DIFF;
+        /* digests of different kinds: neither shown equal nor different */
+        if (eq == TPD_UNSURE && !tpd_digests_comparable(&a->v, &b->v)) continue;
+        al->nseen++;
+        if (eq == TPD_SAME) continue;
         al->ndiff++;
         if (al->nex < MAX_EXAMPLES) {
             al->ex_saved[al->nex] = a;
