@@ -68,6 +68,7 @@ void tpt_put_val(tpt_line *l, const json_t *v)
         tpt_put_member(l, v, "maxabs", "maxabs");
         tpt_put_member(l, v, "nonfinite", "nonfinite");
         tpt_put_member(l, v, "digest", "digest");
+        tpt_put_member(l, v, "digest_kind", "of kind"); /* only when not xxh3 (docs/gpu.md) */
     } else if (kind && !strcmp(kind, "digest")) {
         tpt_lprintf(l, "digest ");
         tpt_put_json(l, json_object_get(v, "digest"));
