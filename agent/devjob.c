@@ -29,13 +29,15 @@ static int lib_path(char *out, size_t n)
 {
     Dl_info di;
     const char *slash;
+    int len;
     if (!dladdr((void *)&tpa_dev_ready, &di) || di.dli_fname == NULL) return -1;
     slash = strrchr(di.dli_fname, '/');
-    if (slash == NULL) return snprintf(out, n, "libtpagent_cuda.so") >= (int)n ? -1 : 0;
-    return snprintf(out, n, "%.*s/libtpagent_cuda.so", (int)(slash - di.dli_fname), di.dli_fname) >=
-                   (int)n
-               ? -1
-               : 0;
+    if (slash == NULL)
+        len = snprintf(out, n, "libtpagent_cuda.so");
+    else
+        len =
+            snprintf(out, n, "%.*s/libtpagent_cuda.so", (int)(slash - di.dli_fname), di.dli_fname);
+    return len >= 0 && (size_t)len < n ? 0 : -1;
 }
 
 static bool off(const char *why)
