@@ -12,6 +12,15 @@
 
 #define P tpa_py
 
+/* devdigest.h numbers the element kinds as digest.h does (NVRTC cannot
+ * include digest.h): tpa_dev_enqueue hands one to the other. */
+#define SAME(k) ((int)TPD_##k == (int)TPA_DT_##k)
+_Static_assert(SAME(OTHER) && SAME(F32) && SAME(F64) && SAME(F16) && SAME(BF16) && SAME(I8) &&
+                   SAME(I16) && SAME(I32) && SAME(I64) && SAME(U8) && SAME(U16) && SAME(U32) &&
+                   SAME(U64) && SAME(BOOL),
+               "devdigest.h's element kinds are tpa_dtype's");
+#undef SAME
+
 static struct {
     int (*open)(char *, size_t);
     int (*enqueue)(const void *, size_t, int, int, void *, char *, size_t);

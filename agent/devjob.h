@@ -19,10 +19,6 @@
 #include "agent/digest.h"
 #include "agent/pyapi.h"
 
-/* The digest kinds a tensor leaf names (its twelfth element). */
-#define TPA_DKIND_HOST   "xxh3"
-#define TPA_DKIND_DEVICE "dev1"
-
 /* tpa_dev_ready opens the library and the CUDA runtime on the first call
  * and answers whether device digests are on.  GIL held. */
 bool tpa_dev_ready(void);

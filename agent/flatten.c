@@ -146,15 +146,6 @@ static int room(tpa_flat *f)
 
 /* ---- small helpers ---- */
 
-static PyObject *call0(PyObject *o, const char *name)
-{
-    PyObject *m = P.PyObject_GetAttrString(o, name), *r;
-    if (m == NULL) return NULL;
-    r = P.PyObject_CallNoArgs(m);
-    P.Py_DecRef(m);
-    return r;
-}
-
 static const char *utf8(PyObject *s, Py_ssize_t *n)
 {
     return P.PyUnicode_AsUTF8AndSize(s, n);
@@ -286,16 +277,16 @@ static PyObject *cpu_contiguous(PyObject *t, char *device, size_t dn, bool *copi
         P.Py_IncRef(t);
         return t;
     }
-    r = call0(t, "detach");
+    r = tpa_py_call0(t, "detach");
     if (r == NULL) return NULL;
     if (strcmp(device, "cpu") != 0 && !(stay && strcmp(device, "cuda") == 0)) {
         *copied = true;
-        c = call0(r, "cpu");
+        c = tpa_py_call0(r, "cpu");
         P.Py_DecRef(r);
         if (c == NULL) return NULL;
         r = c;
     }
-    c = call0(r, "is_contiguous");
+    c = tpa_py_call0(r, "is_contiguous");
     if (c == NULL) {
         P.Py_DecRef(r);
         return NULL;
@@ -304,7 +295,7 @@ static PyObject *cpu_contiguous(PyObject *t, char *device, size_t dn, bool *copi
     P.Py_DecRef(c);
     if (!contig) {
         *copied = true;
-        c = call0(r, "contiguous");
+        c = tpa_py_call0(r, "contiguous");
         P.Py_DecRef(r);
         r = c;
     }
@@ -313,7 +304,7 @@ static PyObject *cpu_contiguous(PyObject *t, char *device, size_t dn, bool *copi
 
 static long long int_of_call(PyObject *o, const char *name)
 {
-    PyObject *v = call0(o, name);
+    PyObject *v = tpa_py_call0(o, name);
     long long x;
     if (v == NULL) return -1;
     x = P.PyLong_AsLongLong(v);
@@ -408,7 +399,7 @@ static int defer_leaf(tpa_flat *f, PyObject *keep, bool copy, const char *dtype,
     tp_mp_bool(b, false);
     if (slot >= 0) {
         d.at_kind = b->len;
-        tp_mp_cstr(b, TPA_DKIND_DEVICE); /* four bytes: the job may patch it (job.h) */
+        tp_mp_cstr(b, TP_DKIND_DEV1); /* four bytes, as every kind the job may patch in (job.h) */
     }
     f->nleaves++;
     d.slot = slot;
@@ -429,6 +420,18 @@ static int defer_leaf(tpa_flat *f, PyObject *keep, bool copy, const char *dtype,
         P.PyErr_SetString(*P.Exc_RuntimeError, "out of memory for a deferred digest");
         return -1;
     }
+    return 0;
+}
+
+/* memory_of reads where contiguous tensor c's bytes are and how many: 0,
+ * or -1 (unreadable; a Python exception may be set). */
+static int memory_of(PyObject *c, const void **data, size_t *nbytes)
+{
+    long long ptr = int_of_call(c, "data_ptr"), numel = int_of_call(c, "numel"),
+              es = int_of_call(c, "element_size");
+    if (P.PyErr_Occurred() || numel < 0 || es <= 0 || (ptr == 0 && numel > 0)) return -1;
+    *data = (const void *)(uintptr_t)ptr;
+    *nbytes = (size_t)numel * (size_t)es;
     return 0;
 }
 
@@ -465,7 +468,6 @@ static int tensor_leaf(tpa_flat *f, PyObject *t, XXH3_state_t *parent)
     tp_stats st;
     const void *data = NULL;
     size_t nbytes = 0;
-    long long ptr = 0, numel = 0, es = 1;
     bool blob = false, large, copied;
     /* A CUDA tensor met where its digest can wait for the job stays on its
      * device, to be digested there (devjob.h). */
@@ -480,32 +482,25 @@ static int tensor_leaf(tpa_flat *f, PyObject *t, XXH3_state_t *parent)
         P.Py_DecRef(c);
         return unreadable(f, t, parent);
     }
-    if (strcmp(device, "meta") != 0) {
-        for (int pass = 0; pass < 2; pass++) {
-            ptr = int_of_call(c, "data_ptr");
-            numel = int_of_call(c, "numel");
-            es = int_of_call(c, "element_size");
-            if (P.PyErr_Occurred() || numel < 0 || es <= 0 || (ptr == 0 && numel > 0)) {
-                P.Py_DecRef(c);
-                return unreadable(f, t, parent);
-            }
-            data = (const void *)(uintptr_t)ptr;
-            nbytes = (size_t)numel * (size_t)es;
-            if (pass == 1 || !stay || strcmp(device, "cuda") != 0) break;
-            {
-                int slot = device_digest(f, c, dc->dt, data, nbytes);
-                if (slot >= 0)
-                    return defer_leaf(f, c, false, dc->name, dc->dt, shape, ndim, data, nbytes,
-                                      device, slot);
-            }
-            /* not on the device after all: a host copy, as without device digests */
-            {
-                PyObject *h = call0(c, "cpu");
-                P.Py_DecRef(c);
-                if (h == NULL) return unreadable(f, t, parent);
-                c = h;
-                copied = true;
-            }
+    if (strcmp(device, "meta") != 0 && memory_of(c, &data, &nbytes) != 0) {
+        P.Py_DecRef(c);
+        return unreadable(f, t, parent);
+    }
+    if (stay && strcmp(device, "cuda") == 0) {
+        int slot = device_digest(f, c, dc->dt, data, nbytes);
+        PyObject *h;
+        if (slot >= 0)
+            return defer_leaf(f, c, false, dc->name, dc->dt, shape, ndim, data, nbytes, device,
+                              slot);
+        /* not on the device after all: a host copy, as without device digests */
+        h = tpa_py_call0(c, "cpu");
+        P.Py_DecRef(c);
+        if (h == NULL) return unreadable(f, t, parent);
+        c = h;
+        copied = true;
+        if (memory_of(c, &data, &nbytes) != 0) {
+            P.Py_DecRef(c);
+            return unreadable(f, t, parent);
         }
     }
     large =
@@ -550,7 +545,7 @@ static int ndarray_leaf(tpa_flat *f, PyObject *a, XXH3_state_t *parent)
     memcpy(dtname, name, (size_t)nlen);
     dtname[nlen] = '\0';
     if (get_shape(a, shape, &ndim) != 0) goto bad;
-    bytes = call0(a, "tobytes");
+    bytes = tpa_py_call0(a, "tobytes");
     if (bytes == NULL || P.PyBytes_AsStringAndSize(bytes, &p, &n) != 0) goto bad;
     hash_memory(dtname, shape, ndim, p, (size_t)n, tpa_dtype_parse(dtname), d, &st);
     feed(parent, 'A', d, 16);
@@ -607,7 +602,7 @@ static int words(PyObject *o, Py_ssize_t n, uint32_t *w)
             size = sz ? P.PyLong_AsLongLong(sz) : -1;
             if (sz) P.Py_DecRef(sz);
         }
-        if (size != n || (l = call0(o, "tolist")) == NULL) goto end;
+        if (size != n || (l = tpa_py_call0(o, "tolist")) == NULL) goto end;
         o = l;
         k = classify(o);
     }
@@ -831,7 +826,7 @@ static size_t torch_rng_len(void)
     len = 0; /* torch registered: one answer, whatever it is */
     if (torch == NULL || (gen = P.PyObject_GetAttrString(torch, "default_generator")) == NULL)
         goto end;
-    st = call0(gen, "get_state");
+    st = tpa_py_call0(gen, "get_state");
     P.Py_DecRef(gen);
     if (st == NULL) goto end;
     len = int_of_call(st, "numel");

@@ -119,24 +119,15 @@ static int larger_first(const void *a, const void *b, void *items)
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
-static PyObject *call0(PyObject *o, const char *name)
-{
-    PyObject *m = P.PyObject_GetAttrString(o, name), *r;
-    if (m == NULL) return NULL;
-    r = P.PyObject_CallNoArgs(m);
-    P.Py_DecRef(m);
-    return r;
-}
-
 /* host_fallback digests a host copy of device item d, whose device digest
  * was lost, and patches its leaf's kind; "none" when no copy can be made. */
 static void host_fallback(tpa_deferred *d, tp_buf *body)
 {
-    PyObject *h = call0(d->keep, "cpu");
-    const char *kind = TPA_DKIND_HOST;
+    PyObject *h = tpa_py_call0(d->keep, "cpu");
+    const char *kind = TP_DKIND_XXH3;
     long long ptr = 0;
     if (h != NULL) {
-        PyObject *v = call0(h, "data_ptr");
+        PyObject *v = tpa_py_call0(h, "data_ptr");
         ptr = v ? P.PyLong_AsLongLong(v) : 0;
         if (v) P.Py_DecRef(v);
     }
@@ -145,7 +136,7 @@ static void host_fallback(tpa_deferred *d, tp_buf *body)
         memset(d->digest, 0, sizeof d->digest);
         d->st.sum = d->st.l2 = d->st.maxabs = NAN;
         d->st.nonfinite = 0;
-        kind = "none";
+        kind = TP_DKIND_NONE;
     } else {
         tpa_digest_tensor(d->dtype, d->shape, d->ndim, (const void *)(uintptr_t)ptr, d->nbytes,
                           d->dt, d->digest, &d->st);

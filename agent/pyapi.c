@@ -98,3 +98,12 @@ int tpa_pyapi_resolve(void)
     if (tpa_py.Exc_RuntimeError == NULL || tpa_py.Exc_TypeError == NULL) return -1;
     return 0;
 }
+
+PyObject *tpa_py_call0(PyObject *o, const char *name)
+{
+    PyObject *m = tpa_py.PyObject_GetAttrString(o, name), *r;
+    if (m == NULL) return NULL;
+    r = tpa_py.PyObject_CallNoArgs(m);
+    tpa_py.Py_DecRef(m);
+    return r;
+}

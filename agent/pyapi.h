@@ -99,6 +99,10 @@ typedef struct tpa_pyapi {
 /* tpa_py is the resolved table; valid after tpa_pyapi_resolve() returned 0. */
 extern tpa_pyapi tpa_py;
 
+/* tpa_py_call0 calls o's method name without arguments: a new reference,
+ * or NULL with a Python exception set. */
+PyObject *tpa_py_call0(PyObject *o, const char *name);
+
 /* tpa_pyapi_resolve fills tpa_py.  Returns 0 when every entry was found,
  * -1 otherwise (then the agent stays inert). */
 int tpa_pyapi_resolve(void);

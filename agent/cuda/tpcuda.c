@@ -272,7 +272,6 @@ static void reset(void)
 {
     nslots = 0;
     ngroups = 0;
-    memset(G, 0, sizeof G);
     memset(per_dev, 0, sizeof per_dev);
 }
 
