@@ -48,6 +48,7 @@ class _State:
     epochs = {}
     scaled = None  # id: weakref of each tensor GradScaler.scale returned, once one did
     covered = {}  # optimizer index: (groups, tensors) when its last cover event went out
+    extra_names = {}  # id: (weakref, name) of each untrained root module named (state._extra_names)
 
 
 S = _State

@@ -8,7 +8,7 @@ import weakref
 
 from . import events as _ev
 from .config import _cfg
-from .core import _tp, Digest, S, _indexed, _live
+from .core import _tp, Digest, S, _in_glue, _indexed, _live
 
 
 # Wrappers that train another module, and the attribute that holds it.
@@ -57,6 +57,84 @@ def _roots():
                 roots.append(_unwrap(m))
                 break
     return roots
+
+
+def _extras(trained):
+    """Root modules that hold tensors and no optimizer's parameter, creation
+    order: an EMA or a teacher copy of the model, a second model's BatchNorm
+    statistics.  What changes in them during training, or what a checkpoint
+    carries of them, is state as much as the trained model's is, so the
+    snapshot holds them too, each as module[<name>] (_extra_name).  None of
+    them shares a parameter with a trained root: such a root is trained
+    itself (_roots)."""
+    mods = _live(S.modules)
+    children = set()
+    for m in mods:
+        for c in m._modules.values():
+            if c is not None:
+                children.add(id(c))
+    seen = set(id(m) for m in trained)
+    out = []
+    for m in mods:
+        if id(m) in children:
+            continue
+        u = _unwrap(m)
+        if id(u) in seen:
+            continue
+        seen.add(id(u))
+        if next(u.parameters(), None) is not None or next(u.buffers(), None) is not None:
+            out.append(u)
+    return out
+
+
+def _extra_names(extras):
+    """The names of extras, one each: the variable or attribute that holds
+    the module (`ema` for `ema = AveragedModel(model)` or `self.ema = ...`),
+    found once per module (S.extra_names), else its class; a second module
+    of one name gets `#2`, and so on."""
+    names, used = [], set()
+    if len(S.extra_names) > 2 * len(extras) + 16:  # forget modules gone
+        S.extra_names = {k: v for k, v in S.extra_names.items() if v[0]() is not None}
+    for m in extras:
+        got = S.extra_names.get(id(m))
+        if got is None or got[0]() is not m:
+            got = (weakref.ref(m), _holder_name(m) or type(m).__name__)
+            S.extra_names[id(m)] = got
+        n, k = got[1], 1
+        while (n if k == 1 else "%s#%d" % (n, k)) in used:
+            k += 1
+        n = n if k == 1 else "%s#%d" % (n, k)
+        used.add(n)
+        names.append(n)
+    return names
+
+
+def _holder_name(m):
+    """The name under which the script holds m: a global of __main__, a local
+    of a frame of the calling stack outside the glue, or an attribute of
+    one of those (self.ema); None when none holds it."""
+    main = sys.modules.get("__main__")
+    for k, v in list(getattr(main, "__dict__", {}).items()):
+        if v is m and not k.startswith("__"):
+            return k
+    f = sys._getframe(1)
+    while f is not None:
+        if not _in_glue(f):
+            loc = f.f_locals
+            for k, v in list(loc.items()):
+                if v is m:
+                    return k
+            for v in list(loc.values()):
+                try:
+                    d = object.__getattribute__(v, "__dict__")
+                except Exception:
+                    continue
+                if isinstance(d, dict):
+                    for k, w in list(d.items()):
+                        if w is m and not k.startswith("__"):
+                            return k
+        f = f.f_back
+    return None
 
 
 def _any_roots():
@@ -109,6 +187,12 @@ def _snapshot(why, full=True):
                 names[id(p)] = n if len(roots) == 1 else pre + "." + n
             items.append((pre, params))
             items.append((pre, dict(m.named_buffers())))
+        extras = _extras(roots)
+        xnames = _extra_names(extras)
+        for n, m in zip(xnames, extras):
+            pre = "module[%s]" % n
+            items.append((pre, dict(m.named_parameters())))
+            items.append((pre, dict(m.named_buffers())))
     for j, o in enumerate(opts):
         pre = _indexed("optimizer", j, len(opts))
         if full:
@@ -133,8 +217,14 @@ def _snapshot(why, full=True):
     npr = sys.modules.get("numpy.random")
     if S.seeded["numpy"] and npr is not None:
         items.append(("rng.numpy", Digest(npr.get_state())))
-    _tp.emit("snapshot", _ev.snapshot(why) if full else _ev.snapshot(why, full=False), "leaves",
-             items)
+    if not full:
+        body = _ev.snapshot(why, full=False)
+    elif extras:
+        body = _ev.snapshot(why, modules=xnames,
+                            module_classes=[type(m).__name__ for m in extras])
+    else:
+        body = _ev.snapshot(why)
+    _tp.emit("snapshot", body, "leaves", items)
 
 
 def _opt_state(o, names):
@@ -163,10 +253,16 @@ def _param_names():
 
 def _module_path(m):
     m = _unwrap(m)
-    roots = _roots() or _any_roots()
+    trained = _roots()
+    roots = trained or _any_roots()
     for i, r in enumerate(roots):
         if r is m:
             return _indexed("model", i, len(roots))
+    if trained:
+        extras = _extras(trained)
+        for n, x in zip(_extra_names(extras), extras):
+            if x is m:
+                return "module[%s]" % n
     for i, r in enumerate(roots):
         for n, sub in r.named_modules():
             if sub is m:

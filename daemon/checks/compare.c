@@ -187,7 +187,8 @@ void tpd_compare(const tpd_items *a, int64_t a0, const tpd_items *b, int64_t b0,
                 while (j < bhi && (int)b->v[j].group < g) j++;
                 m = match(b, blo, bhi, j, x->group, x->path, occurrence(a, alo, k));
                 if (m == (size_t)-1) {
-                    if (!x->anchor) note(d, s + a0, s + b0, x->group, x->path, x, NULL, false);
+                    if (!x->anchor && x->group != TPD_G_MODULE)
+                        note(d, s + a0, s + b0, x->group, x->path, x, NULL, false);
                 } else {
                     tpd_eq eq = tpd_val_eq(&x->v, &b->v[m].v, o);
                     if (eq == TPD_UNSURE)
@@ -202,7 +203,9 @@ void tpd_compare(const tpd_items *a, int64_t a0, const tpd_items *b, int64_t b0,
             /* items only b has */
             for (size_t k = blo; k < bhi && !(d->found && d == &out->first_other); k++) {
                 const tpd_item *y = &b->v[k];
-                if ((int)y->group != g || y->anchor || (lit && tpd_induced(y))) continue;
+                if ((int)y->group != g || y->anchor || y->group == TPD_G_MODULE ||
+                    (lit && tpd_induced(y)))
+                    continue;
                 if (match(a, alo, ahi, (size_t)-1, y->group, y->path, occurrence(b, blo, k)) ==
                     (size_t)-1)
                     note(d, s + a0, s + b0, y->group, y->path, NULL, y, false);

@@ -6,6 +6,10 @@
  * rng, loss, grad, update, and items are matched by component path.
  * At a step that was light on either side (induction mode, obs.h), the
  * induced components (model tensors, optimizer state) are not compared.
+ * A module no optimizer trains (module[<name>]: an EMA, a teacher, a copy
+ * made for evaluation) is compared where both sides hold it: one side
+ * that holds a module the other does not (a copy one run made and the
+ * other did not yet) is not a divergence, its tensors differing is.
  * Comparison is exact (equal digests) unless the user declared a tolerance.
  * With a tolerance, a tensor whose digest differs is judged from its
  * statistics: they can prove a difference (FAIL) but never equality, so such

@@ -11,9 +11,16 @@ static const struct {
     const char *name;
     tpd_group g;
 } groups[] = {
-    {"data", TPD_G_DATA},           {"model", TPD_G_MODEL},   {"optimizer", TPD_G_OPTIMIZER},
-    {"scheduler", TPD_G_SCHEDULER}, {"scaler", TPD_G_SCALER}, {"rng", TPD_G_RNG},
-    {"loss", TPD_G_LOSS},           {"grad", TPD_G_GRAD},     {"update", TPD_G_UPDATE},
+    {"data", TPD_G_DATA},
+    {"model", TPD_G_MODEL},
+    {"module", TPD_G_MODULE},
+    {"optimizer", TPD_G_OPTIMIZER},
+    {"scheduler", TPD_G_SCHEDULER},
+    {"scaler", TPD_G_SCALER},
+    {"rng", TPD_G_RNG},
+    {"loss", TPD_G_LOSS},
+    {"grad", TPD_G_GRAD},
+    {"update", TPD_G_UPDATE},
 };
 
 tpd_group tpd_group_of(const char *path)
@@ -180,7 +187,7 @@ bool tpd_light(const tpd_items *l, int64_t step)
 bool tpd_induced(const tpd_item *it)
 {
     const char *p = it->path;
-    if (it->group == TPD_G_MODEL) return true;
+    if (it->group == TPD_G_MODEL || it->group == TPD_G_MODULE) return true;
     if (it->group != TPD_G_OPTIMIZER) return false;
     /* "optimizer.state..." or "optimizer[j].state..." */
     p += strlen("optimizer");
@@ -188,12 +195,58 @@ bool tpd_induced(const tpd_item *it)
     return strncmp(p, ".state", 6) == 0 && (p[6] == '.' || p[6] == '\0');
 }
 
+/* add_modules files the untrained modules a snapshot names (snapshot.modules
+ * and module_classes), each name once per process. */
+static tp_err add_modules(tpd_arena *a, tpd_proc *p, const tp_event *e)
+{
+    tp_mpr rn, rc;
+    uint32_t nn, nc;
+    if (tp_body_find(e, TPF_snapshot_modules, &rn) != TP_OK) return TP_OK;
+    if (tp_mpr_array(&rn, &nn) != TP_OK ||
+        tp_body_find(e, TPF_snapshot_module_classes, &rc) != TP_OK ||
+        tp_mpr_array(&rc, &nc) != TP_OK || nc != nn)
+        return TP_EPROTO;
+    for (uint32_t i = 0; i < nn; i++) {
+        const char *n, *c;
+        uint32_t ln, lc;
+        size_t k = 0;
+        tpd_module *v;
+        if (tp_mpr_str(&rn, &n, &ln) != TP_OK || tp_mpr_str(&rc, &c, &lc) != TP_OK)
+            return TP_EPROTO;
+        while (k < p->nmodules &&
+               !(strlen(p->modules[k].name) == ln && !memcmp(p->modules[k].name, n, ln)))
+            k++;
+        if (k < p->nmodules) continue;
+        v = tpd_arena_grow(a, p->modules, &p->modules_cap, p->nmodules + 1, sizeof *v);
+        if (v == NULL) return TP_ENOMEM;
+        p->modules = v;
+        v[p->nmodules].name = tpd_arena_strndup(a, n, ln);
+        v[p->nmodules].cls = tpd_arena_strndup(a, c, lc);
+        if (v[p->nmodules].name == NULL || v[p->nmodules].cls == NULL) return TP_ENOMEM;
+        p->nmodules++;
+    }
+    return TP_OK;
+}
+
+const tpd_module *tpd_proc_module(const tpd_proc *p, const char *path)
+{
+    size_t n;
+    if (strncmp(path, "module[", 7) != 0) return NULL;
+    n = strcspn(path + 7, "]");
+    for (size_t k = 0; k < p->nmodules; k++)
+        if (strlen(p->modules[k].name) == n && !strncmp(p->modules[k].name, path + 7, n))
+            return &p->modules[k];
+    return NULL;
+}
+
 static tp_err add_snapshot(tpd_arena *a, tpd_proc *p, const tp_event *e)
 {
     tp_mpr r;
     const char *why = body_str(a, e, TPF_snapshot_why);
     tpd_snap *s;
+    tp_err rc;
     if (why == NULL || tp_body_find(e, TPF_snapshot_leaves, &r) != TP_OK) return TP_EPROTO;
+    if ((rc = add_modules(a, p, e)) != TP_OK) return rc;
     if (strcmp(why, "backward") == 0) {
         bool full = true;
         if (tp_body_bool(e, TPF_snapshot_full, &full) == TP_OK && !full &&
@@ -204,7 +257,7 @@ static tp_err add_snapshot(tpd_arena *a, tpd_proc *p, const tp_event *e)
     if (strcmp(why, "final") == 0) {
         /* the state after the last step is compared like a step of its own */
         tp_mpr again = r;
-        tp_err rc = tpd_leaves_add(a, &p->timeline, &again, e->step, TPD_ORD(e->seq));
+        rc = tpd_leaves_add(a, &p->timeline, &again, e->step, TPD_ORD(e->seq));
         if (rc != TP_OK) return rc;
     }
     s = tpd_arena_grow(a, p->snaps, &p->snaps_cap, p->nsnaps + 1, sizeof *s);

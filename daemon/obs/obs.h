@@ -24,6 +24,7 @@
 typedef enum tpd_group {
     TPD_G_DATA = 0,
     TPD_G_MODEL,
+    TPD_G_MODULE, /* module[<name>]: a module no optimizer trains (an EMA, a teacher) */
     TPD_G_OPTIMIZER,
     TPD_G_SCHEDULER,
     TPD_G_SCALER,
@@ -37,7 +38,7 @@ typedef enum tpd_group {
 
 /* tpd_group_of classifies a component path by its first name. */
 tpd_group tpd_group_of(const char *path);
-/* tpd_group_name is "data", "model", ... */
+/* tpd_group_name is "data", "model", "module", ... */
 const char *tpd_group_name(tpd_group g);
 
 /* One observed value. */
@@ -99,7 +100,8 @@ typedef struct tpd_items {
 } tpd_items;
 
 /* tpd_induced: it is a component a light step leaves out (the model's
- * parameters and buffers, the optimizer's state). */
+ * parameters and buffers, those of the modules no optimizer trains, the
+ * optimizer's state). */
 bool tpd_induced(const tpd_item *it);
 
 /* tpd_step_cmp orders int64_t steps, for qsort and bsearch. */
@@ -157,6 +159,17 @@ typedef struct tpd_cover {
     tpd_tensor_ref *graded;
     uint32_t ngraded;
 } tpd_cover;
+
+/* A module the state holds that no optimizer trains (snapshot.modules): its
+ * components are module[<name>].<param>. */
+typedef struct tpd_module {
+    const char *name, *cls;
+} tpd_module;
+
+/* tpd_proc_module is the module a component path names (module[<name>]...)
+ * among p's, or NULL. */
+struct tpd_proc;
+const tpd_module *tpd_proc_module(const struct tpd_proc *p, const char *path);
 
 /* A snapshot outside the timeline: at a save, at exit, at an interruption. */
 typedef struct tpd_snap {
@@ -242,6 +255,8 @@ typedef struct tpd_proc {
     size_t nbatches, batches_cap;
     tpd_cover *covers; /* every cover event, in seq order */
     size_t ncovers, covers_cap;
+    tpd_module *modules; /* every untrained module a snapshot named, once each */
+    size_t nmodules, modules_cap;
 } tpd_proc;
 
 typedef struct tpd_exec {

@@ -158,6 +158,7 @@ static const char *group_text(tpd_group g)
     static const char *const t[TPD_G__COUNT] = {
         [TPD_G_DATA] = "the sample ids",
         [TPD_G_MODEL] = "the weights",
+        [TPD_G_MODULE] = "the modules no optimizer trains",
         [TPD_G_OPTIMIZER] = "the optimizer state",
         [TPD_G_SCHEDULER] = "the scheduler",
         [TPD_G_SCALER] = "the GradScaler",

@@ -86,6 +86,29 @@ void tpd_resume_explain(tpd_rctx *x, const tpd_cmp_result *cmp);
  * of I's checkpoints; NULL when an allocation failed. */
 json_t *tpd_resume_after_load_json(tpd_rctx *x);
 
+/* tpd_resume_explain_modules adds a line for each module no optimizer
+ * trains (module[<name>]) whose state R had after loading differs from
+ * I's when it saved: the checkpoint does not hold it, R never loaded it,
+ * or loaded another state (modules.c).  True when it added one. */
+bool tpd_resume_explain_modules(tpd_rctx *x);
+
+/* Shared by why.c and modules.c:
+ * tpd_resume_from_checkpoint reports whether restore r put back content of
+ * one of I's files in the window (a restore without a manifest, from an
+ * agent that sent none, counts as one);
+ * tpd_resume_reference picks what I had at the aligned point: its
+ * start-of-step snapshot of step c when it exists (*same_point), else its
+ * snapshot at the save;
+ * tpd_resume_manifest_has reports whether one of I's checkpoint files in
+ * the window holds a leaf whose path ends with key and, when v is given,
+ * whose digest equals v's;
+ * tpd_resume_within is the part of a component path after its root, as a
+ * checkpoint keys it. */
+bool tpd_resume_from_checkpoint(const tpd_rctx *x, const tpd_restore *r);
+const tpd_items *tpd_resume_reference(const tpd_rctx *x, int64_t *step, bool *same_point);
+bool tpd_resume_manifest_has(const tpd_rctx *x, const tpd_val *v, const char *key);
+const char *tpd_resume_within(const char *path, tpd_group g);
+
 /* tpd_resume_base is the file name of path, or "a buffer" for NULL. */
 const char *tpd_resume_base(const char *path);
 /* tpd_resume_same_digest: both checkpoints have a content digest, equal. */

@@ -48,10 +48,10 @@ static int rng_index(const char *obj)
     return -1;
 }
 
-/* from_checkpoint reports whether restore r put back content of one of I's
+/* tpd_resume_from_checkpoint reports whether restore r put back content of one of I's
  * files in the window.  A restore without a manifest (an agent that did not
  * send one) is taken to come from the checkpoint, as before. */
-static bool from_checkpoint(ctx *x, const tpd_restore *r)
+bool tpd_resume_from_checkpoint(const tpd_rctx *x, const tpd_restore *r)
 {
     const tpd_ckpt *l;
     if (!r->has_manifest) return true;
@@ -63,9 +63,10 @@ static bool from_checkpoint(ctx *x, const tpd_restore *r)
     return false;
 }
 
-/* restore_group is the group a restore's `what` puts back, TPD_G_OTHER for
- * an RNG or anything unknown. */
-static tpd_group restore_group(const char *what)
+/* restore_group is the group a restore's `what` puts back (a module no
+ * optimizer trains, `obj` module[<name>], its own), TPD_G_OTHER for an RNG
+ * or anything unknown. */
+static tpd_group restore_group(const char *what, const char *obj)
 {
     static const struct {
         const char *what;
@@ -74,6 +75,7 @@ static tpd_group restore_group(const char *what)
              {"optimizer", TPD_G_OPTIMIZER},
              {"scheduler", TPD_G_SCHEDULER},
              {"scaler", TPD_G_SCALER}};
+    if (!strcmp(what, "module") && obj != NULL && !strncmp(obj, "module[", 7)) return TPD_G_MODULE;
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
         if (!strcmp(what, t[i].what)) return t[i].g;
     return TPD_G_OTHER;
@@ -88,7 +90,7 @@ static void collect_restores(ctx *x, restored *rs)
         tpd_group g;
         int k;
         if (r->seq < x->loaded->seq || r->what == NULL) continue;
-        ours = from_checkpoint(x, r);
+        ours = tpd_resume_from_checkpoint(x, r);
         if (!strcmp(r->what, "rng") && (k = rng_index(r->obj)) >= 0) {
             if (r->op && !strcmp(r->op, "seed")) {
                 rs->rng_seeded[k] = true;
@@ -104,7 +106,7 @@ static void collect_restores(ctx *x, restored *rs)
             }
             continue;
         }
-        if ((g = restore_group(r->what)) == TPD_G_OTHER) continue;
+        if ((g = restore_group(r->what, r->obj)) == TPD_G_OTHER) continue;
         if (ours) {
             rs->ours[g] = true;
         } else {
@@ -138,10 +140,10 @@ static const char *group_noun(tpd_group g)
     }
 }
 
-/* reference picks what I had at the aligned point: its start-of-step
+/* tpd_resume_reference picks what I had at the aligned point: its start-of-step
  * snapshot of step c (taken just before it was ended) when it exists, else its
  * snapshot at the save.  *same_point says the former. */
-static const tpd_items *reference(ctx *x, int64_t *step, bool *same_point)
+const tpd_items *tpd_resume_reference(const tpd_rctx *x, int64_t *step, bool *same_point)
 {
     static tpd_items none;
     for (size_t i = 0; i < x->pi->timeline.n; i++)
@@ -218,12 +220,13 @@ static bool explain_after_load(ctx *x, const restored *rs)
     /* same_point false: the reference is I's snapshot at the save, before the
      * forward pass that R's first snapshot follows; buffers updated in the
      * forward pass (batch-norm statistics) may then differ legitimately. */
-    const tpd_items *ref = reference(x, &rstep, &same_point);
+    const tpd_items *ref = tpd_resume_reference(x, &rstep, &same_point);
     for (int g = TPD_G_MODEL; g <= TPD_G_RNG; g++) {
         char lines[2048] = "";
         size_t used = 0;
         after_load al;
-        if (g == TPD_G_RNG) continue; /* RNGs are explained on their own */
+        /* RNGs and untrained modules are explained on their own */
+        if (g == TPD_G_RNG || g == TPD_G_MODULE) continue;
         compare_after_load(x, ref, rstep, (tpd_group)g, &al);
         for (int i = 0; i < al.nex; i++) {
             char va[256], vb[256];
@@ -289,7 +292,7 @@ json_t *tpd_resume_after_load_json(tpd_rctx *x)
     if (x->pi == NULL || x->pr == NULL || x->armed == NULL || x->loaded == NULL) return json_null();
     if ((arr = json_array()) == NULL) return NULL;
     collect_restores(x, &rs);
-    ref = reference(x, &rstep, &same_point);
+    ref = tpd_resume_reference(x, &rstep, &same_point);
     for (int g = TPD_G_MODEL; g <= TPD_G_RNG; g++) {
         json_t *o = json_object(), *ex = json_array();
         const char *restored_how, *by;
@@ -335,13 +338,13 @@ static bool ends_with(const char *path, const char *key)
            (n == kl || path[n - kl - 1] == '.' || path[n - kl - 1] == ']');
 }
 
-/* manifest_has reports whether any of I's checkpoint files in the window
+/* tpd_resume_manifest_has reports whether any of I's checkpoint files in the window
  * holds a leaf whose path ends with key and, when v is given, whose digest
  * equals v's.  Both are needed for tensors: equal small tensors (a counter
  * of 4 and Adam's step of 4) are common.  A digest that cannot be compared
  * with v's (of another kind, or none made) counts as equal under a key:
  * what cannot be shown missing is not reported missing. */
-static bool manifest_has(ctx *x, const tpd_val *v, const char *key)
+bool tpd_resume_manifest_has(const tpd_rctx *x, const tpd_val *v, const char *key)
 {
     for (size_t i = 0; i < x->pi->nckpts; i++) {
         const tpd_ckpt *s = &x->pi->ckpts[i];
@@ -360,10 +363,10 @@ static bool manifest_has(ctx *x, const tpd_val *v, const char *key)
     return false;
 }
 
-/* within is the part of a component path after its root ("model.fc.w" and
+/* tpd_resume_within is the part of a component path after its root ("model.fc.w" and
  * "model[1].fc.w" give "fc.w"); for optimizer state, the state's own name
  * ("...exp_avg" gives "exp_avg"), since checkpoints key it by index. */
-static const char *within(const char *path, tpd_group g)
+const char *tpd_resume_within(const char *path, tpd_group g)
 {
     const char *p;
     if (g == TPD_G_OPTIMIZER) {
@@ -385,14 +388,16 @@ static bool explain_manifest(ctx *x)
         const tpd_item *a = &snap->v[i];
         switch (a->group) {
         case TPD_G_MODEL:
-            if (a->v.kind == 't' && !manifest_has(x, &a->v, within(a->path, a->group)) &&
+            if (a->v.kind == 't' &&
+                !tpd_resume_manifest_has(x, &a->v, tpd_resume_within(a->path, a->group)) &&
                 nmodel++ < MAX_EXAMPLES)
                 snprintf(model + strlen(model), sizeof model - strlen(model), "%s%s",
                          nmodel > 1 ? ", " : "", a->path);
             break;
         case TPD_G_OPTIMIZER:
             if (a->v.kind == 't' && !strncmp(a->path, "optimizer", 9) &&
-                strstr(a->path, ".state.") && !manifest_has(x, &a->v, within(a->path, a->group)) &&
+                strstr(a->path, ".state.") &&
+                !tpd_resume_manifest_has(x, &a->v, tpd_resume_within(a->path, a->group)) &&
                 nopt++ < MAX_EXAMPLES)
                 snprintf(opt + strlen(opt), sizeof opt - strlen(opt), "%s%s", nopt > 1 ? ", " : "",
                          a->path);
@@ -404,7 +409,7 @@ static bool explain_manifest(ctx *x)
             scaler = true;
             break;
         case TPD_G_RNG:
-            if (!manifest_has(x, &a->v, NULL))
+            if (!tpd_resume_manifest_has(x, &a->v, NULL))
                 snprintf(rng + strlen(rng), sizeof rng - strlen(rng), "%s%s", rng[0] ? ", " : "",
                          a->path);
             break;
@@ -425,12 +430,12 @@ static bool explain_manifest(ctx *x)
                     "the checkpoint does not hold the optimizer state: %s%s", opt,
                     nopt > MAX_EXAMPLES ? ", ..." : "");
     }
-    if (sched && !manifest_has(x, NULL, "last_epoch")) {
+    if (sched && !tpd_resume_manifest_has(x, NULL, "last_epoch")) {
         any = true;
         tpd_why_add(&x->why, "not_in_checkpoint",
                     "the checkpoint holds no scheduler state (no last_epoch)");
     }
-    if (scaler && !manifest_has(x, NULL, "_growth_tracker")) {
+    if (scaler && !tpd_resume_manifest_has(x, NULL, "_growth_tracker")) {
         any = true;
         tpd_why_add(&x->why, "not_in_checkpoint", "the checkpoint holds no GradScaler state");
     }
@@ -541,6 +546,7 @@ void tpd_resume_explain(tpd_rctx *x, const tpd_cmp_result *cmp)
     told |= explain_steps(x, d);
     told |= explain_rng(x, &rs, d);
     told |= explain_after_load(x, &rs);
+    told |= tpd_resume_explain_modules(x);
     told |= explain_manifest(x);
     /* the files I saved that R never loaded, among those that hold training
      * state (not a pickled configuration such as HF's training_args.bin) */
@@ -572,8 +578,8 @@ void tpd_resume_explain(tpd_rctx *x, const tpd_cmp_result *cmp)
             &x->why, "outside_checkpoint",
             "everything the checkpoint restored matches the state when it was saved, yet the "
             "runs diverge: look outside the checkpoint -- the data pipeline position, plain "
-            "Python attributes (a step counter, a hand-written schedule), nondeterministic "
-            "kernels%s",
+            "Python attributes (a step counter, a hand-written schedule)%s (A and B agree, so "
+            "the training is deterministic where they were compared)",
             x->pr != NULL && x->pr->world > 1
                 ? "; or another rank's state: this check follows rank 0, and every rank's "
                   "data and RNG feed the gradients the ranks average"
