@@ -54,7 +54,8 @@ static json_t *init_evidence(ctx *x)
         !tpd_jset(o, "at", json_string("the first backward, before any optimizer step (update 0)"));
     bad |= !tpd_jset(o, "comparison", json_string("exact (equal digests)"));
     for (int g = TPD_G_MODEL; g <= TPD_G_RNG; g++)
-        bad |= !tpd_jset(cmp, tpd_group_name((tpd_group)g), tpd_json_int(x->init_cmp[g]));
+        if (g != TPD_G_MODULE || x->init_cmp[g] > 0) /* untrained modules: when there are any */
+            bad |= !tpd_jset(cmp, tpd_group_name((tpd_group)g), tpd_json_int(x->init_cmp[g]));
     bad |= !tpd_jset(o, "compared", cmp);
     bad |= !tpd_jset(o, "not_compared",
                      json_pack("{s:I}", "batchnorm_running_stats", (json_int_t)x->init_skipped));

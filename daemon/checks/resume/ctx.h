@@ -46,6 +46,10 @@ typedef struct tpd_rctx {
      * numbering, at which both runs' model and optimizer state was compared
      * (-1: none), and the step after the last both trained */
     int64_t state_last, state_end;
+    /* a save after the aligned point whose content differs (saves.c): A's,
+     * B's of the same file (NULL: none), and the divergence's path */
+    const tpd_ckpt *save_a, *save_b;
+    char save_path[512];
 } tpd_rctx;
 
 /* tpd_resume_locate decides whether cmp's first divergence (or first
@@ -91,6 +95,15 @@ json_t *tpd_resume_after_load_json(tpd_rctx *x);
  * I's when it saved: the checkpoint does not hold it, R never loaded it,
  * or loaded another state (modules.c).  True when it added one. */
 bool tpd_resume_explain_modules(tpd_rctx *x);
+
+/* tpd_resume_saves finds, when R matched A at every step, the first save
+ * of A's after the aligned point whose entries differ from R's save of the
+ * same file at the same step, where B's save agrees with A's (saves.c):
+ * state no snapshot digests.  It fills d (group other, path
+ * file[<name>].<entry>) and returns true; false when every such save
+ * matched.  tpd_resume_explain_save says what it found. */
+bool tpd_resume_saves(tpd_rctx *x, tpd_div *d);
+void tpd_resume_explain_save(tpd_rctx *x, const tpd_div *d);
 
 /* Shared by why.c and modules.c:
  * tpd_resume_from_checkpoint reports whether restore r put back content of

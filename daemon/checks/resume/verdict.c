@@ -428,6 +428,10 @@ tp_err tpd_verdict_resume(const tpd_run *r, const tpd_cmp_opts *o, tpd_result *o
                         ra.first_unsure.path);
         return finish(&x, TPD_ABSTAIN, &ra, "R", out);
     }
+    if (tpd_resume_saves(&x, &ra.first)) {
+        tpd_resume_explain_save(&x, &ra.first);
+        return finish(&x, TPD_FAIL, &ra, "R", out);
+    }
     tpd_resume_anchors(&x);
     tpd_str_printf(&x.head, "  R matched A at every step from %lld on (%lld steps compared",
                    (long long)x.c, (long long)ra.steps);
