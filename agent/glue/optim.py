@@ -3,6 +3,8 @@
 # gradients, and one after), step(closure), zero_grad (which, set_to_none)
 # and gradient clipping.  An optimizer's step is what counts training steps
 # (core._advance).
+import weakref
+
 from .core import (
     _tp, S, _advance, _arg0, _depth, _enter, _fail, _index, _indexed, _interrupt, _is_wrapped,
     _leave, _off, _wrap_function, _wrap_method, _wraps)
@@ -32,7 +34,10 @@ def _step_pre(opt, via):
             k += 1
         idx = _index(S.optimizers, opt)
         sig = (len(opt.param_groups), len(params))
-        if S.covered.get(idx) != sig:
+        changed = S.covered.get(idx) != sig  # its first step, or add_param_group
+        if changed:
+            _Graded.key = None  # list the roots' parameters again
+        if _graded_grew() or changed:
             S.covered[idx] = sig
             _cover(opt, idx)
         body = _ev.step("pre", idx, type(opt).__name__,
@@ -47,6 +52,63 @@ def _step_pre(opt, via):
         return None
 
 
+class _Graded:
+    """The parameters of the live root modules seen holding a gradient at a
+    step's pre event (_graded_grew)."""
+
+    key = None  # (len(S.modules), its last weakref) when `unseen` was listed
+    unseen = []  # weakrefs of the roots' parameters never seen holding a gradient
+    seen = {}  # id: weakref of each parameter seen holding one
+
+
+def _graded_list(key):
+    """Lists again the roots' parameters not seen holding a gradient (the
+    module registry or an optimizer's param groups changed).  A parameter
+    freed since it was seen is forgotten: a new one may take its id."""
+    G = _Graded
+    G.seen = {i: r for i, r in G.seen.items() if r() is not None}
+    unseen, ids = [], set()
+    for m in _any_roots():
+        for p in m.parameters():
+            if id(p) in ids or id(p) in G.seen:  # a live seen one holds its id
+                continue
+            ids.add(id(p))
+            unseen.append(weakref.ref(p))
+    G.unseen, G.key = unseen, key
+
+
+def _graded_grew():
+    """Whether a parameter of the live root modules holds a gradient now
+    that held none at any earlier pre event of this process (a frozen one
+    unfrozen with requires_grad_(True), a module first reached by the
+    backward): then the optimizer stepping sends its cover event again, and
+    the daemon finds such a parameter that no optimizer holds.  Only the
+    parameters never seen with a gradient are looked at (`p.grad is not
+    None`, no tensor read), from a list kept until the module registry
+    changes: with every parameter trained, nothing at all.  Never raises."""
+    G = _Graded
+    mods = S.modules
+    key = (len(mods), mods[-1] if mods else None)
+    try:
+        if G.key is None or G.key[0] != key[0] or G.key[1] is not key[1]:
+            _graded_list(key)
+        grew, gone = False, 0
+        for r in G.unseen:
+            p = r()
+            if p is None:
+                gone += 1
+            elif p.grad is not None:
+                G.seen[id(p)] = r
+                grew, gone = True, gone + 1
+        if gone:  # keep the rest; nothing is rebuilt while nothing changes
+            G.unseen = [r for r in G.unseen if r() is not None and G.seen.get(id(r())) is not r]
+        return grew
+    except Exception:  # reported once: nothing more is looked at until the registry changes
+        G.unseen, G.key = [], key
+        _fail("optimizer.cover")
+        return False
+
+
 def _shape(t):
     return "x".join(str(d) for d in t.shape) or "-"
 
@@ -54,7 +116,9 @@ def _shape(t):
 def _cover(opt, idx):
     """A `cover` event: which tensors optimizer idx steps, and which
     parameters of the live root modules hold a gradient now, just before its
-    first step (and again when its param groups change: add_param_group).
+    first step, and again when its param groups change (add_param_group) or
+    when a parameter holds a gradient that held none at any earlier step
+    (_graded_grew).
     The daemon's health check finds from them a trained parameter in no
     optimizer, a tensor in two, an optimizer built for tensors no backward
     reaches.  Parameters are named as the snapshot names them

@@ -149,7 +149,8 @@ typedef struct tpd_tensor_ref {
 
 /* A cover event (filed by cover.c): optimizer opt's tensors, in group order,
  * and the parameters of the live modules that held a gradient, just before
- * its first step (and when its param groups changed). */
+ * its first step (and when its param groups changed, or a parameter first
+ * held a gradient). */
 typedef struct tpd_cover {
     uint64_t seq;
     int64_t step, opt;

@@ -2,7 +2,8 @@
 # optim_test.py -- agent/glue/optim.py against real torch: a tiny training
 # loop's step (pre with gradients, post), zero_grad, step(closure),
 # clipping, an optimizer's load_state_dict, and its cover event (its tensors
-# and the parameters holding gradients, at its first step).
+# and the parameters holding gradients, at its first step, and again when a
+# parameter first holds a gradient later: one unfrozen).
 import unittest
 
 from glue_boot import boot, run
@@ -76,6 +77,76 @@ class OptimTest(unittest.TestCase):
         c = tp.of("cover")[-1]
         self.assertEqual(len(tp.of("cover")), 2)
         self.assertEqual(c["groups"], [0, 0, 1, 1])
+
+    def unfrozen(self, add):
+        """An embedding frozen at the start and unfrozen at step 3 (added to
+        the optimizer then when add), 5 steps; the covers and the
+        embedding's weight before and after."""
+
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.emb = torch.nn.Embedding(10, 4)
+                self.head = torch.nn.Linear(4, 2)
+
+            def forward(self, x):
+                return self.head(self.emb(x).mean(1))
+
+        torch.manual_seed(0)
+        m = Net()
+        m.emb.requires_grad_(False)
+        opt = torch.optim.SGD(m.head.parameters(), lr=0.1)
+        x = torch.randint(0, 10, (8, 3))
+        covers, before = [], None
+        for step in range(5):
+            if step == 3:
+                m.emb.requires_grad_(True)
+                before = m.emb.weight.detach().clone()
+                if add:
+                    opt.add_param_group({"params": [m.emb.weight]})
+            opt.zero_grad()
+            m(x).pow(2).mean().backward()
+            opt.step()
+            covers.append(len(tp.of("cover")))
+        return m, covers, before
+
+    def test_cover_again_when_a_parameter_first_holds_a_gradient(self):
+        m, covers, before = self.unfrozen(add=False)
+        # one at the first step, one at step 3 (the embedding's first gradient), no more
+        self.assertEqual(covers, [1, 1, 1, 2, 2])
+        c = tp.of("cover")[-1]
+        self.assertEqual(c["params"], ["model.head.weight", "model.head.bias"])
+        self.assertIn("model.emb.weight", c["graded"])
+        self.assertNotIn("model.emb.weight", tp.of("cover")[0]["graded"])
+        kinds = [e[0] for e in tp.events if e[0] in ("cover", "step")]
+        self.assertEqual(kinds[7:9], ["cover", "step"])  # just before step 3's pre event
+        # the agent changed nothing: the embedding, in no optimizer, never moved
+        self.assertTrue(torch.equal(m.emb.weight, before))
+        self.assertEqual(tp.errors, [])
+
+    def test_one_cover_when_the_unfrozen_parameter_is_added(self):
+        m, covers, before = self.unfrozen(add=True)
+        self.assertEqual(covers, [1, 1, 1, 2, 2])  # add_param_group and the gradient: one
+        c = tp.of("cover")[-1]
+        self.assertEqual(c["params"], ["model.head.weight", "model.head.bias", "model.emb.weight"])
+        self.assertIn("model.emb.weight", c["graded"])
+        self.assertFalse(torch.equal(m.emb.weight, before))
+        self.assertEqual(tp.errors, [])
+
+    def test_nothing_looked_at_once_every_parameter_held_a_gradient(self):
+        m = model()
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        opt.zero_grad()
+        m(torch.randn(8, 4)).pow(2).mean().backward()
+        opt.step()
+        live = {id(p) for p in m.parameters()}
+        G = glue.optim._Graded
+        self.assertFalse([r for r in G.unseen if id(r()) in live])
+        self.assertTrue(live <= set(G.seen))
+        key = G.key
+        opt.step()
+        self.assertIs(G.key, key)  # the list is not made again while nothing changes
+        self.assertEqual(len(tp.of("cover")), 1)
 
     def test_cover_names_a_module_no_optimizer_holds_by_its_class(self):
         m = model()

@@ -3,12 +3,17 @@
  * backward's "scaled" (obs/marks.c), from batches built with the tests'
  * encoder and decoded by the wire decoder: every field of a cover, several
  * covers in seq order, empty arrays, parallel arrays of unequal lengths and
- * bodies the schema would refuse (TP_EPROTO), scaled true, false and absent. */
+ * bodies the schema would refuse (TP_EPROTO), scaled true, false and absent;
+ * and the health check's coverage verdict (checks/health/cover.c) over
+ * covers built by hand: a parameter in no optimizer that starts to receive
+ * gradients at a later cover (unfrozen), the same one added to the
+ * optimizer, and one left out from the first step. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "daemon/base/arena.h"
+#include "daemon/checks/health/ctx.h"
 #include "daemon/obs/obs.h"
 #include "tests/unit/batches.h"
 
@@ -397,6 +402,122 @@ START_TEST(test_backward_scaled)
 }
 END_TEST
 
+/* ---- the health check's coverage over later covers ---- */
+
+static tpd_tensor_ref HEAD[] = {{"model.head.weight", "4x8", 1, 0}, {"model.head.bias", "4", 2, 0}};
+static tpd_tensor_ref EMB = {"model.emb.weight", "16x8", 3, 1};
+
+/* A process of one optimizer (SGD over the head) stepping 5 times (steps
+ * 0-4, pre events at seq 10, 20, ...), its cover events given, and the
+ * judging context over it. */
+typedef struct hfix {
+    tpd_proc p;
+    tpd_hrow rows[5];
+    tpd_hctx x;
+} hfix;
+
+static void hfix_init(hfix *f, tpd_cover *covers, size_t n)
+{
+    memset(f, 0, sizeof *f);
+    f->p.covers = covers;
+    f->p.ncovers = f->p.covers_cap = n;
+    for (int i = 0; i < 5; i++) {
+        f->rows[i].step = i;
+        f->rows[i].pre_seq = 10 * (uint64_t)(i + 1);
+        f->rows[i].nparams = f->rows[i].ngrads = -1;
+    }
+    f->x.p = &f->p;
+    f->x.rows = f->rows;
+    f->x.nrows = 5;
+    f->x.a = tpd_arena_create();
+    ck_assert_ptr_nonnull(f->x.a);
+}
+
+static void hfix_free(hfix *f)
+{
+    tpd_str_free(&f->x.value);
+    tpd_str_free(&f->x.head);
+    tpd_why_free(&f->x.why);
+    tpd_arena_destroy(f->x.a);
+}
+
+static tpd_cover cover_at(uint64_t seq, int64_t step, tpd_tensor_ref *params, uint32_t nparams,
+                          tpd_tensor_ref *graded, uint32_t ngraded)
+{
+    tpd_cover c = {seq, step, 0, "SGD", params, nparams, graded, ngraded};
+    return c;
+}
+
+static bool why_has(const hfix *f, const char *phrase)
+{
+    return f->x.why.text.s != NULL && strstr(f->x.why.text.s, phrase) != NULL;
+}
+
+/* Frozen at the start, unfrozen at step 3 and never added: the cover the
+ * agent sends then (the union of parameters with a gradient grew) fails
+ * at step 3, named, saying when it started. */
+START_TEST(test_cover_unfrozen_not_added_fails_at_its_step)
+{
+    tpd_tensor_ref graded[] = {HEAD[0], HEAD[1], EMB};
+    tpd_cover covers[2];
+    hfix f;
+    graded[2].group = -1;
+    covers[0] = cover_at(9, 0, HEAD, 2, HEAD, 2);
+    covers[1] = cover_at(39, 3, HEAD, 2, graded, 3);
+    hfix_init(&f, covers, 2);
+    ck_assert(tpd_health_cover(&f.x));
+    ck_assert(f.x.found);
+    ck_assert_int_eq(f.x.step, 3);
+    ck_assert_uint_eq(f.x.row, 3);
+    ck_assert_str_eq(f.x.path, "model.emb.weight");
+    ck_assert_str_eq(tpd_str_cstr(&f.x.value),
+                     "started to receive gradients at step 3; in no optimizer's param groups");
+    ck_assert(why_has(&f, "model.emb.weight started to receive gradients at step 3"));
+    ck_assert(why_has(&f, "it was never added to an optimizer (add_param_group)"));
+    ck_assert(why_has(&f, "in no row's grad_norm"));
+    ck_assert(!why_has(&f, "first step"));
+    hfix_free(&f);
+}
+END_TEST
+
+/* The same, added with add_param_group when unfrozen: covered. */
+START_TEST(test_cover_unfrozen_added_passes)
+{
+    tpd_tensor_ref params[] = {HEAD[0], HEAD[1], EMB};
+    tpd_tensor_ref graded[] = {HEAD[0], HEAD[1], EMB};
+    tpd_cover covers[2];
+    hfix f;
+    covers[0] = cover_at(9, 0, HEAD, 2, HEAD, 2);
+    covers[1] = cover_at(39, 3, params, 3, graded, 3);
+    hfix_init(&f, covers, 2);
+    ck_assert(!tpd_health_cover(&f.x));
+    ck_assert(!f.x.found);
+    hfix_free(&f);
+}
+END_TEST
+
+/* Left out from the first step: judged at the first cover, as before (its
+ * explanation unchanged), not again at a later one. */
+START_TEST(test_cover_left_out_from_the_first_step)
+{
+    tpd_tensor_ref graded[] = {HEAD[0], HEAD[1], EMB};
+    tpd_cover covers[2];
+    hfix f;
+    covers[0] = cover_at(9, 0, HEAD, 2, graded, 3);
+    covers[1] = cover_at(39, 3, HEAD, 2, graded, 3);
+    hfix_init(&f, covers, 2);
+    ck_assert(tpd_health_cover(&f.x));
+    ck_assert_int_eq(f.x.step, 0);
+    ck_assert_str_eq(f.x.path, "model.emb.weight");
+    ck_assert_str_eq(tpd_str_cstr(&f.x.value), "held a gradient; in no optimizer's param groups");
+    ck_assert(why_has(&f, "model.emb.weight held a gradient at step 0, before optimizer[0]'s "
+                          "first step, and is in none of the param groups of the 1 optimizer "
+                          "that stepped (2 tensors in all)"));
+    ck_assert(!why_has(&f, "started to receive"));
+    hfix_free(&f);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("cover");
@@ -408,6 +529,9 @@ static Suite *suite(void)
     tcase_add_test(tc, test_cover_unequal_lengths);
     tcase_add_test(tc, test_cover_unvalidated_bodies);
     tcase_add_test(tc, test_backward_scaled);
+    tcase_add_test(tc, test_cover_unfrozen_not_added_fails_at_its_step);
+    tcase_add_test(tc, test_cover_unfrozen_added_passes);
+    tcase_add_test(tc, test_cover_left_out_from_the_first_step);
     suite_add_tcase(s, tc);
     return s;
 }

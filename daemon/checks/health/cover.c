@@ -1,14 +1,19 @@
 /* SPDX-License-Identifier: MIT
  * cover.c -- optimizer coverage, from the cover events (obs/cover.c): which
  * tensors each optimizer steps, and which parameters of the live modules
- * held a gradient just before its first step.  Checked in this order, the
- * first one found is the failure (verdict.h):
+ * held a gradient just before its first step, when its param groups
+ * changed, and when a parameter first held a gradient.  Checked in this
+ * order, the first one found is the failure (verdict.h):
  *   optimizer[K].params  at its first step none of optimizer K's tensors
  *                        held a gradient, while parameters that did are in
  *                        no optimizer (built for another copy of the model);
  *   <param>              a parameter held a gradient and is in no
  *                        optimizer (never updated), unless the snapshots
- *                        show its value changed anyway;
+ *                        show its value changed anyway: at an optimizer's
+ *                        first step, or at a later cover event (the agent
+ *                        sends one when a parameter first holds a gradient,
+ *                        one unfrozen with requires_grad_(True)), judged at
+ *                        the first cover that lists it with a gradient;
  *   <param>              a tensor is twice in one optimizer's groups, or in
  *                        two optimizers that both stepped with no backward
  *                        call between (its gradient applied twice). */
@@ -231,16 +236,38 @@ static const tpd_val *snap_tensor(const ctx *x, const char *path, bool final, in
     return NULL;
 }
 
+/* graded_before: an earlier cover event than ci lists tensor id among the
+ * parameters that held a gradient. */
+static bool graded_before(const ctx *x, size_t ci, int64_t id)
+{
+    for (size_t k = 0; k < ci; k++)
+        for (uint32_t j = 0; j < x->p->covers[k].ngraded; j++)
+            if (x->p->covers[k].graded[j].id == id) return true;
+    return false;
+}
+
+/* orphan: cover ci's graded tensor j is in no optimizer's groups and is
+ * judged there: at an optimizer's first step every such one (as before any
+ * later cover), at a later cover only one that no earlier cover lists with
+ * a gradient (it started to receive gradients then). */
+static bool orphan(const ctx *x, const held *h, size_t ci, bool first, uint32_t j)
+{
+    const tpd_cover *c = &x->p->covers[ci];
+    if (has_id(h->ids, h->n, c->graded[j].id)) return false;
+    return first || !graded_before(x, ci, c->graded[j].id);
+}
+
 static bool check_left_out(ctx *x, const held *h, size_t ci)
 {
     const tpd_cover *c = &x->p->covers[ci];
+    bool first = tpd_health_cover_first(x, ci);
     for (uint32_t j = 0; j < c->ngraded; j++) {
         const tpd_tensor_ref *g = &c->graded[j];
         const tpd_val *d0 = NULL, *d1 = NULL;
         int64_t s0 = c->step;
         bool *out;
         size_t nout = 0;
-        if (has_id(h->ids, h->n, g->id)) continue;
+        if (!orphan(x, h, ci, first, j)) continue;
         if (g->name[0]) {
             d0 = snap_tensor(x, g->name, false, &s0);
             d1 = snap_tensor(x, g->name, true, NULL);
@@ -254,26 +281,44 @@ static bool check_left_out(ctx *x, const held *h, size_t ci)
             x->oom = true;
             return false;
         }
-        for (uint32_t k = 0; k < c->ngraded; k++)
-            nout += out[k] = !has_id(h->ids, h->n, c->graded[k].id);
+        for (uint32_t k = 0; k < c->ngraded; k++) nout += out[k] = orphan(x, h, ci, first, k);
         cover_found(x, c, g->name[0] ? g->name : "model");
-        tpd_str_puts(&x->value, "held a gradient; in no optimizer's param groups");
+        if (first)
+            tpd_str_puts(&x->value, "held a gradient; in no optimizer's param groups");
+        else
+            tpd_str_printf(&x->value,
+                           "started to receive gradients at step %lld; in no optimizer's param "
+                           "groups",
+                           (long long)c->step);
         {
             tpd_str n = {0};
             name_text(&n, g);
-            tpd_why_add(&x->why, "coverage",
-                        "%s held a gradient at step %lld, before optimizer[%lld]'s first step, and "
-                        "is in none of the param groups of the %zu optimizer%s that stepped (%zu "
-                        "tensor%s in all)",
-                        tpd_str_cstr(&n), (long long)c->step, (long long)c->opt, h->nopts,
-                        h->nopts == 1 ? "" : "s", h->n, h->n == 1 ? "" : "s");
+            if (first)
+                tpd_why_add(&x->why, "coverage",
+                            "%s held a gradient at step %lld, before optimizer[%lld]'s first step, "
+                            "and is in none of the param groups of the %zu optimizer%s that "
+                            "stepped (%zu tensor%s in all)",
+                            tpd_str_cstr(&n), (long long)c->step, (long long)c->opt, h->nopts,
+                            h->nopts == 1 ? "" : "s", h->n, h->n == 1 ? "" : "s");
+            else {
+                tpd_why_add(&x->why, "coverage",
+                            "%s started to receive gradients at step %lld: it held one when "
+                            "optimizer[%lld] stepped then and none at the optimizer steps before "
+                            "(as a frozen parameter unfrozen with requires_grad_(True))",
+                            tpd_str_cstr(&n), (long long)c->step, (long long)c->opt);
+                tpd_why_add(&x->why, "coverage",
+                            "it was never added to an optimizer (add_param_group): it is in none "
+                            "of the param groups of the %zu optimizer%s that stepped (%zu "
+                            "tensor%s in all)",
+                            h->nopts, h->nopts == 1 ? "" : "s", h->n, h->n == 1 ? "" : "s");
+            }
             tpd_str_free(&n);
         }
         if (nout > 1) {
             tpd_str l = {0};
             list_text(&l, c->graded, out, c->ngraded);
-            tpd_why_add(&x->why, "coverage",
-                        "%zu parameters that held gradients are in no optimizer: %s", nout,
+            tpd_why_add(&x->why, "coverage", "%zu parameters that %s are in no optimizer: %s", nout,
+                        first ? "held gradients" : "started to receive gradients then",
                         tpd_str_cstr(&l));
             tpd_str_free(&l);
         }
@@ -282,6 +327,10 @@ static bool check_left_out(ctx *x, const held *h, size_t ci)
                         "its value at exit equals its value at step %lld (the same digest): no "
                         "step moved it",
                         (long long)s0);
+        if (!first)
+            tpd_why_add(&x->why, "coverage",
+                        "its gradient is in no row's grad_norm: that norm is over the gradients of "
+                        "the stepping optimizer's own parameters that held one");
         return true;
     }
     return false;

@@ -33,7 +33,7 @@ typedef struct tpd_hrow {
     bool warmup; /* learning rate 0, nothing moved, before the optimizer's first step that moved */
     int bad_bwd; /* the first backward (1-based) with a non-finite loss, 0: none */
     double bad_loss; /* its loss */
-    bool has_gnorm;  /* pre: the total gradient L2 norm */
+    bool has_gnorm;  /* pre: the L2 norm of the gradients of its optimizer's parameters */
     double gnorm;
     bool has_unorm; /* post: the update's L2 norm */
     double unorm;

@@ -85,6 +85,11 @@ static void table_text(ctx *x, tpd_str *t)
         k++;
         row_text(t, &x->rows[i]);
     }
+    /* what the agent sums (optim.py, _step_pre): a parameter in no
+     * optimizer is in no row's norm, however large its gradient */
+    tpd_str_puts(t, "  grad_norm: the L2 norm of the gradients of the row's optimizer's "
+                    "parameters that held one at the step; a parameter in no optimizer is in "
+                    "none\n");
 }
 
 json_t *tpd_hjson_num(bool has, double v)

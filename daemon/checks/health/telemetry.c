@@ -4,10 +4,13 @@
  *
  * A row opens at a step's pre event (gradient norm, learning rates; its
  * gradients with non-finite values come from the timeline) and closes at the post event of the same
- * optimizer (update norm, changed, skipped).  The backward calls and
- * GradScaler calls that carry the same step index belong to it: its loss is
- * the last backward's, its scale the one GradScaler.update reported after
- * it (else the last a GradScaler call of the step reported).
+ * optimizer (update norm, changed, skipped).  The gradient norm is the
+ * agent's, over the gradients of that optimizer's parameters that held one
+ * at the step (ngrads of nparams): a parameter in no optimizer is in no
+ * row's norm.  The backward calls and GradScaler calls that carry the same
+ * step index belong to it: its loss is the last backward's, its scale the
+ * one GradScaler.update reported after it (else the last a GradScaler call
+ * of the step reported).
  * Two optimizers stepping in one iteration have two step indices (the agent
  * counts every optimizer step), so the second one's row has no backward. */
 #include <math.h>
