@@ -192,8 +192,41 @@ static int confined(const char *path, char real[PATH_MAX])
     return strncmp(real + cl, "/.trainparity/", 14) != 0;
 }
 
-/* aside_one moves checkpoint path and the files the execution created beside
- * it; 0, or -1 with err. */
+/* aside_dir moves the files of checkpoint directory path (a
+ * torch.distributed.checkpoint save: .metadata and its .distcp files),
+ * each unless it predates trainparity-run, then removes the directory when
+ * the execution created it and it is empty; 0, or -1 with err. */
+static int aside_dir(const tpt_aside_spec *a, const char *path, tpt_aside_result *out, char *err)
+{
+    DIR *d = opendir(path);
+    struct dirent *de;
+    struct stat st;
+    char inner[PATH_MAX + 4];
+    int r;
+    if (d == NULL) return 0;
+    while ((de = readdir(d)) != NULL) {
+        char p[8192];
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+        snprintf(p, sizeof p, "%s/%s", path, de->d_name);
+        if (lstat(p, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+        if (tpt_snapshot_had(a->before_tool, p, &st)) {
+            out->kept++;
+            continue;
+        }
+        if ((r = move_one(a->dest, p, err)) < 0) {
+            closedir(d);
+            return -1;
+        }
+        out->moved += r;
+    }
+    closedir(d);
+    snprintf(inner, sizeof inner, "%s/.", path); /* prune starts at its folder */
+    prune(inner, &a->before_exec->at);
+    return 0;
+}
+
+/* aside_one moves checkpoint path (a file, or a DCP directory's files) and
+ * the files the execution created beside it; 0, or -1 with err. */
 static int aside_one(const tpt_aside_spec *a, const char *name, tpt_aside_result *out, char *err)
 {
     char dir[4096], path[PATH_MAX];
@@ -207,13 +240,18 @@ static int aside_one(const tpt_aside_spec *a, const char *name, tpt_aside_result
         out->outside++;
         return 0;
     }
-    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
-    if (tpt_snapshot_had(a->before_tool, path, &st)) {
+    if (lstat(path, &st) != 0) return 0;
+    if (S_ISDIR(st.st_mode)) {
+        if (aside_dir(a, path, out, err) != 0) return -1;
+    } else if (!S_ISREG(st.st_mode)) {
+        return 0;
+    } else if (tpt_snapshot_had(a->before_tool, path, &st)) {
         out->kept++;
         return 0;
+    } else {
+        if ((r = move_one(a->dest, path, err)) < 0) return -1;
+        out->moved += r;
     }
-    if ((r = move_one(a->dest, path, err)) < 0) return -1;
-    out->moved += r;
     snprintf(dir, sizeof dir, "%s", path);
     if ((slash = strrchr(dir, '/')) == NULL) return 0;
     *slash = '\0';

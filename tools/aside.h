@@ -5,7 +5,10 @@
  * on its own as soon as a checkpoint exists, so the files a baseline saved
  * are moved into the run's folder under .trainparity/ before the next
  * execution starts, together with the files it created beside them (a
- * trainer_state.json, an optimizer file written without torch).  The agent
+ * trainer_state.json, an optimizer file written without torch).  A
+ * torch.distributed.checkpoint save is a directory: its files are moved,
+ * each unless it predates trainparity-run, and the directory is removed
+ * when the execution created it and it is empty.  The agent
  * reports the paths it saved to; a checkpoint saved into a buffer and
  * written to a file by other means (Lightning writes torch.save's bytes
  * through fsspec) is found by its content: a file under the working

@@ -21,6 +21,7 @@ from .save import _patch_safetensors, _patch_save_load, _patch_storage_pickling
 from .amp import _patch_scaler
 from .dist import _launcher
 from .data import _patch_dataloader
+from .dcp import _patch_dcp
 
 
 AGENT_VERSION = "0.1.0"
@@ -67,6 +68,9 @@ def _on_torch(torch):
             patch(torch)
         except Exception:
             _fail(patch.__name__)
+    dcp = sys.modules.get("torch.distributed.checkpoint")
+    if dcp is not None:  # imported while torch was
+        _on_dcp(dcp)
     _hello(torch)
 
 
@@ -84,6 +88,13 @@ def _on_numpy_random(npr):
         _fail("numpy.random")
 
 
+def _on_dcp(dcp):
+    try:
+        _patch_dcp(dcp)
+    except Exception:
+        _fail("torch.distributed.checkpoint")
+
+
 def _on_safetensors(st):
     try:
         _patch_safetensors(st)
@@ -96,6 +107,7 @@ _WATCH = {
     "numpy": _on_numpy,
     "numpy.random": _on_numpy_random,
     "safetensors.torch": _on_safetensors,
+    "torch.distributed.checkpoint": _on_dcp,
 }
 
 

@@ -104,8 +104,12 @@ def _io_body(api, f, recs, use_records, data, error):
     }
 
 
-def _observe_save(api, obj, f, recs, error, data=None):
-    body = _io_body(api, f, recs, api == "torch", data, error)
+def _observe_save(api, obj, f, recs, error, data=None, body=None):
+    """A `save` event (body: where and what content, _io_body's unless given,
+    as dcp.py gives a directory's), the snapshot at the save, and the
+    interruption armed when resume asked for one at or after this step."""
+    if body is None:
+        body = _io_body(api, f, recs, api == "torch", data, error)
     at = _cfg["interrupt_at"]
     armed = at is not None and not S.armed and error is None and S.step >= at
     _tp.emit("save", _ev.save(armed=armed, **body), "manifest", [("", obj)], True)
@@ -119,7 +123,12 @@ def _observe_save(api, obj, f, recs, error, data=None):
 
 def _observe_load(api, f, recs, result, error, use_records, data=None):
     body = _io_body(api, f, recs, use_records, data, error)
-    items = [("", result)] if error is None else []
+    _after_load(body, [("", result)] if error is None else [])
+
+
+def _after_load(body, items):
+    """A `load` event (body: where and what content; items: its manifest);
+    the next start-of-step snapshot is a boundary."""
     seq = _tp.emit("load", _ev.load(**body), "manifest", items, True)
     S.boundary = True
     if seq >= 0:
