@@ -11,10 +11,10 @@
 # load_state_dict, so those restores follow the load they came from.
 # Feature-detected: nothing is patched where DCP is absent (torch 1.13).
 import os
+import sys
 import threading
 
 from .core import _tp, S, _depth, _enter, _fail, _leave, _off, _wraps, _is_wrapped
-from . import events as _ev
 from .save import _observe_save, _after_load
 
 _dcp = threading.local()
@@ -148,8 +148,6 @@ def _patch_dcp(dcp):
     functions that take the state dict as it is written or filled."""
     if S.torch is None or _off():
         return
-    import sys
-
     saver = sys.modules.get("torch.distributed.checkpoint.state_dict_saver")
     loader = sys.modules.get("torch.distributed.checkpoint.state_dict_loader")
     _wrap_inner(saver, "_save_state_dict", "saved")
