@@ -738,9 +738,11 @@ static int rng_seq(PyObject *o, uint8_t out[16])
     return 0;
 }
 
-/* rng_dict recognises {"keys"|"key": 624 words, "pos": n} with optional
- * "has_gauss", "cached_gaussian"|"gauss" and "bit_generator": "MT19937",
- * and NumPy's own dict form, whose "state" holds key and pos. */
+/* rng_dict recognises {"keys"|"key": 624 words, "pos"|"position": n} with
+ * optional "has_gauss", "cached_gaussian"|"cached_gauss"|"gauss" and
+ * "bit_generator"|"algorithm": "MT19937" (each field of get_state()'s tuple
+ * under its own name, the words as a list: what a checkpoint kept free of
+ * arrays holds), and NumPy's own dict form, whose "state" holds key and pos. */
 static int rng_dict(PyObject *o, uint8_t out[16], int depth)
 {
     uint32_t w[MT_WORDS];
@@ -752,15 +754,15 @@ static int rng_dict(PyObject *o, uint8_t out[16], int depth)
     while (P.PyDict_Next(o, &at, &k, &v)) {
         if (is_text(k, "keys") || is_text(k, "key"))
             key = v;
-        else if (is_text(k, "pos"))
+        else if (is_text(k, "pos") || is_text(k, "position"))
             posv = v;
         else if (is_text(k, "has_gauss"))
             hg = v;
-        else if (is_text(k, "cached_gaussian") || is_text(k, "gauss"))
+        else if (is_text(k, "cached_gaussian") || is_text(k, "cached_gauss") || is_text(k, "gauss"))
             g = v;
         else if (is_text(k, "state") && depth == 0 && classify(v) == K_DICT)
             state = v;
-        else if (is_text(k, "bit_generator") && !is_text(v, "MT19937"))
+        else if ((is_text(k, "bit_generator") || is_text(k, "algorithm")) && !is_text(v, "MT19937"))
             return 0;
     }
     if (state != NULL && key == NULL && posv == NULL) {

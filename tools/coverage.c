@@ -53,7 +53,9 @@ static const tpt_optx extra[] = {
      &evidence_f},
     {"epochs", "E", "audit epochs 0..E-1, each of which must be seen complete (default: all seen)",
      &epochs_s},
-    {"loader", "L", "the DataLoader audited, in creation order (default 0)", &loader_s},
+    {"loader", "L",
+     "the DataLoader audited, in creation order (default: the one the training consumed)",
+     &loader_s},
     {NULL, NULL, NULL, NULL},
 };
 
@@ -184,7 +186,7 @@ static int params(const char *policy, const char *sample_id, long long universe,
     json_t *o = json_object(), *r;
     int st = TPT_EXIT_ERROR, bad = o == NULL;
     if (!bad && (st = set_str(o, "policy", "--policy", policy)) != 0) goto out;
-    bad = bad || json_object_set_new(o, "loader", json_integer(loader));
+    if (loader >= 0) bad = bad || json_object_set_new(o, "loader", json_integer(loader));
     if (epochs > 0) bad = bad || json_object_set_new(o, "epochs", json_integer(epochs));
     if (universe >= 0) bad = bad || json_object_set_new(o, "universe", json_integer(universe));
     if (padding >= 0) bad = bad || json_object_set_new(o, "padding", json_integer(padding));
@@ -221,8 +223,8 @@ static int parse(int argc, char **argv, tpt_opts *o, long long *universe, long l
     int st;
     policy_s = universe_s = universe_file = padding_s = epochs_s = loader_s = NULL;
     exact_s = examples_s = evidence_f = NULL;
-    *universe = *padding = *examples = -1;
-    *epochs = *loader = 0;
+    *universe = *padding = *examples = *loader = -1;
+    *epochs = 0;
     if ((st = tpt_opts_cli(&spec, argc, argv, o)) >= 0) return st;
     if (policy_s == NULL) {
         tpt_error("coverage: --policy is required (exactly_once, at_least_once, "

@@ -123,11 +123,39 @@ def _loader_body(it, pos):
             except Exception:  # a user batch sampler's attribute that raises
                 s = dl.sampler
             n = getattr(s, "total_size", None)
-            order = it._tp_order = (type(s).__name__,
-                                    n if isinstance(n, int) and not isinstance(n, bool) else None)
-        body["sampler"], body["total_size"] = order
+            try:
+                shard = _shard(dl)
+            except Exception:  # an attribute that raises: no shard said
+                shard = None
+            order = it._tp_order = (type(s).__name__, _int_or_none(n), shard)
+        body["sampler"], body["total_size"] = order[0], order[1]
         body["drop_last"] = bool(dl.drop_last)
+        if order[2] is not None:
+            body.update(order[2])
     return body
+
+
+def _int_or_none(n):
+    return n if isinstance(n, int) and not isinstance(n, bool) else None
+
+
+def _shard(dl):
+    """What accelerate's BatchSamplerShard, when it deals dl's batches, says
+    of how it deals them (keyword arguments of events.batch), or None.  Its
+    even_batches fills the epoch's last batches from the epoch's first
+    samples: the coverage check infers that padding from these."""
+    bs = getattr(dl, "batch_sampler", None)
+    if bs is None or type(bs).__name__ != "BatchSamplerShard":
+        bs = getattr(dl, "sampler", None)  # accelerate passes a batch sampler as sampler=
+        if bs is None or type(bs).__name__ != "BatchSamplerShard":
+            return None
+    ranks = _int_or_none(getattr(bs, "num_processes", None))
+    if ranks is None:
+        return None
+    return {"shard": "split" if getattr(bs, "split_batches", False) else "batches",
+            "shard_batch": _int_or_none(getattr(bs, "batch_size", None)),
+            "shard_ranks": ranks, "shard_even": bool(getattr(bs, "even_batches", False)),
+            "shard_drop_last": bool(getattr(bs, "drop_last", False))}
 
 
 def _order_sampler(dl):

@@ -15,15 +15,26 @@ def _emit_restore(what, obj, op, missing=None, unexpected=None, seed=None, arg=_
     """A restore: a load_state_dict, an RNG setter or seed.  `arg` is what was
     restored; its manifest lets the daemon tell whether it came from a
     checkpoint that was loaded (its content matches) or from elsewhere (the
-    object's own state, a state saved in memory)."""
+    object's own state, a state saved in memory).  A load_state_dict that
+    reported missing or unexpected keys (strict=False) also sends how many
+    keys it was given: one that matched none of them restored nothing."""
     S.boundary = True
     if not S.hello:
         return
     kw = {}
     if missing:
-        kw["missing"] = [str(x) for x in missing][:200]
+        missing = [str(x) for x in missing]
+        kw["missing"] = missing[:200]
+        kw["nmissing"] = len(missing)
     if unexpected:
-        kw["unexpected"] = [str(x) for x in unexpected][:200]
+        unexpected = [str(x) for x in unexpected]
+        kw["unexpected"] = unexpected[:200]
+        kw["nunexpected"] = len(unexpected)
+    if (missing or unexpected) and arg is not _NO_ARG:
+        try:
+            kw["keys"] = len(arg)
+        except Exception:
+            pass  # not a mapping with a length: the daemon counts no keys
     if seed is not None:
         kw["seed"] = seed
     body = _ev.restore(what, obj, op, load=S.last_load, caller=_caller(), **kw)

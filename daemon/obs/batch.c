@@ -4,8 +4,8 @@
  *
  * One pass over the body map: a key lookup per field would skip the ids
  * array once per later key, and a batch can hold thousands of ids.  The ids
- * go into the run's arena exactly sized; the sampler and id-source names are
- * shared with the previous batch when equal, so a million batches cost a
+ * go into the run's arena exactly sized; the sampler, id-source and shard
+ * names are shared with the previous batch when equal, so a million batches cost a
  * million records, not a million strings.
  *
  * String IDs (batch.h) take one arena block per batch: the n keys, then
@@ -156,6 +156,16 @@ static tp_err field(tpd_arena *a, tp_mpr *r, const char *k, uint32_t kn, tpd_bat
         return opt_str(a, r, prev ? prev->sampler : NULL, &b->sampler);
     if (tp_mp_str_eq(k, kn, "id_source"))
         return opt_str(a, r, prev ? prev->id_source : NULL, &b->id_source);
+    if (tp_mp_str_eq(k, kn, "shard")) return opt_str(a, r, prev ? prev->shard : NULL, &b->shard);
+    if (tp_mp_str_eq(k, kn, "shard_batch")) {
+        bool has;
+        tp_err rc = opt_int(r, &b->shard_batch, &has);
+        if (rc == TP_OK && !has) b->shard_batch = 0;
+        return rc;
+    }
+    if (tp_mp_str_eq(k, kn, "shard_ranks")) return tp_mpr_int(r, &b->shard_ranks);
+    if (tp_mp_str_eq(k, kn, "shard_even")) return tp_mpr_bool(r, &b->shard_even);
+    if (tp_mp_str_eq(k, kn, "shard_drop_last")) return tp_mpr_bool(r, &b->shard_drop_last);
     return tp_mpr_skip(r); /* size, and keys a later schema adds */
 }
 

@@ -342,9 +342,27 @@ static tp_err add_ckpt(tpd_arena *a, tpd_proc *p, const tp_event *e, bool load)
     return TP_OK;
 }
 
+/* restore_keys keeps the first TPD_RESTORE_KEYS strings of a restore's key
+ * list f in out (the rest NULL). */
+static tp_err restore_keys(tpd_arena *a, const tp_event *e, tp_field f, const char **out)
+{
+    tp_mpr r;
+    uint32_t n;
+    if (tp_body_find(e, f, &r) != TP_OK) return TP_OK;
+    if (tp_mpr_array(&r, &n) != TP_OK) return TP_EPROTO;
+    for (uint32_t i = 0; i < n && i < TPD_RESTORE_KEYS; i++) {
+        const char *s;
+        uint32_t len;
+        if (tp_mpr_str(&r, &s, &len) != TP_OK) return TP_EPROTO;
+        if ((out[i] = tpd_arena_strndup(a, s, len)) == NULL) return TP_ENOMEM;
+    }
+    return TP_OK;
+}
+
 static tp_err add_restore(tpd_arena *a, tpd_proc *p, const tp_event *e)
 {
     tp_mpr m;
+    tp_err rc;
     tpd_restore *r = tpd_arena_grow(a, p->restores, &p->restores_cap, p->nrestores + 1, sizeof *r);
     if (r == NULL) return TP_ENOMEM;
     p->restores = r;
@@ -358,6 +376,12 @@ static tp_err add_restore(tpd_arena *a, tpd_proc *p, const tp_event *e)
     r->caller = body_str(a, e, TPF_restore_caller);
     r->has_load = tp_body_int(e, TPF_restore_load, &r->load) == TP_OK;
     r->has_seed = tp_body_int(e, TPF_restore_seed, &r->seed) == TP_OK;
+    r->keys = body_int(e, TPF_restore_keys, -1);
+    r->nmissing = body_int(e, TPF_restore_nmissing, 0);
+    r->nunexpected = body_int(e, TPF_restore_nunexpected, 0);
+    if ((rc = restore_keys(a, e, TPF_restore_missing, r->missing)) != TP_OK ||
+        (rc = restore_keys(a, e, TPF_restore_unexpected, r->unexpected)) != TP_OK)
+        return rc;
     if (tp_body_find(e, TPF_restore_manifest, &m) == TP_OK) {
         r->has_manifest = true;
         return tpd_leaves_add(a, &r->manifest, &m, e->step, 0);

@@ -127,9 +127,16 @@ typedef struct tpd_ckpt {
     tpd_items manifest;
 } tpd_ckpt;
 
+/* The keys of a restore's missing and unexpected lists kept (the first). */
+#define TPD_RESTORE_KEYS 8
+
 /* A restore: a load_state_dict, an RNG setter or seed.  manifest is what was
  * restored (empty for a seed, and from agents that did not send it); caller
- * is the function outside the agent that made the call, or NULL. */
+ * is the function outside the agent that made the call, or NULL.  A
+ * load_state_dict that reported missing or unexpected keys (strict=False)
+ * has keys, the number of keys it was given (-1: not sent), nmissing and
+ * nunexpected, the numbers it reported, and the first of each list in
+ * missing and unexpected (NULL past the end). */
 typedef struct tpd_restore {
     uint64_t seq;
     int64_t step;
@@ -137,6 +144,8 @@ typedef struct tpd_restore {
     bool has_load, has_seed, has_manifest;
     int64_t load, seed;
     tpd_items manifest;
+    int64_t keys, nmissing, nunexpected;
+    const char *missing[TPD_RESTORE_KEYS], *unexpected[TPD_RESTORE_KEYS];
 } tpd_restore;
 
 /* One tensor as a cover event names it: its name ("" for a tensor of no
@@ -194,6 +203,12 @@ typedef struct tpd_batch {
     uint32_t n;                      /* ids */
     const int64_t *ids;              /* integer IDs, or string IDs' keys (batch.h) */
     const char *const *strs;         /* the string IDs themselves; NULL for integers */
+    /* accelerate's BatchSamplerShard, when it deals the batches: shard
+     * "batches" or "split" (NULL: none), the size of the batches it deals
+     * (0: not said), the processes it deals to, even_batches, drop_last */
+    const char *shard;
+    int64_t shard_batch, shard_ranks;
+    bool shard_even, shard_drop_last;
 } tpd_batch;
 
 /* One training call as the agent reported it, in emission order, for the

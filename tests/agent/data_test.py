@@ -35,6 +35,29 @@ class LoaderTest(unittest.TestCase):
         self.assertEqual((b["id_source"], b["size"], b["worker"]), ("sampler", 4, None))
         self.assertEqual((b["rank"], b["world"]), glue.dist._rank_world())
 
+    def test_batch_sampler_shard(self):
+        """accelerate's BatchSamplerShard says how it deals the batches, so
+        the coverage check can infer its even_batches padding."""
+        try:
+            from accelerate.data_loader import BatchSamplerShard
+        except ImportError:
+            self.skipTest("no accelerate for this Python")
+        ds = TensorDataset(torch.arange(13.0))
+        inner = torch.utils.data.BatchSampler(torch.utils.data.SequentialSampler(ds), 4, False)
+        dl = DataLoader(ds, batch_sampler=BatchSamplerShard(inner, num_processes=2, process_index=1))
+        for _ in dl:  # (the events say what the loader is while it is alive)
+            pass
+        ev = tp.of("batch")
+        # rank 1 of 2 takes batches 1 and 3; 3 holds 12 and the first 3
+        self.assertEqual([b["ids"] for b in ev], [[4, 5, 6, 7], [12, 0, 1, 2], None])
+        self.assertEqual({k: ev[0][k] for k in ("sampler", "shard", "shard_batch", "shard_ranks",
+                                                "shard_even", "shard_drop_last")},
+                         {"sampler": "SequentialSampler", "shard": "batches", "shard_batch": 4,
+                          "shard_ranks": 2, "shard_even": True, "shard_drop_last": False})
+        for _ in DataLoader(ds, batch_size=4):  # no shard: no shard keys
+            pass
+        self.assertNotIn("shard", tp.of("batch")[-1])
+
     def test_sample_id_expression(self):
         ds = TensorDataset(torch.arange(4.0), torch.tensor([10, 11, 12, 13]))
         saved = data._SAMPLE_ID, data._SAMPLE_ID_CODE

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # rng_state_held.sh -- an RNG state is held by the checkpoint whatever
-# container carries it: a NumPy state saved as a dict {"keys": list, "pos": n}
-# that R loads but never sets is named as not restored, never as missing from
-# the checkpoint; the tuple the RNG returns (numpy_rng_not_restored.py) and
+# container carries it: a NumPy state saved as a dict {"keys": list, "pos": n},
+# or with each field of the tuple under its own name ("position", the Gaussian
+# cache: numpy_rng_as_lists_not_restored.py), that R loads but never sets is
+# named as not restored, never as missing from the checkpoint; the tuple the RNG returns (numpy_rng_not_restored.py) and
 # Python's random state (python_random_not_restored.py) are still held.  So
 # is the torch state saved as a list of ints (torch_rng_as_list_not_restored.py),
 # and a set_rng_state from that list is traced to the checkpoint: a draw
@@ -15,8 +16,8 @@ py=${TP_PYTHON:?}
 tp_setup daemon agent
 cp "$root"/fixtures/resume/*.py . || fail "cannot copy the fixtures"
 
-for f in numpy_rng_in_dict_not_restored numpy_rng_not_restored python_random_not_restored \
-    torch_rng_as_list_not_restored; do
+for f in numpy_rng_in_dict_not_restored numpy_rng_as_lists_not_restored numpy_rng_not_restored \
+    python_random_not_restored torch_rng_as_list_not_restored; do
     case $f in
     python_*) rng=python call=random\\.setstate ;;
     torch_*) rng=torch_cpu call=torch\\.set_rng_state ;;

@@ -65,6 +65,9 @@ START_TEST(test_accum_ratio_causes_and_mean_of_means)
     ck_assert_int_eq(tpd_ratio_cause_of(4.0001, 4, 4), TPD_RC_NOT_DIVIDED);
     ck_assert_int_eq(tpd_ratio_cause_of(0.25, 4, 4), TPD_RC_TWICE);
     ck_assert_int_eq(tpd_ratio_cause_of(0.5, 4, 2), TPD_RC_PARTIAL);
+    /* one micro-batch of N=2 at 1/2: k/N, not divided twice (1/4) */
+    ck_assert_int_eq(tpd_ratio_cause_of(0.5, 2, 1), TPD_RC_PARTIAL);
+    ck_assert_int_eq(tpd_ratio_cause_of(0.5, 2, 2), TPD_RC_TWICE);
     ck_assert_int_eq(tpd_ratio_cause_of(1.3, 4, 4), TPD_RC_NONE);
     ck_assert(tpd_mean_of_means(l, t, 3, full, 1e-9, 0));
     ck_assert(!tpd_mean_of_means(l, same, 3, full, 1e-9, 0));
@@ -467,6 +470,58 @@ START_TEST(test_accum_incomplete_window_alike_is_not_missing)
 }
 END_TEST
 
+/* last_window: N=2, the last update of both runs holds 1 micro-batch (of
+ * loss micro_loss against the reference's 0.6), no element counts. */
+static world *last_window(double micro_loss)
+{
+    world *w = blank("{\"micro\": 2, \"updates\": 2, \"rtol\": 1e-4, \"atol\": 1e-6}");
+    update(w, FULL, 0, 1, 0.8, 50);
+    update(w, MICRO, 0, 2, 0.4, 50);
+    update(w, FULL, 1, 1, 0.6, 51);
+    update(w, MICRO, 1, 1, micro_loss, 52);
+    final_state(w, FULL, 2);
+    final_state(w, MICRO, 2);
+    return w;
+}
+
+/* One micro-batch of N=2 at 1/N: the backward count names an incomplete
+ * window divided by N, not a loss divided twice (the full update matched). */
+START_TEST(test_accum_incomplete_window_of_one_is_not_twice)
+{
+    world *w = last_window(0.3);
+    tpd_result res = judge(w);
+    ck_assert_msg(res.outcome == TPD_FAIL, "%s", res.text);
+    ck_assert_str_eq(res.path, "loss_accounting.denominator");
+    ck_assert_int_eq(res.step, 1);
+    ck_assert_msg(strstr(res.text, "an incomplete final window") != NULL, "%s", res.text);
+    ck_assert_msg(strstr(res.text, "this update, the last of both runs, holds 1 where a full one "
+                                   "holds N=2; the full updates before it matched, so each loss "
+                                   "was divided by N once, not twice") != NULL,
+                  "%s", res.text);
+    ck_assert_msg(strstr(res.text, "divided by N twice (") == NULL, "%s", res.text);
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
+/* The same window at a factor that is not k/N: still an incomplete window,
+ * by its backward count, whose factor the evidence does not explain. */
+START_TEST(test_accum_incomplete_window_named_by_backward_count)
+{
+    world *w = last_window(0.2);
+    tpd_result res = judge(w);
+    ck_assert_msg(res.outcome == TPD_FAIL, "%s", res.text);
+    ck_assert_str_eq(res.path, "loss_accounting.denominator");
+    ck_assert_msg(strstr(res.text, "an incomplete final window: the last update (1) of the "
+                                   "micro-batch run holds 1 backward call where N=2") != NULL,
+                  "%s", res.text);
+    ck_assert_msg(strstr(res.text, "not the window's k/N = 0.5") != NULL, "%s", res.text);
+    ck_assert_msg(strstr(res.text, "names no cause") == NULL, "%s", res.text);
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
 /* captured stores the float32 values of *v in w's blob store, under its
  * digest, as the daemon does. */
 static void captured(world *w, tpd_val *v, const float *f, size_t n)
@@ -763,6 +818,8 @@ static Suite *suite(void)
     tcase_add_test(tc, test_accum_window_counts_and_missing_micro);
     tcase_add_test(tc, test_accum_missing_micro_batch_named_before_any_factor);
     tcase_add_test(tc, test_accum_incomplete_window_alike_is_not_missing);
+    tcase_add_test(tc, test_accum_incomplete_window_of_one_is_not_twice);
+    tcase_add_test(tc, test_accum_incomplete_window_named_by_backward_count);
     tcase_add_test(tc, test_accum_gradients_times_scaler_scale);
     tcase_add_test(tc, test_accum_gradients_absent_or_zero_at_the_step);
     tcase_add_test(tc, test_accum_windows_place_zero_grad);

@@ -319,7 +319,7 @@ static tpd_cov_auditor *audit_all(tpd_cov_policy p, tpd_cov_universe u, int64_t 
 
 START_TEST(test_coverage_counts_go_on_after_the_first_violation)
 {
-    tpd_cov_opts o = {false, 2, false};
+    tpd_cov_opts o = {false, 2, false, TPD_COV_DEAL_SAMPLES, 0};
     tpd_cov_finding f;
     tpd_cov_counts c;
     size_t n;
@@ -365,7 +365,7 @@ END_TEST
 
 START_TEST(test_coverage_padding_exact)
 {
-    tpd_cov_opts exact = {true, 0, false};
+    tpd_cov_opts exact = {true, 0, false, TPD_COV_DEAL_SAMPLES, 0};
     tpd_cov_finding f;
     tpd_cov_counts c;
     ep x;
@@ -391,7 +391,7 @@ END_TEST
 
 START_TEST(test_coverage_count_only_universe)
 {
-    tpd_cov_opts o = {false, 5, true};
+    tpd_cov_opts o = {false, 5, true, TPD_COV_DEAL_SAMPLES, 0};
     tpd_cov_universe u = {true, 4, NULL, 0};
     tpd_cov_finding f;
     tpd_cov_counts c;
@@ -417,6 +417,61 @@ START_TEST(test_coverage_count_only_universe)
     ck_assert_int_eq(f.nextra, 1);
     ck_assert_int_eq(c.unexpected, 1);
     tpd_cov_auditor_destroy(au);
+}
+END_TEST
+
+/* accelerate's BatchSamplerShard with even_batches, 13 samples in batches
+ * of 4 over 2 ranks (fixtures/coverage/hf_trainer_padding.py's epoch 0):
+ * the order 5 12 11 7 | 4 1 2 9 | 8 10 6 3 | 0, dealt whole batches in
+ * turn, the last filled with the order's first 3. */
+START_TEST(test_coverage_expected_padding_accelerate_deal)
+{
+    ep x;
+    tpd_cov_opts o = {false, 5, false, TPD_COV_DEAL_BATCHES, 4};
+    tpd_cov_finding f;
+    tpd_cov_counts c;
+    int64_t r0a[] = {5, 12, 11, 7}, r0b[] = {8, 10, 6, 3}, r1a[] = {4, 1, 2, 9},
+            r1b[] = {0, 5, 12, 11};
+    ep_init(&x, 2);
+    add(&x, 0, r0a, 4);
+    add(&x, 0, r0b, 4);
+    add(&x, 1, r1a, 4);
+    add(&x, 1, r1b, 4);
+    tpd_cov_auditor *a =
+        audit_all(TPD_COV_EXPECTED_PADDING, upto(13), 3, &o, done(&x, true), &f, &c);
+    ck_assert_ptr_null(f.path);
+    ck_assert_int_eq(c.repeats, 3);
+    tpd_cov_auditor_destroy(a);
+    /* dealt as a DistributedSampler deals (rank r's k-th: k * 2 + r), the
+     * order's first 3 would be 5, 4 and 12: 11 is no wrap-around ID */
+    f = audit(TPD_COV_EXPECTED_PADDING, upto(13), 3, done(&x, true));
+    PATH_IS(f, "coverage.padding_exceeded");
+    ck_assert(!f.wrap);
+    ck_assert_int_eq(f.id, 11);
+    /* split_batches: every batch of 4 split in 2, the last (4) filled with
+     * the order's first 3 (0 1 2): rank 0 0 1 | 4 0, rank 1 2 3 | 1 2 */
+    int64_t s0a[] = {0, 1}, s0b[] = {4, 0}, s1a[] = {2, 3}, s1b[] = {1, 2};
+    tpd_cov_opts so = {false, 5, false, TPD_COV_DEAL_SPLIT, 4};
+    ep_init(&x, 2);
+    add(&x, 0, s0a, 2);
+    add(&x, 0, s0b, 2);
+    add(&x, 1, s1a, 2);
+    add(&x, 1, s1b, 2);
+    a = audit_all(TPD_COV_EXPECTED_PADDING, upto(5), 3, &so, done(&x, true), &f, &c);
+    ck_assert_ptr_null(f.path);
+    tpd_cov_auditor_destroy(a);
+    /* dealt whole batches of 2 in turn, the first 3 are 0 1 2 as well; as
+     * batches of 4 the first 3 are 0 1 4: 2 is no wrap-around ID */
+    so.deal = TPD_COV_DEAL_BATCHES;
+    a = audit_all(TPD_COV_EXPECTED_PADDING, upto(5), 3, &so, done(&x, true), &f, &c);
+    PATH_IS(f, "coverage.padding_exceeded");
+    ck_assert_int_eq(f.id, 2);
+    tpd_cov_auditor_destroy(a);
+    /* a batch size of 0 is no deal: the DistributedSampler's */
+    so.deal_batch = 0;
+    a = audit_all(TPD_COV_EXPECTED_PADDING, upto(5), 3, &so, done(&x, true), &f, &c);
+    ck_assert_ptr_null(f.path); /* k * 2 + r: 0 2 1, the same three */
+    tpd_cov_auditor_destroy(a);
 }
 END_TEST
 
@@ -699,6 +754,161 @@ START_TEST(test_coverage_verdict_counts_and_rule)
 }
 END_TEST
 
+/* train_and_eval: two_ranks' batches are the training's, DataLoader 1,
+ * with a backward after each rank's batch; then DataLoader 0, an
+ * evaluation that gives every rank IDs 0 and 1, with no backward. */
+static tpd_mark marks[2][2];
+
+static void train_and_eval(world *w, const char *params)
+{
+    int64_t ev[] = {0, 1};
+    two_ranks(w, params);
+    for (int p = 0; p < 2; p++) {
+        w->b[p][0].loader = w->b[p][1].loader = 1;
+        wbatch(w, p, 0, false, ev, 2);
+        wbatch(w, p, 0, true, NULL, 0);
+        w->b[p][2].pos = 0;
+        w->b[p][3].pos = 1;
+        for (size_t i = 0; i < w->pr[p].nbatches; i++) w->b[p][i].seq = 10 * i;
+        memset(marks[p], 0, sizeof marks[p]);
+        marks[p][0].seq = 5; /* between the training's batch and its end */
+        marks[p][0].kind = TP_K_BACKWARD;
+        w->pr[p].marks = marks[p];
+        w->pr[p].nmarks = 1;
+    }
+}
+
+START_TEST(test_coverage_verdict_audits_the_training_loader)
+{
+    world w;
+    tpd_result r;
+    train_and_eval(&w, "{\"policy\": \"exactly_once\"}");
+    r = judge(&w);
+    ck_assert_int_eq(r.outcome, TPD_PASS);
+    ck_assert_ptr_nonnull(strstr(r.text, "loader      1, the only DataLoader whose batches fed "
+                                         "backward calls (0 was iterated too"));
+    ck_assert_ptr_nonnull(strstr(r.json, "\"loader\":1,\"loader_from\":\"the only DataLoader"));
+    ck_assert_ptr_nonnull(strstr(r.json, "{\"loader\":0,\"processes\":2,\"batches\":2,"
+                                         "\"backward\":0,\"training\":false,\"audited\":false}"));
+    ck_assert_ptr_nonnull(strstr(r.json, "\"backward\":2,\"training\":true,\"audited\":true}"));
+    ck_assert_ptr_nonnull(strstr(r.json, "audited DataLoader 1: the only DataLoader"));
+    tpd_result_clear(&r);
+    /* --loader 0 audits the evaluation, which every rank saw whole */
+    train_and_eval(&w, "{\"policy\": \"exactly_once\", \"loader\": 0}");
+    r = judge(&w);
+    ck_assert_int_eq(r.outcome, TPD_FAIL);
+    ck_assert_str_eq(r.path, "coverage.cross_rank_duplicate");
+    ck_assert_ptr_nonnull(strstr(r.text, "loader      0, declared (--loader 0)"));
+    tpd_result_clear(&r);
+    /* a loader no process iterated: ERROR, naming those that were */
+    train_and_eval(&w, "{\"policy\": \"exactly_once\", \"loader\": 7}");
+    r = judge(&w);
+    ck_assert_int_eq(r.outcome, TPD_ERROR);
+    ck_assert_ptr_nonnull(strstr(r.text, "no process iterated DataLoader 7 (no batch observed); "
+                                         "iterated: 0 (2 batch(es), no backward) and 1 (2 "
+                                         "batch(es), fed backward calls)"));
+    ck_assert_ptr_nonnull(strstr(r.json, "\"loader\":null"));
+    tpd_result_clear(&r);
+    /* a backward within the evaluation too: no telling which, ABSTAIN */
+    train_and_eval(&w, "{\"policy\": \"exactly_once\"}");
+    for (int p = 0; p < 2; p++) {
+        marks[p][1].seq = 25;
+        marks[p][1].kind = TP_K_BACKWARD;
+        w.pr[p].nmarks = 2;
+    }
+    r = judge(&w);
+    ck_assert_int_eq(r.outcome, TPD_ABSTAIN);
+    ck_assert_ptr_nonnull(strstr(r.text, "more than one fed backward calls: say which one to "
+                                         "audit with --loader L"));
+    tpd_result_clear(&r);
+    /* no backward at all: the same */
+    train_and_eval(&w, "{\"policy\": \"exactly_once\"}");
+    w.pr[0].nmarks = w.pr[1].nmarks = 0;
+    r = judge(&w);
+    ck_assert_int_eq(r.outcome, TPD_ABSTAIN);
+    ck_assert_ptr_nonnull(strstr(r.text, "no backward call followed the batches of any"));
+    tpd_result_clear(&r);
+    /* one loader, not DataLoader 0: audited, and said */
+    two_ranks(&w, "{\"policy\": \"exactly_once\"}");
+    for (int p = 0; p < 2; p++)
+        for (size_t i = 0; i < w.pr[p].nbatches; i++) w.b[p][i].loader = 2;
+    r = judge(&w);
+    ck_assert_int_eq(r.outcome, TPD_PASS);
+    ck_assert_ptr_nonnull(strstr(r.text, "loader      2, the only DataLoader iterated; "
+                                         "DataLoaders 0..1, created before it, were never "
+                                         "iterated"));
+    tpd_result_clear(&r);
+    /* the only one, DataLoader 0: no explanation line for it */
+    two_ranks(&w, "{\"policy\": \"exactly_once\"}");
+    r = judge(&w);
+    ck_assert_ptr_nonnull(strstr(r.text, "loader      0, the only DataLoader iterated\n"));
+    ck_assert_ptr_null(strstr(r.json, "audited DataLoader"));
+    tpd_result_clear(&r);
+}
+END_TEST
+
+/* shard makes two_ranks' world accelerate's: 5 samples, the order 0..4 in
+ * batches of 2 dealt in turn, even_batches filling the last from the
+ * order's first 3: rank 0 0 1 | 4 0, rank 1 2 3 | 1 2. */
+static void shard(world *w, const char *params, bool even)
+{
+    int64_t a[] = {0, 1}, b[] = {4, 0}, c[] = {2, 3}, d[] = {1, 2};
+    const int64_t *ids[2][2] = {{a, b}, {c, d}};
+    two_ranks(w, params);
+    for (int p = 0; p < 2; p++) {
+        w->pr[p].nbatches = 0;
+        wbatch(w, p, 0, false, ids[p][0], 2);
+        wbatch(w, p, 0, false, ids[p][1], 2);
+        wbatch(w, p, 0, true, NULL, 0);
+        for (size_t i = 0; i < w->pr[p].nbatches; i++) {
+            tpd_batch *x = &w->b[p][i];
+            x->dataset_len = 5;
+            x->sampler = "SeedableRandomSampler";
+            x->shard = "batches";
+            x->shard_batch = 2;
+            x->shard_ranks = 2;
+            x->shard_even = even;
+        }
+    }
+}
+
+START_TEST(test_coverage_verdict_accelerate_padding)
+{
+    world w;
+    tpd_result r;
+    shard(&w, "{\"policy\": \"expected_padding\"}", true);
+    r = judge(&w);
+    ck_assert_int_eq(r.outcome, TPD_PASS);
+    ck_assert_ptr_nonnull(strstr(r.text, "at most 3 repeated observation(s) per epoch (not "
+                                         "declared: what accelerate's even_batches adds"));
+    ck_assert_ptr_nonnull(strstr(r.text, "8 places for 5 samples"));
+    ck_assert_ptr_nonnull(strstr(r.json, "\"sampler\":\"BatchSamplerShard\""));
+    tpd_result_clear(&r);
+    /* without even_batches it pads nothing, so the repeats fail */
+    shard(&w, "{\"policy\": \"expected_padding\"}", false);
+    r = judge(&w);
+    ck_assert_int_eq(r.outcome, TPD_FAIL);
+    ck_assert_str_eq(r.path, "coverage.padding_exceeded");
+    ck_assert_ptr_nonnull(strstr(r.text, "pads nothing without even_batches"));
+    tpd_result_clear(&r);
+    /* a declared padding is located as the shard deals */
+    shard(&w, "{\"policy\": \"expected_padding\", \"padding\": 3}", false);
+    r = judge(&w);
+    ck_assert_int_eq(r.outcome, TPD_PASS);
+    ck_assert_ptr_nonnull(strstr(r.text, "(declared; repeats of the epoch's first samples as "
+                                         "accelerate's BatchSamplerShard deals them"));
+    tpd_result_clear(&r);
+    /* a shard over other processes than the ranks has no rule here */
+    shard(&w, "{\"policy\": \"expected_padding\"}", true);
+    for (int p = 0; p < 2; p++)
+        for (size_t i = 0; i < w.pr[p].nbatches; i++) w.b[p][i].shard_ranks = 1;
+    r = judge(&w);
+    ck_assert_int_eq(r.outcome, TPD_FAIL);
+    ck_assert_ptr_nonnull(strstr(r.text, "deals to other processes than the ranks"));
+    tpd_result_clear(&r);
+}
+END_TEST
+
 /* ---- the declaration, from the run's params ---- */
 
 START_TEST(test_coverage_decl_reads_every_key)
@@ -715,6 +925,7 @@ START_TEST(test_coverage_decl_reads_every_key)
     ck_assert_int_eq(tpd_cov_decl_parse(a, json, &d, why, sizeof why), TP_OK);
     memset(json, 'x', sizeof json - 1);
     ck_assert_int_eq(d.policy, TPD_COV_EXPECTED_PADDING);
+    ck_assert(d.has_loader);
     ck_assert_int_eq(d.loader, 1);
     ck_assert_int_eq(d.epochs, 2);
     ck_assert(d.has_universe);
@@ -741,6 +952,7 @@ START_TEST(test_coverage_decl_reads_every_key)
                      TP_OK);
     ck_assert_int_eq(d.policy, TPD_COV_NO_CROSS_RANK_OVERLAP);
     ck_assert(!d.has_universe && !d.has_padding && !d.padding_exact);
+    ck_assert(!d.has_loader); /* the verdict chooses */
     ck_assert_int_eq(d.loader, 0);
     ck_assert_int_eq(d.epochs, 0);
     ck_assert_int_eq(d.examples, TPD_COV_EXAMPLES);
@@ -901,6 +1113,7 @@ static Suite *suite(void)
     tcase_add_test(t, test_coverage_counts_go_on_after_the_first_violation);
     tcase_add_test(t, test_coverage_padding_exact);
     tcase_add_test(t, test_coverage_count_only_universe);
+    tcase_add_test(t, test_coverage_expected_padding_accelerate_deal);
     suite_add_tcase(s, t);
     t = tcase_create("verdict");
     tcase_add_test(t, test_coverage_verdict_pass_names_window_and_world);
@@ -909,6 +1122,8 @@ static Suite *suite(void)
     tcase_add_test(t, test_coverage_verdict_errors);
     tcase_add_test(t, test_coverage_verdict_string_ids);
     tcase_add_test(t, test_coverage_verdict_counts_and_rule);
+    tcase_add_test(t, test_coverage_verdict_audits_the_training_loader);
+    tcase_add_test(t, test_coverage_verdict_accelerate_padding);
     suite_add_tcase(s, t);
     t = tcase_create("decl");
     tcase_add_test(t, test_coverage_decl_reads_every_key);

@@ -279,6 +279,111 @@ START_TEST(test_verdict_resume_model_fails_even_when_losses_match)
 }
 END_TEST
 
+/* keyed makes R's model restore a load_state_dict(strict=False) given nkeys
+ * keys, of which it reported the one missing and the one unexpected key
+ * given (NULL: none), and R's model differ after it. */
+static void keyed(world *w, int64_t nkeys, const char *missing, const char *unexpected)
+{
+    tpd_restore *r = &w->pr[R].restores[0];
+    ck_assert_str_eq(r->obj, "model");
+    r->keys = nkeys;
+    r->nmissing = missing != NULL;
+    r->missing[0] = missing;
+    r->nunexpected = unexpected != NULL;
+    r->unexpected[0] = unexpected;
+    set(w, R, 0, "model.fc.weight", tensor(0x55, 9.0));
+}
+
+START_TEST(test_verdict_resume_load_matched_no_key_is_named)
+{
+    world *w = clean();
+    tpd_result res;
+    keyed(w, 1, "fc.weight", "_orig_mod.fc.weight");
+    res = judge(w, NULL);
+    ck_assert_msg(res.outcome == TPD_FAIL, "%s", res.text);
+    ck_assert_str_eq(res.path, "model.fc.weight");
+    ck_assert_msg(strstr(res.text, "the model was not restored: its load_state_dict (strict=False) "
+                                   "after the checkpoint load matched none of the checkpoint's 1 "
+                                   "key, so it put nothing back (the model expected `fc.weight`; "
+                                   "the checkpoint has `_orig_mod.fc.weight`: the checkpoint's "
+                                   "keys are the model's, under the prefix `_orig_mod.`, as a "
+                                   "torch.compile wrapper names them)") != NULL,
+                  "%s", res.text);
+    ck_assert_msg(strstr(res.text, "was loaded, but") == NULL, "%s", res.text);
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
+START_TEST(test_verdict_resume_load_matched_some_keys_is_named)
+{
+    world *w = clean();
+    tpd_result res;
+    keyed(w, 3, "fc.weight", "fc.w");
+    res = judge(w, NULL);
+    ck_assert_msg(res.outcome == TPD_FAIL, "%s", res.text);
+    ck_assert_msg(strstr(res.text,
+                         "the model was only partly restored: its load_state_dict "
+                         "(strict=False) after the checkpoint load matched 2 of the "
+                         "checkpoint's 3 keys (the model's keys `fc.weight` were not in "
+                         "it, and the checkpoint's `fc.w` have no place in the model)") != NULL,
+                  "%s", res.text);
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
+/* entry adds a manifest entry to checkpoint c. */
+static void entry(world *w, tpd_ckpt *c, const char *path, tpd_val v)
+{
+    tpd_item it;
+    memset(&it, 0, sizeof it);
+    it.path = path;
+    it.group = TPD_G_OTHER;
+    it.v = v;
+    ck_assert_int_eq(tpd_items_push(w->run->arena, &c->manifest, &it), TP_OK);
+}
+
+/* twins gives I's checkpoint a twin saved at the same step, as Lightning's
+ * ModelCheckpoint saves epoch=...ckpt and last.ckpt: the same weights
+ * (the twin's tagged twin_tag), a path that differs; R's model differs. */
+static void twins(world *w, uint8_t twin_tag)
+{
+    tpd_ckpt *t = ckpt(w, I, 21, 3, false, 0xd3, "/ckpt/epoch=0-step=3.ckpt");
+    tpd_val path = num(0);
+    path.vtype = TP_V_STR;
+    path.s = "";
+    entry(w, t, "model.fc.weight", tensor(twin_tag, 4.0));
+    entry(w, t, "callbacks.last_model_path", path);
+    path.s = "/ckpt/i.pt";
+    entry(w, &w->pr[I].ckpts[0], "model.fc.weight", tensor(13, 4.0));
+    entry(w, &w->pr[I].ckpts[0], "callbacks.last_model_path", path);
+    set(w, R, 0, "model.fc.weight", tensor(0x55, 9.0));
+}
+
+START_TEST(test_verdict_resume_loaded_twin_is_not_never_loaded)
+{
+    world *w = clean();
+    tpd_result res;
+    twins(w, 13);
+    res = judge(w, NULL);
+    ck_assert_msg(res.outcome == TPD_FAIL, "%s", res.text);
+    ck_assert_msg(strstr(res.text, "R never loaded") == NULL, "%s", res.text);
+    tpd_result_clear(&res);
+    drop(w);
+    /* a save at the same step whose weights differ was never loaded */
+    w = clean();
+    twins(w, 14);
+    res = judge(w, NULL);
+    ck_assert_msg(res.outcome == TPD_FAIL, "%s", res.text);
+    ck_assert_msg(strstr(res.text, "R never loaded epoch=0-step=3.ckpt, which I saved at step 3") !=
+                      NULL,
+                  "%s", res.text);
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
 START_TEST(test_verdict_resume_rng_alone_does_not_fail)
 {
     world *w = clean();
@@ -881,6 +986,9 @@ static Suite *suite(void)
     tcase_add_test(tc, test_verdict_resume_model_fails_even_when_losses_match);
     tcase_add_test(tc, test_verdict_resume_rng_alone_does_not_fail);
     tcase_add_test(tc, test_verdict_resume_rng_not_restored_fails_at_rng);
+    tcase_add_test(tc, test_verdict_resume_load_matched_no_key_is_named);
+    tcase_add_test(tc, test_verdict_resume_load_matched_some_keys_is_named);
+    tcase_add_test(tc, test_verdict_resume_loaded_twin_is_not_never_loaded);
     tcase_add_test(tc, test_verdict_resume_rng_reseeded_is_named);
     tcase_add_test(tc, test_verdict_resume_nondeterministic_baselines_abstain);
     tcase_add_test(tc, test_verdict_resume_unmatched_load_is_error);

@@ -316,16 +316,32 @@ bool tpd_actx_phase_loss(tpd_actx *x, int64_t u)
     if (!f->loss_known || !m->loss_known || f->nbwd == 0) return false;
     if (fabs(m->loss - f->loss) <= x->o.atol + x->o.rtol * fabs(f->loss)) return false;
     diverge(x, u, "loss_accounting.denominator");
-    tpd_str_printf(&x->vm, "%.9g (the sum of %d backpropagated micro-batch losses)", m->loss,
-                   m->nbwd);
+    if (m->nbwd == 1)
+        tpd_str_printf(&x->vm, "%.9g (the 1 backpropagated micro-batch loss)", m->loss);
+    else
+        tpd_str_printf(&x->vm, "%.9g (the sum of %d backpropagated micro-batch losses)", m->loss,
+                       m->nbwd);
     tpd_str_printf(&x->vf, "%.9g (the full-batch loss)", f->loss);
     k = f->loss != 0 ? m->loss / f->loss : NAN;
     c = tpd_ratio_cause_of(k, x->N, m->nbwd);
     if ((ct = cause_text(c)) != NULL) {
+        char why[256] = "";
+        /* the backward count names the window, element counts or not; with
+         * one micro-batch k/N is 1/N, and the full updates before it
+         * matched, so the losses are divided by N once */
+        if (c == TPD_RC_PARTIAL)
+            snprintf(why, sizeof why,
+                     " (the backward calls name it: this update, the last of both runs, holds %d "
+                     "where a full one holds N=%lld%s)",
+                     m->nbwd, (long long)x->N,
+                     m->nbwd == 1 && u > 0 ? "; the full updates before it matched, so each loss "
+                                             "was divided by N once, not twice"
+                                           : "");
         tpd_actx_why(x, "loss_accounting",
-                     "the micro-batch losses sum to %.6g x the full-batch loss "
-                     "(N=%lld, %d micro-batches in this update): %s",
-                     k, (long long)x->N, m->nbwd, ct);
+                     "the micro-batch %s %.6g x the full-batch loss (N=%lld, %d micro-batch%s in "
+                     "this update): %s%s",
+                     m->nbwd == 1 ? "loss is" : "losses sum to", k, (long long)x->N, m->nbwd,
+                     m->nbwd == 1 ? "" : "es", ct, why);
         x->explained = true;
         return true;
     }
@@ -362,12 +378,29 @@ bool tpd_actx_phase_loss(tpd_actx *x, int64_t u)
             "even when the loss accounting is right");
         return true;
     }
+    /* the last update of both runs with fewer backward calls than N: the
+     * backward calls name an incomplete window whatever the factor; a
+     * factor other than k/N has no cause the evidence names */
+    if (m->nbwd < x->N && (size_t)u + 1 == x->wm.n && (size_t)u + 1 == x->wf.n) {
+        tpd_actx_why(x, "loss_accounting",
+                     "an incomplete final window: the last update (%lld) of the micro-batch run "
+                     "holds %d backward call%s where N=%lld, and its losses sum to %.6g x the "
+                     "full-batch loss, not the window's k/N = %.6g; the evidence does not say "
+                     "whether this window's losses are normalised otherwise or the reference's "
+                     "last update holds other samples (%s)",
+                     (long long)u, m->nbwd, m->nbwd == 1 ? "" : "s", (long long)x->N, k,
+                     (double)m->nbwd / (double)x->N,
+                     m->nmean == m->nbwd ? "the element counts of the losses show no mean of means"
+                                         : "the losses said no element counts, so the samples "
+                                           "cannot be counted");
+        return true;
+    }
     /* no factor the evidence explains: say so rather than guess one */
     tpd_actx_why(x, "loss_accounting",
                  "the micro-batch losses sum to %.6g x the full-batch loss (N=%lld, %d "
-                 "micro-batches in this update) and the evidence names no cause: the factor is "
+                 "micro-batch%s in this update) and the evidence names no cause: the factor is "
                  "neither N, 1/N nor an incomplete window's k/N, and %s",
-                 k, (long long)x->N, m->nbwd,
+                 k, (long long)x->N, m->nbwd, m->nbwd == 1 ? "" : "es",
                  m->nmean == m->nbwd ? "the element counts of the losses show no mean of means"
                                      : "the losses said no element counts (a loss computed by "
                                        "hand), so a mean of means cannot be told");

@@ -120,8 +120,10 @@ int tpd_missing_micro(int nbwd, int64_t have, int64_t want)
 tpd_ratio_cause tpd_ratio_cause_of(double k, int64_t N, int nbwd)
 {
     if (N > 1 && tpd_near_factor(k, (double)N)) return TPD_RC_NOT_DIVIDED;
-    if (N > 1 && tpd_near_factor(k, 1.0 / (double)N)) return TPD_RC_TWICE;
+    /* before 1/N, which k/N is for one micro-batch: divided by N twice,
+     * one micro-batch gives 1/N^2 */
     if (nbwd > 0 && nbwd < N && tpd_near_factor(k, (double)nbwd / (double)N)) return TPD_RC_PARTIAL;
+    if (N > 1 && tpd_near_factor(k, 1.0 / (double)N)) return TPD_RC_TWICE;
     return TPD_RC_NONE;
 }
 

@@ -67,7 +67,9 @@ typedef enum tpd_ratio_cause {
 } tpd_ratio_cause;
 
 /* tpd_ratio_cause_of classifies ratio k for N micro-batches per update and
- * nbwd backward calls in this one (within 1e-3 relative).  Pure. */
+ * nbwd backward calls in this one (within 1e-3 relative).  An update of
+ * one micro-batch at 1/N is an incomplete window divided by N once (twice
+ * would give 1/N^2), not TPD_RC_TWICE.  Pure. */
 tpd_ratio_cause tpd_ratio_cause_of(double k, int64_t N, int nbwd);
 
 /* tpd_awin_counts says how much data micro-batch window m and the

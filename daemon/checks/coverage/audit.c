@@ -45,6 +45,8 @@ struct tpd_cov_auditor {
     /* expected_padding */
     wrap *wraps;
     size_t nwraps, wcap;
+    tpd_cov_deal deal; /* how the order was dealt to the ranks */
+    int64_t deal_batch;
     bool exact;      /* fewer repeats than the padding fail too */
     bool count_only; /* u.n is a count, not the IDs 0..n-1 */
     /* the first examples of each kind, over the epochs audited */
@@ -75,6 +77,8 @@ tp_err tpd_cov_auditor_open(tpd_cov_auditor **ap, tpd_cov_policy policy, const t
     a->u = *u;
     a->count_only = u->known && o->count_only;
     a->exact = o->padding_exact;
+    a->deal = o->deal_batch >= 1 ? o->deal : TPD_COV_DEAL_SAMPLES;
+    a->deal_batch = o->deal_batch;
     a->examples = o->examples > 0 ? (size_t)o->examples : 0;
     a->padding = padding > 0 ? padding : 0;
     if (listed) {
@@ -236,9 +240,26 @@ static int cmp_wrap(const void *x, const void *y)
     return p->id < q->id ? -1 : p->id > q->id;
 }
 
-/* find_wraps collects the wrap-around IDs: a DistributedSampler deals its
- * padded list position-major (rank r gets items r, r + W, ...) and pads by
- * repeating the list's first IDs, so those are the first IDs dealt. */
+/* dealt is the place in the epoch's order of rank r's k-th sample, W ranks
+ * (audit.h, tpd_cov_deal). */
+static int64_t dealt(const tpd_cov_auditor *a, int64_t k, int64_t r, int64_t w)
+{
+    int64_t b = a->deal_batch, s;
+    switch (a->deal) {
+    case TPD_COV_DEAL_BATCHES:
+        return ((k / b) * w + r) * b + k % b;
+    case TPD_COV_DEAL_SPLIT:
+        s = b / w > 0 ? b / w : 1;
+        return (k / s) * b + r * s + k % s;
+    default:
+        return k * w + r;
+    }
+}
+
+/* find_wraps collects the wrap-around IDs: the sampler pads by repeating
+ * the first IDs of its order (a DistributedSampler its padded list,
+ * BatchSamplerShard the epoch's first batches), so they are those the
+ * ranks hold at the order's first places. */
 static tp_err find_wraps(tpd_cov_auditor *a, const tpd_cov_epoch *e)
 {
     int64_t n = a->padding, w = e->nranks > 0 ? e->nranks : 1;
@@ -252,13 +273,14 @@ static tp_err find_wraps(tpd_cov_auditor *a, const tpd_cov_epoch *e)
         a->wcap = (size_t)n;
     }
     for (int64_t r = 0; r < e->nranks; r++) {
-        int64_t k = 0; /* the rank's k-th sample is dealt as k * W + r */
-        for (size_t bi = e->first[r]; bi < e->first[r + 1] && k * w + r < n; bi++) {
+        int64_t k = 0; /* the rank's k-th sample holds place dealt(k) of the order */
+        for (size_t bi = e->first[r]; bi < e->first[r + 1] && dealt(a, k, r, w) < n; bi++) {
             const tpd_batch *b = e->batches[bi];
-            for (uint32_t i = 0; i < b->n && k * w + r < n; i++, k++) {
+            for (uint32_t i = 0; i < b->n && dealt(a, k, r, w) < n && (int64_t)a->nwraps < n;
+                 i++, k++) {
                 wrap *x = &a->wraps[a->nwraps++];
                 x->id = b->ids[i];
-                x->j = k * w + r;
+                x->j = dealt(a, k, r, w);
                 x->allowed = (a->padding - 1 - x->j) / n + 1;
                 x->repeats = 0;
             }

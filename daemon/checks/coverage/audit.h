@@ -10,10 +10,14 @@
  *   no_cross_rank_overlap no ID observed on two ranks (a universe is optional)
  *   expected_padding      every ID at least once; at most `padding` repeated
  *                         observations, each of a wrap-around ID: one of the
- *                         first IDs of the epoch in the order a
- *                         DistributedSampler deals them (position-major across
- *                         ranks), the j-th of them repeated at most
- *                         (padding - 1 - j) / n + 1 times for n wrap-around IDs
+ *                         first n = min(padding, universe) IDs of the epoch in
+ *                         the sampler's order, the j-th of them repeated at
+ *                         most (padding - 1 - j) / n + 1 times.  Both padding
+ *                         samplers repeat their order's first IDs cyclically:
+ *                         a DistributedSampler and accelerate's
+ *                         BatchSamplerShard with even_batches; what differs is
+ *                         how they deal the order to the ranks (tpd_cov_deal),
+ *                         which the audit undoes to find the order's first IDs
  * An ID outside a known universe is always a violation.  IDs never observed
  * are looked for only in a complete epoch.  With padding_exact
  * (tpd_cov_opts), a complete epoch with fewer repeated
@@ -43,6 +47,17 @@ typedef struct tpd_cov_universe {
     size_t nranges;
 } tpd_cov_universe;
 
+/* How a sampler deals the epoch's order to W ranks: which place of the
+ * order rank r's k-th sample holds. */
+typedef enum tpd_cov_deal {
+    TPD_COV_DEAL_SAMPLES = 0, /* a DistributedSampler: k * W + r */
+    TPD_COV_DEAL_BATCHES,     /* BatchSamplerShard: whole batches of B in turn,
+                               * ((k / B) * W + r) * B + k % B */
+    TPD_COV_DEAL_SPLIT,       /* BatchSamplerShard, split_batches: slice r of
+                               * every batch of B, S = B / W:
+                               * (k / S) * B + r * S + k % S */
+} tpd_cov_deal;
+
 /* What an audit does beyond its policy; zero-initialised is the default. */
 typedef struct tpd_cov_opts {
     bool padding_exact; /* expected_padding: fewer repeats than the padding fail too */
@@ -50,6 +65,9 @@ typedef struct tpd_cov_opts {
     bool count_only;    /* a known universe gives only its count n, not which IDs
                          * (string IDs): an epoch with fewer distinct IDs misses
                          * n - distinct (unnamed), one with more holds unexpected ones */
+    tpd_cov_deal deal;  /* expected_padding: how the order was dealt */
+    int64_t deal_batch; /* B, for TPD_COV_DEAL_BATCHES and _SPLIT (>= 1; else
+                         * the audit takes TPD_COV_DEAL_SAMPLES) */
 } tpd_cov_opts;
 
 /* One epoch of one loader as the ranks saw it. */

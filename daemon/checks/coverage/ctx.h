@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT
  * ctx.h -- what the coverage verdict knows while it judges a run, shared
- * by its three parts: the verdict (verdict.c: preconditions, the
- * ranks, string IDs, the universe, the padding and the audit), the report
- * (report.c) and the evidence file (evidence.c). */
+ * by its parts: the verdict (verdict.c: preconditions, the ranks, string
+ * IDs, the universe, the padding and the audit), the loader it audits
+ * (loader.c), the report (report.c) and the evidence file (evidence.c). */
 #ifndef TP_DAEMON_CHECKS_COVERAGE_CTX_H
 #define TP_DAEMON_CHECKS_COVERAGE_CTX_H
 
@@ -29,12 +29,27 @@ typedef struct tpd_cov_rank {
     bool workers; /* some batch said which worker made it */
 } tpd_cov_rank;
 
+/* One DataLoader as the processes of the execution iterated it (loaders
+ * are numbered per process in creation order; the same number on every
+ * rank is taken for the same loader). */
+typedef struct tpd_cov_loader {
+    uint32_t loader;
+    int64_t procs;    /* processes that iterated it */
+    int64_t batches;  /* batches it returned, all processes and epochs */
+    int64_t backward; /* backward calls credited to it (checks/passes.h) */
+    bool train;       /* a pass of it fed the training */
+} tpd_cov_loader;
+
 typedef struct tpd_cctx {
     const tpd_run *run;
     const tpd_exec *ex;
     tpd_arena *a;
     tpd_cov_decl d;
     bool decl_ok;
+    int64_t loader;          /* the loader audited; -1 until chosen */
+    char loader_from[512];   /* why that one ("" until chosen) */
+    tpd_cov_loader *loaders; /* every loader iterated, by number */
+    size_t nloaders;
     tpd_cov_rank *ranks; /* by rank */
     int64_t world;
     uint32_t seen_epochs; /* 1 + the highest epoch any rank reported */
@@ -42,7 +57,11 @@ typedef struct tpd_cctx {
     tpd_cov_universe u;
     const char *u_from; /* "declared", "universe file ...", "len(dataset)" */
     int64_t padding;
-    char pad_from[160];
+    char pad_from[320];
+    const char *pad_scheme; /* the sampler whose padding rule applies: "DistributedSampler",
+                             * "BatchSamplerShard", or NULL: none known */
+    tpd_cov_deal deal;      /* how the sampler deals the IDs to the ranks */
+    int64_t deal_batch;     /* and in batches of how many */
     tpd_cov_counts total;
     int64_t audited;   /* epochs audited */
     int64_t *pad_seen; /* expected_padding: repeated observations, per epoch audited */
@@ -64,6 +83,14 @@ void tpd_cctx_free(tpd_cctx *x);
 
 /* tpd_cctx_of_loader reports whether b is a batch of the audited loader. */
 bool tpd_cctx_of_loader(const tpd_cctx *x, const tpd_batch *b);
+
+/* tpd_cctx_choose_loader settles x->loader and x->loader_from: the declared
+ * loader, else the only one iterated, else the only one whose batches fed
+ * backward calls (checks/passes.h), and fills x->loaders.  Returns NULL, or
+ * why no loader can be audited (into buf) with *oc the outcome: ERROR when
+ * none (or not the declared one) was iterated, ABSTAIN when several could
+ * be the one.  Errors (*rc): TP_ENOMEM. */
+const char *tpd_cctx_choose_loader(tpd_cctx *x, char *buf, size_t n, tpd_outcome *oc, tp_err *rc);
 
 /* tpd_cctx_finish writes the report of outcome oc, with finding f (NULL:
  * none), into *out.  Errors: TP_ENOMEM (then *out is cleared). */

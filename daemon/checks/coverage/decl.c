@@ -133,7 +133,7 @@ static tp_err value(rd *x, const char *key, json_t *j, tpd_cov_decl *d, bool *po
         *policy = true;
         return TP_OK;
     }
-    if (strcmp(key, "loader") == 0) return opt_int(x, key, j, 0, &d->loader, &has);
+    if (strcmp(key, "loader") == 0) return opt_int(x, key, j, 0, &d->loader, &d->has_loader);
     if (strcmp(key, "epochs") == 0) return opt_int(x, key, j, 1, &d->epochs, &has);
     if (strcmp(key, "universe") == 0) return opt_int(x, key, j, 0, &d->universe, &d->has_universe);
     if (strcmp(key, "padding") == 0) return opt_int(x, key, j, 0, &d->padding, &d->has_padding);

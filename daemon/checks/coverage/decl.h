@@ -9,7 +9,8 @@
  *    "padding": 2, "padding_exact": true, "examples": 5,
  *    "sample_id": "batch[\"id\"]"}
  *
- * Every key but policy may be absent or null.  "universe" alone means the
+ * Every key but policy may be absent or null; without "loader" the verdict
+ * audits the loader the training consumed (loader.c).  "universe" alone means the
  * IDs 0..universe-1; with "universe_ranges" (inclusive, sorted, disjoint)
  * the IDs are those ranges and "universe" is their count. */
 #ifndef TP_DAEMON_CHECKS_COVERAGE_DECL_H
@@ -43,7 +44,8 @@ typedef struct tpd_cov_range {
 
 typedef struct tpd_cov_decl {
     tpd_cov_policy policy;
-    int64_t loader;              /* the DataLoader audited (creation order; default 0) */
+    bool has_loader;             /* declared (else the one the training consumed) */
+    int64_t loader;              /* the DataLoader audited (creation order) */
     int64_t epochs;              /* the window: epochs 0..epochs-1; 0: every epoch seen */
     bool has_universe;           /* declared (else len(dataset), when there is one) */
     int64_t universe;            /* its number of IDs */

@@ -38,21 +38,41 @@ static json_t *decl_json(ctx *x)
     if (!x->decl_ok) return json_null();
     bad = (o = json_object()) == NULL;
     bad |= !tpd_jset(o, "policy", tpd_json_str(tpd_cov_policy_name(x->d.policy)));
-    bad |= !tpd_jset(o, "loader", tpd_json_int(x->d.loader));
+    bad |= !tpd_jset(o, "loader", x->loader >= 0 ? tpd_json_int(x->loader) : json_null());
+    bad |= !tpd_jset(o, "loader_from", x->loader >= 0 ? tpd_json_str(x->loader_from) : json_null());
     bad |= !tpd_jset(o, "epochs", x->d.epochs > 0 ? tpd_json_int(x->d.epochs) : json_null());
     bad |=
         !tpd_jset(o, "universe",
                   json_pack("{s:o, s:o}", "count", x->u.known ? tpd_json_int(x->u.n) : json_null(),
                             "from", tpd_json_str(x->u_from)));
-    bad |= !tpd_jset(o, "padding",
-                     x->d.policy == TPD_COV_EXPECTED_PADDING
-                         ? json_pack("{s:I, s:s, s:o}", "repeats", (json_int_t)x->padding, "rule",
-                                     x->d.padding_exact ? "exactly" : "at_most", "from",
-                                     tpd_json_str(x->pad_from))
-                         : json_null());
+    bad |=
+        !tpd_jset(o, "padding",
+                  x->d.policy == TPD_COV_EXPECTED_PADDING
+                      ? json_pack("{s:I, s:s, s:o, s:o}", "repeats", (json_int_t)x->padding, "rule",
+                                  x->d.padding_exact ? "exactly" : "at_most", "from",
+                                  tpd_json_str(x->pad_from), "sampler", tpd_json_str(x->pad_scheme))
+                      : json_null());
     bad |= !tpd_jset(o, "sample_id", tpd_json_str(x->d.sample_id));
     bad |= !tpd_jset(o, "examples", tpd_json_int(x->d.examples));
     return tpd_jdone(o, bad);
+}
+
+/* loaders_json is every loader iterated: its number, the processes that
+ * iterated it, its batches, the backward calls credited to it, whether it
+ * fed the training and whether it is the one audited. */
+static json_t *loaders_json(const ctx *x)
+{
+    json_t *a = json_array();
+    bool bad = a == NULL;
+    for (size_t i = 0; i < x->nloaders; i++) {
+        const tpd_cov_loader *l = &x->loaders[i];
+        bad |= !tpd_jpush(a, json_pack("{s:I, s:I, s:I, s:I, s:b, s:b}", "loader",
+                                       (json_int_t)l->loader, "processes", (json_int_t)l->procs,
+                                       "batches", (json_int_t)l->batches, "backward",
+                                       (json_int_t)l->backward, "training", l->train, "audited",
+                                       (int64_t)l->loader == x->loader));
+    }
+    return tpd_jdone(a, bad);
 }
 
 static json_t *ranks_json(ctx *x)
@@ -134,8 +154,10 @@ static void finding_text(ctx *x, tpd_str *t, const tpd_cov_finding *f)
         tpd_str_printf(t, "    repeat %lld of the epoch; the padding allows %s %lld (%s)\n",
                        (long long)f->repeats, pad_rule(x), (long long)f->allowed, x->pad_from);
     else if (!f->wrap)
-        tpd_str_puts(t,
-                     "    it is not a wrap-around ID: padding repeats only the first IDs dealt\n");
+        tpd_str_printf(t,
+                       "    it is not a wrap-around ID: padding repeats only the first IDs of the "
+                       "epoch's order, as the %s deals them\n",
+                       x->pad_scheme ? x->pad_scheme : "sampler");
     else
         tpd_str_printf(t,
                        "    this wrap-around ID was repeated %lld time(s); a padding of %lld "
@@ -359,6 +381,7 @@ static json_t *report_json(ctx *x, tpd_outcome oc, const tpd_cov_finding *f)
     bad |= !tpd_jset(ev, "observations", tpd_json_int(x->total.observations));
     bad |= !tpd_jset(ev, "distinct", tpd_json_int(x->total.distinct));
     bad |= !tpd_jset(ev, "repeats", tpd_json_int(x->total.repeats));
+    bad |= !tpd_jset(ev, "loaders", loaders_json(x));
     bad |= !tpd_jset(ev, "ranks", ranks_json(x));
     bad |= ev == NULL || !counts_json(x, ev);
     bad |= !tpd_jset(j, "evidence", ev);
@@ -375,6 +398,11 @@ static void explain(ctx *x, const tpd_cov_finding *f)
         "observation(s) repeat an ID the same rank had already returned",
         "observation(s) repeat an ID another rank had already returned"};
     if (!x->surveyed || x->au == NULL) return;
+    /* the loader, when another than the old default (the only one
+     * iterated, and DataLoader 0) was possible */
+    if (x->nloaders > 1 || x->loader != 0)
+        tpd_why_add(&x->why, "loader", "audited DataLoader %lld: %s", (long long)x->loader,
+                    x->loader_from);
     if (x->strs != NULL)
         tpd_why_add(&x->why, "id_kind",
                     "the sample IDs are strings (%lld distinct in the run); a universe of them is "
@@ -417,9 +445,12 @@ tp_err tpd_cctx_finish(ctx *x, tpd_outcome oc, const tpd_cov_finding *f, tpd_res
     out->outcome = oc;
     tpd_str_printf(&t, "coverage: %s\n", tpd_outcome_name(oc));
     tpd_str_puts(&t, x->head.s ? x->head.s : "");
-    if (x->decl_ok)
-        tpd_str_printf(&t, "  policy      %s, loader %lld\n", tpd_cov_policy_name(x->d.policy),
-                       (long long)x->d.loader);
+    if (x->decl_ok && x->loader >= 0)
+        tpd_str_printf(&t, "  policy      %s, loader %lld\n  loader      %lld, %s\n",
+                       tpd_cov_policy_name(x->d.policy), (long long)x->loader, (long long)x->loader,
+                       x->loader_from);
+    else if (x->decl_ok)
+        tpd_str_printf(&t, "  policy      %s\n", tpd_cov_policy_name(x->d.policy));
     if (x->surveyed) {
         if (x->u.known)
             tpd_str_printf(&t, "  universe    %lld IDs (%s)\n", (long long)x->u.n, x->u_from);

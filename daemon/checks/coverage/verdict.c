@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT
- * verdict.c -- sample coverage: preconditions (ERROR), the ranks
- * and the window, the universe and the padding the declaration implies
- * (ABSTAIN when a needed one is unknown), then one audit per epoch
+ * verdict.c -- sample coverage: preconditions (ERROR), the loader
+ * (loader.c), the ranks and the window, the universe and the padding the
+ * declaration or the sampler implies (ABSTAIN when a needed one is
+ * unknown), then one audit per epoch
  * (audit.c); the report is written by report.c, the evidence file
  * by evidence.c (ctx.h).
  *
@@ -31,7 +32,7 @@ static bool needs_universe(tpd_cov_policy p)
 
 bool tpd_cctx_of_loader(const ctx *x, const tpd_batch *b)
 {
-    return (int64_t)b->loader == x->d.loader;
+    return (int64_t)b->loader == x->loader;
 }
 
 /* find_ranks maps every process that iterated the loader to its rank;
@@ -55,9 +56,9 @@ static const char *find_ranks(ctx *x, char *buf, size_t n)
                 break;
             }
     }
-    if (nprocs == 0) {
+    if (nprocs == 0) { /* tpd_cctx_choose_loader chose one that was iterated */
         snprintf(buf, n, "no process iterated DataLoader %lld (no batch observed)",
-                 (long long)x->d.loader);
+                 (long long)x->loader);
         return buf;
     }
     if (world < 1) world = 1;
@@ -90,7 +91,7 @@ static const char *find_ranks(ctx *x, char *buf, size_t n)
     for (int64_t r = 0; r < world; r++)
         if (x->ranks[r].p == NULL) {
             snprintf(buf, n, "rank %lld of %lld reported no batch of DataLoader %lld", (long long)r,
-                     (long long)world, (long long)x->d.loader);
+                     (long long)world, (long long)x->loader);
             return buf;
         }
     return NULL;
@@ -212,6 +213,81 @@ static bool has_total(const tpd_batch *b)
     return b->has_dataset_len && b->has_total_size;
 }
 
+static bool has_shard(const tpd_batch *b)
+{
+    return b->shard != NULL;
+}
+
+static int64_t ceil_div(int64_t a, int64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+/* shard_padding settles the padding of a loader that accelerate's
+ * BatchSamplerShard deals (b says how): with even_batches it fills the
+ * epoch's last batches from the epoch's first samples, in the order the
+ * shard's batch sampler gave them, cyclically when the epoch is short,
+ * until every rank has as many full batches (data_loader.py,
+ * _iter_with_no_split and _iter_with_split).  So for N samples in batches
+ * of B over W ranks, ceil(N / B) batches:
+ *   whole batches in turn:  ceil(ceil(N / B) / W) * W * B - N repeats
+ *   split_batches:          ceil(N / B) * B - N repeats
+ * of the order's first IDs, the DistributedSampler's rule but for how the
+ * order is dealt (audit.h, tpd_cov_deal).  Without even_batches, or with
+ * drop_last, it repeats none.  A shard that deals to other processes than
+ * the ranks (a world the shard does not see), or re-shards a
+ * DistributedSampler's share, has no rule here: a declared padding is
+ * audited as a DistributedSampler's. */
+static void shard_padding(ctx *x, const tpd_batch *b)
+{
+    bool split = strcmp(b->shard, "split") == 0;
+    int64_t n = b->has_dataset_len && b->dataset_len > 0 ? b->dataset_len : 0, B = b->shard_batch,
+            w = b->shard_ranks, p;
+    char how[160];
+    if (B < 1 || w != x->world || (split && B % w != 0) || b->has_total_size ||
+        !b->has_dataset_len) {
+        x->padding = x->d.has_padding ? x->d.padding : 0;
+        snprintf(x->pad_from, sizeof x->pad_from,
+                 "%s; accelerate's BatchSamplerShard %s, so no padding rule of its own applies",
+                 x->d.has_padding ? "declared" : "not declared",
+                 b->has_total_size     ? "re-shards a DistributedSampler's share"
+                 : !b->has_dataset_len ? "deals a dataset with no len()"
+                 : w != x->world       ? "deals to other processes than the ranks"
+                                       : "says no batch size");
+        return;
+    }
+    x->pad_scheme = "BatchSamplerShard";
+    x->deal = split ? TPD_COV_DEAL_SPLIT : TPD_COV_DEAL_BATCHES;
+    x->deal_batch = B;
+    if (split)
+        snprintf(how, sizeof how, "split_batches: every batch of %lld split among %lld ranks",
+                 (long long)B, (long long)w);
+    else
+        snprintf(how, sizeof how, "batches of %lld dealt in turn to %lld ranks", (long long)B,
+                 (long long)w);
+    if (x->d.has_padding) {
+        x->padding = x->d.padding;
+        snprintf(x->pad_from, sizeof x->pad_from,
+                 "declared; repeats of the epoch's first samples as accelerate's "
+                 "BatchSamplerShard deals them, %s",
+                 how);
+        return;
+    }
+    if (!b->shard_even || b->shard_drop_last) {
+        x->padding = 0;
+        snprintf(x->pad_from, sizeof x->pad_from,
+                 "not declared: accelerate's BatchSamplerShard, %s, pads nothing %s", how,
+                 b->shard_drop_last ? "when it drops the last batches" : "without even_batches");
+        return;
+    }
+    p = split ? ceil_div(n, B) * B : ceil_div(ceil_div(n, B), w) * w * B;
+    x->padding = p - n;
+    snprintf(x->pad_from, sizeof x->pad_from,
+             "not declared: what accelerate's even_batches adds, repeating the epoch's first "
+             "samples; BatchSamplerShard, %s, has %lld places for %lld samples",
+             how, (long long)p, (long long)n);
+}
+
 static void universe(ctx *x)
 {
     const tpd_batch *b;
@@ -233,7 +309,10 @@ static void universe(ctx *x)
         x->u.n = b->dataset_len;
         x->u_from = "len(dataset)";
     }
-    if (x->d.has_padding) {
+    x->pad_scheme = "DistributedSampler";
+    if ((b = first_batch(x, has_shard)) != NULL) {
+        shard_padding(x, b);
+    } else if (x->d.has_padding) {
         x->padding = x->d.padding;
         snprintf(x->pad_from, sizeof x->pad_from, "declared");
     } else if ((b = first_batch(x, has_total)) != NULL) {
@@ -307,7 +386,8 @@ static void add(tpd_cov_counts *t, const tpd_cov_counts *c)
  * whole); the first violation, in epoch order, is the outcome. */
 static tp_err audit(ctx *x, tpd_result *out)
 {
-    tpd_cov_opts o = {x->d.padding_exact, (int)x->d.examples, x->strs != NULL};
+    tpd_cov_opts o = {x->d.padding_exact, (int)x->d.examples, x->strs != NULL, x->deal,
+                      x->deal_batch};
     const tpd_batch **v;
     size_t *first, nb = 0;
     int64_t incomplete = -1;
@@ -382,7 +462,9 @@ bool tpd_cctx_prepare(ctx *x, const tpd_run *r, tpd_result *out, tp_err *rc)
     char why[512], buf[1024];
     const char *problem;
     int64_t noids, str_rank, int_rank;
+    tpd_outcome oc;
     x->run = r;
+    x->loader = -1;
     x->u_from = "not declared";
     if (tpd_cov_decl_parse(x->a, r->params, &x->d, why, sizeof why) != TP_OK) {
         *rc = tpd_cctx_say(x, TPD_ERROR, out, "the run's declaration cannot be read: %s", why);
@@ -402,6 +484,11 @@ bool tpd_cctx_prepare(ctx *x, const tpd_run *r, tpd_result *out, tp_err *rc)
         *rc = tpd_cctx_say(x, TPD_ERROR, out, "%s: the observations are incomplete", problem);
         return false;
     }
+    if ((problem = tpd_cctx_choose_loader(x, buf, sizeof buf, &oc, rc)) != NULL) {
+        *rc = tpd_cctx_say(x, oc, out, "%s", problem);
+        return false;
+    }
+    if (*rc != TP_OK) return false;
     if ((problem = find_ranks(x, buf, sizeof buf)) != NULL) {
         *rc = tpd_cctx_say(x, TPD_ERROR, out, "%s", problem);
         return false;

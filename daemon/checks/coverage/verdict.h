@@ -6,13 +6,17 @@
  * reporting its DataLoader batches (stable sample IDs per rank, epoch and
  * position).  The run's params hold the declaration (decl.h).
  *
+ * The loader audited is the declared one, else the one whose batches the
+ * training consumed (loader.c).
+ *
  * ERROR: the command failed or was killed, a process lost events, said no
- * goodbye or reported a hook error, no batch of the audited loader was seen,
- * or the ranks do not add up (a rank missing, twice, or disagreeing on the
- * world size).
- * ABSTAIN: the policy needs a universe and none is known (none declared and
- * the dataset has no length), the batches carry no stable IDs, or an epoch
- * of the window was not seen complete on every rank.
+ * goodbye or reported a hook error, no DataLoader (or not the declared one)
+ * was iterated, or the ranks do not add up (a rank missing, twice, or
+ * disagreeing on the world size).
+ * ABSTAIN: none was declared and several loaders could be the training's,
+ * the policy needs a universe and none is known (none declared and the
+ * dataset has no length), the batches carry no stable IDs, or an epoch of
+ * the window was not seen complete on every rank.
  * FAIL: the first violation in (epoch, rank, position) order (audit.h);
  * IDs never observed come after every observation of their epoch.
  * PASS otherwise, naming the window and the world size. */

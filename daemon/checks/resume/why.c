@@ -36,6 +36,10 @@ typedef struct restored {
     int64_t rng_seed[4];
     bool rng_other[4]; /* set from a state no file of I's holds */
     const char *rng_other_caller[4];
+    /* group: the last load_state_dict from the checkpoint that reported
+     * missing or unexpected keys (strict=False), unless a later one of the
+     * same object matched every key; explained for the model */
+    const tpd_restore *keys[TPD_G__COUNT];
 } restored;
 
 static int rng_index(const char *obj)
@@ -109,6 +113,11 @@ static void collect_restores(ctx *x, restored *rs)
         if ((g = restore_group(r->what, r->obj)) == TPD_G_OTHER) continue;
         if (ours) {
             rs->ours[g] = true;
+            if (r->keys >= 0 && (r->nmissing > 0 || r->nunexpected > 0))
+                rs->keys[g] = r;
+            else if (rs->keys[g] != NULL && r->obj != NULL && rs->keys[g]->obj != NULL &&
+                     !strcmp(r->obj, rs->keys[g]->obj))
+                rs->keys[g] = NULL;
         } else {
             rs->other_seen[g] = true;
             rs->other[g] = r->caller;
@@ -211,6 +220,118 @@ static void compare_after_load(ctx *x, const tpd_items *ref, int64_t rstep, tpd_
     }
 }
 
+/* key_list writes the first few keys of a restore's list (n in all) as
+ * "`a`, `b`, `c`, ...". */
+static void key_list(char *buf, size_t size, const char *const *keys, int64_t n)
+{
+    size_t used = 0;
+    int shown = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < TPD_RESTORE_KEYS && keys[i] != NULL && shown < 3; i++, shown++) {
+        used += (size_t)snprintf(buf + used, used < size ? size - used : 0, "%s`%s`",
+                                 shown ? ", " : "", keys[i]);
+        if (used >= size) used = size - 1;
+    }
+    if (n > shown) snprintf(buf + used, used < size ? size - used : 0, ", ...");
+}
+
+/* key_prefix finds the prefix that turns keys of from into every kept key
+ * of to ("_orig_mod." from "0.weight" to "_orig_mod.0.weight"): true, with
+ * *p and *n the prefix, when each key of to kept is a key of from kept
+ * under the same non-empty prefix.  It speaks for the keys kept only
+ * (TPD_RESTORE_KEYS of each list); explain_keys says so when there were
+ * more. */
+static bool key_prefix(const char *const *from, const char *const *to, const char **p, size_t *n)
+{
+    size_t plen = 0;
+    const char *pre = NULL;
+    if (from[0] == NULL || to[0] == NULL) return false;
+    for (int i = 0; i < TPD_RESTORE_KEYS && to[i] != NULL; i++) {
+        size_t tl = strlen(to[i]), best = 0;
+        bool found = false;
+        /* the longest key of from that to[i] ends with after a '.' */
+        for (int k = 0; k < TPD_RESTORE_KEYS && from[k] != NULL; k++) {
+            size_t fl = strlen(from[k]);
+            if (fl < tl && fl > best && !strcmp(to[i] + tl - fl, from[k]) &&
+                to[i][tl - fl - 1] == '.') {
+                best = fl;
+                found = true;
+            }
+        }
+        if (!found) return false;
+        if (pre == NULL) {
+            pre = to[i];
+            plen = tl - best;
+        } else if (tl - best != plen || strncmp(pre, to[i], plen) != 0) {
+            return false;
+        }
+    }
+    *p = pre;
+    *n = plen;
+    return true;
+}
+
+/* prefix_owner names what is known to prefix its keys so: torch.compile's
+ * wrapper holds the module as `_orig_mod`, DistributedDataParallel and
+ * DataParallel as `module`. */
+static const char *prefix_owner(const char *p, size_t n)
+{
+    if (n == 10 && !strncmp(p, "_orig_mod.", n)) return ", as a torch.compile wrapper names them";
+    if (n == 7 && !strncmp(p, "module.", n))
+        return ", as DistributedDataParallel and DataParallel name them";
+    return "";
+}
+
+/* explain_keys words a model load_state_dict that reported missing or
+ * unexpected keys (strict=False) as the reason the model differs after the
+ * load: it matched none of the checkpoint's keys, or only some, or found no
+ * value for some of the model's.  lines are the examples. */
+static void explain_keys(ctx *x, const tpd_restore *r, const after_load *al, const char *lines)
+{
+    char want[512], have[512], how[256] = "", part[1200];
+    const char *p;
+    size_t pn;
+    int64_t matched = r->keys - r->nunexpected;
+    key_list(want, sizeof want, r->missing, r->nmissing);
+    key_list(have, sizeof have, r->unexpected, r->nunexpected);
+    /* the keys kept are all there are when the counts do not exceed them */
+    if (key_prefix(r->missing, r->unexpected, &p, &pn))
+        snprintf(how, sizeof how, ": %s%s are the model's, under the prefix `%.*s`%s",
+                 r->nunexpected <= TPD_RESTORE_KEYS ? "" : "the first of ",
+                 matched <= 0 ? "the checkpoint's keys" : "the checkpoint's unmatched keys",
+                 (int)pn, p, prefix_owner(p, pn));
+    else if (key_prefix(r->unexpected, r->missing, &p, &pn))
+        snprintf(how, sizeof how,
+                 ": %sthe model's unmatched keys are the checkpoint's, under the prefix `%.*s`%s",
+                 r->nmissing <= TPD_RESTORE_KEYS ? "" : "the first of ", (int)pn, p,
+                 prefix_owner(p, pn));
+    if (r->nunexpected > 0 && matched <= 0) {
+        tpd_why_add(&x->why, "not_restored",
+                    "the model was not restored: its load_state_dict (strict=False) after the "
+                    "checkpoint load matched none of the checkpoint's %lld key%s, so it put "
+                    "nothing back (the model expected %s; the checkpoint has %s%s) (%d of %d "
+                    "components differ from when it was saved)%s",
+                    (long long)r->keys, r->keys == 1 ? "" : "s", r->nmissing > 0 ? want : "no key",
+                    have, how, al->ndiff, al->nseen, lines);
+        return;
+    }
+    if (r->nmissing > 0 && r->nunexpected > 0)
+        snprintf(part, sizeof part,
+                 "the model's keys %s were not in it, and the checkpoint's %s have no place in "
+                 "the model%s",
+                 want, have, how);
+    else if (r->nmissing > 0)
+        snprintf(part, sizeof part, "the model's keys %s were not in it", want);
+    else
+        snprintf(part, sizeof part, "the checkpoint's %s have no place in the model", have);
+    tpd_why_add(&x->why, "not_restored",
+                "the model was only partly restored: its load_state_dict (strict=False) after the "
+                "checkpoint load matched %lld of the checkpoint's %lld key%s (%s) (%d of %d "
+                "components differ from when it was saved)%s",
+                (long long)matched, (long long)r->keys, r->keys == 1 ? "" : "s", part, al->ndiff,
+                al->nseen, lines);
+}
+
 /* explain_after_load lists the components whose state R had at its first
  * step differs from I's at the same point, group by group. */
 static bool explain_after_load(ctx *x, const restored *rs)
@@ -254,6 +375,8 @@ static bool explain_after_load(ctx *x, const restored *rs)
                         "(%d of %d components differ from when it was saved)%s",
                         group_noun((tpd_group)g), tpd_group_name((tpd_group)g), al.ndiff, al.nseen,
                         lines);
+        else if (g == TPD_G_MODEL && rs->keys[g] != NULL)
+            explain_keys(x, rs->keys[g], &al, lines);
         else
             tpd_why_add(&x->why, "differs_after_load",
                         "%s was loaded, but %d of %d components differ from when it was saved "
@@ -510,6 +633,51 @@ static bool holds_state(const tpd_ckpt *s)
     return false;
 }
 
+/* state_entry: an entry that is training state, as the save comparison
+ * (saves.c) takes it: a tensor, an RNG state's digest or a number; strings
+ * (a path such as Lightning's last_model_path), booleans and opaque objects
+ * are not. */
+static bool state_entry(const tpd_item *e)
+{
+    return e->v.kind == 't' || e->v.kind == 'd' ||
+           (e->v.kind == 'v' && (e->v.vtype == TP_V_INT || e->v.vtype == TP_V_FLOAT));
+}
+
+/* holds_all_of: every state entry of a is in b, at the same path, the same. */
+static bool holds_all_of(const tpd_ckpt *a, const tpd_ckpt *b)
+{
+    static const tpd_cmp_opts exact = {0};
+    for (size_t i = 0; i < a->manifest.n; i++) {
+        const tpd_item *e = &a->manifest.v[i], *o = NULL;
+        if (!state_entry(e)) continue;
+        for (size_t k = 0; k < b->manifest.n && o == NULL; k++)
+            if (!strcmp(b->manifest.v[k].path, e->path)) o = &b->manifest.v[k];
+        if (o == NULL || tpd_val_eq(&e->v, &o->v, &exact) != TPD_SAME) return false;
+    }
+    return true;
+}
+
+/* loaded_twin reports whether R loaded another of I's saves at s's step
+ * that holds the same training state as s, entry by entry: Lightning's
+ * ModelCheckpoint saves `epoch=...ckpt` and `last.ckpt` at the same step,
+ * whose bytes differ in last_model_path alone, and R loading one of them
+ * loaded what the other holds. */
+static bool loaded_twin(const ctx *x, const tpd_ckpt *s)
+{
+    if (s->manifest.n == 0) return false;
+    for (size_t i = 0; i < x->pi->nckpts; i++) {
+        const tpd_ckpt *t = &x->pi->ckpts[i];
+        bool loaded = false;
+        if (t == s || t->load || t->seq < x->armed->seq || t->step != s->step || !t->has_digest ||
+            t->manifest.n == 0)
+            continue;
+        for (size_t k = 0; k < x->pr->nckpts && !loaded; k++)
+            loaded = x->pr->ckpts[k].load && tpd_resume_same_digest(&x->pr->ckpts[k], t);
+        if (loaded && holds_all_of(s, t) && holds_all_of(t, s)) return true;
+    }
+    return false;
+}
+
 /* explain_steps names a difference in the number of optimizer steps A and R
  * trained from the aligned point, whatever the first divergence: a loop
  * that runs a different number of steps is a divergence of its own, and
@@ -549,13 +717,15 @@ void tpd_resume_explain(tpd_rctx *x, const tpd_cmp_result *cmp)
     told |= tpd_resume_explain_modules(x);
     told |= explain_manifest(x);
     /* the files I saved that R never loaded, among those that hold training
-     * state (not a pickled configuration such as HF's training_args.bin) */
+     * state (not a pickled configuration such as HF's training_args.bin),
+     * and whose state R did not load from a twin of theirs */
     for (size_t i = 0; i < x->pi->nckpts; i++) {
         const tpd_ckpt *s = &x->pi->ckpts[i];
         bool loaded = false;
         if (s->load || s->seq < x->armed->seq || !s->has_digest || !holds_state(s)) continue;
         for (size_t k = 0; k < x->pr->nckpts && !loaded; k++)
             loaded = x->pr->ckpts[k].load && tpd_resume_same_digest(&x->pr->ckpts[k], s);
+        if (!loaded) loaded = loaded_twin(x, s);
         if (!loaded && s->name)
             tpd_why_add(&x->why, "not_loaded", "R never loaded %s, which I saved at step %lld",
                         tpd_resume_base(s->name), (long long)s->step);
