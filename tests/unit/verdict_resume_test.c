@@ -862,6 +862,11 @@ START_TEST(test_verdict_resume_data_skipping_one_too_many_fails)
     /* R's batch (batch 4) against A's samples at the same positions (batch 3) */
     ck_assert_msg(strstr(res.text, "[11, 16, 21, 2] (4 ids)") != NULL, "%s", res.text);
     ck_assert_msg(strstr(res.text, "[15, 20, 1, 6] (4 ids)") != NULL, "%s", res.text);
+    /* R skipped a batch too many: its sample there is one A had not trained on */
+    ck_assert_msg(strstr(res.text, "R took sample id 11 there where A took id 15") != NULL, "%s",
+                  res.text);
+    ck_assert_msg(strstr(res.text, "skipped too many batches") != NULL, "%s", res.text);
+    ck_assert_msg(strstr(res.text, "did not resume where it was") == NULL, "%s", res.text);
     ck_assert_ptr_nonnull(strstr(res.json, "\"group\":\"data\""));
     tpd_result_clear(&res);
     drop(w);
@@ -878,6 +883,10 @@ START_TEST(test_verdict_resume_data_epoch_restart_fails)
     ck_assert_str_eq(res.path, "data.ids");
     ck_assert_int_eq(res.step, 3);
     ck_assert_msg(strstr(res.text, "data pipeline did not resume") != NULL, "%s", res.text);
+    /* R restarted its epoch: its sample there is one A had trained on in it */
+    ck_assert_msg(strstr(res.text, "which A had already trained on earlier in the same epoch") !=
+                      NULL,
+                  "%s", res.text);
     tpd_result_clear(&res);
     drop(w);
 }

@@ -96,6 +96,12 @@ json_t *tpd_resume_after_load_json(tpd_rctx *x);
  * or loaded another state (modules.c).  True when it added one. */
 bool tpd_resume_explain_modules(tpd_rctx *x);
 
+/* tpd_resume_explain_data explains a first divergence in the training data
+ * (x->sra): whether R's sample there is one A had already trained on in the
+ * same epoch (R repeats samples: its place was lost) or not (the order may
+ * differ where the place was right), with the ids (data.c). */
+void tpd_resume_explain_data(tpd_rctx *x);
+
 /* tpd_resume_saves finds, when R matched A at every step, the first save
  * of A's after the aligned point whose entries differ from R's save of the
  * same file at the same step, where B's save agrees with A's (saves.c):

@@ -736,13 +736,7 @@ void tpd_resume_explain(tpd_rctx *x, const tpd_cmp_result *cmp)
                 "file its bytes were written to)",
                 (long long)s->step);
     }
-    if (d->group == TPD_G_DATA)
-        tpd_why_add(&x->why, "data_position",
-                    "R's training data differs from A's at sample %llu of the training stream (R's "
-                    "sample %llu): the data pipeline did not resume where it was (did the loader "
-                    "restart its epoch, skip too many or too few batches, or its sampler lose its "
-                    "position?)",
-                    (unsigned long long)x->sra.pos_a, (unsigned long long)x->sra.pos_b);
+    if (d->group == TPD_G_DATA) tpd_resume_explain_data(x);
     if (!told && d->group != TPD_G_DATA)
         tpd_why_add(
             &x->why, "outside_checkpoint",
