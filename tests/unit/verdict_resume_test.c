@@ -857,16 +857,14 @@ START_TEST(test_verdict_resume_data_skipping_one_too_many_fails)
     ck_assert_msg(res.outcome == TPD_FAIL, "%s", res.text);
     ck_assert_str_eq(res.path, "data.ids");
     ck_assert_int_eq(res.step, 3);
-    ck_assert_msg(strstr(res.text, "sample 12 of the training stream (R's sample 0)") != NULL, "%s",
+    ck_assert_msg(strstr(res.text, "sample 12 of the training stream (R's sample 0:") != NULL, "%s",
                   res.text);
     /* R's batch (batch 4) against A's samples at the same positions (batch 3) */
     ck_assert_msg(strstr(res.text, "[11, 16, 21, 2] (4 ids)") != NULL, "%s", res.text);
     ck_assert_msg(strstr(res.text, "[15, 20, 1, 6] (4 ids)") != NULL, "%s", res.text);
-    /* R skipped a batch too many: its sample there is one A had not trained on */
-    ck_assert_msg(strstr(res.text, "R took sample id 11 there where A took id 15") != NULL, "%s",
-                  res.text);
-    ck_assert_msg(strstr(res.text, "skipped too many batches") != NULL, "%s", res.text);
-    ck_assert_msg(strstr(res.text, "did not resume where it was") == NULL, "%s", res.text);
+    /* R skipped a batch too many: a batch fewer left in the epoch */
+    ck_assert_msg(strstr(res.text, "id 11 where A took 15") != NULL, "%s", res.text);
+    ck_assert_msg(strstr(res.text, "skip too many batches") != NULL, "%s", res.text);
     ck_assert_ptr_nonnull(strstr(res.json, "\"group\":\"data\""));
     tpd_result_clear(&res);
     drop(w);
@@ -883,10 +881,8 @@ START_TEST(test_verdict_resume_data_epoch_restart_fails)
     ck_assert_str_eq(res.path, "data.ids");
     ck_assert_int_eq(res.step, 3);
     ck_assert_msg(strstr(res.text, "data pipeline did not resume") != NULL, "%s", res.text);
-    /* R restarted its epoch: its sample there is one A had trained on in it */
-    ck_assert_msg(strstr(res.text, "which A had already trained on earlier in the same epoch") !=
-                      NULL,
-                  "%s", res.text);
+    /* R restarted its epoch: more samples left in it than A had */
+    ck_assert_msg(strstr(res.text, "restart its epoch") != NULL, "%s", res.text);
     tpd_result_clear(&res);
     drop(w);
 }
