@@ -30,28 +30,32 @@ def _unwrap(m):
     return m
 
 
-def _roots():
-    """Root modules that own a parameter of some optimizer, creation order.
-
-    Only modules that hold trained parameters count, so a dead module still
-    waiting for the garbage collector never shifts the naming."""
+def _top_modules():
+    """The live modules that no other live module holds, creation order (the
+    registry is compacted when half of it is dead)."""
     mods = _live(S.modules)
     if len(mods) < len(S.modules) // 2:
         S.modules[:] = [weakref.ref(m) for m in mods]
-    trained = set()
-    for o in _live(S.optimizers):
-        for g in o.param_groups:
-            for p in g["params"]:
-                trained.add(id(p))
     children = set()
     for m in mods:
         for c in m._modules.values():
             if c is not None:
                 children.add(id(c))
+    return [m for m in mods if id(m) not in children]
+
+
+def _roots():
+    """Root modules that own a parameter of some optimizer, creation order.
+
+    Only modules that hold trained parameters count, so a dead module still
+    waiting for the garbage collector never shifts the naming."""
+    trained = set()
+    for o in _live(S.optimizers):
+        for g in o.param_groups:
+            for p in g["params"]:
+                trained.add(id(p))
     roots = []
-    for m in mods:
-        if id(m) in children:
-            continue
+    for m in _top_modules():
         for p in m.parameters():
             if id(p) in trained:
                 roots.append(_unwrap(m))
@@ -64,20 +68,12 @@ def _extras(trained):
     order: an EMA or a teacher copy of the model, a second model's BatchNorm
     statistics.  What changes in them during training, or what a checkpoint
     carries of them, is state as much as the trained model's is, so the
-    snapshot holds them too, each as module[<name>] (_extra_name).  None of
+    snapshot holds them too, each as module[<name>] (_extra_names).  None of
     them shares a parameter with a trained root: such a root is trained
     itself (_roots)."""
-    mods = _live(S.modules)
-    children = set()
-    for m in mods:
-        for c in m._modules.values():
-            if c is not None:
-                children.add(id(c))
     seen = set(id(m) for m in trained)
     out = []
-    for m in mods:
-        if id(m) in children:
-            continue
+    for m in _top_modules():
         u = _unwrap(m)
         if id(u) in seen:
             continue
@@ -140,14 +136,7 @@ def _holder_name(m):
 def _any_roots():
     """Root modules that hold parameters, trained or not (for naming restores
     that happen before the optimizer exists)."""
-    mods = _live(S.modules)
-    children = set()
-    for m in mods:
-        for c in m._modules.values():
-            if c is not None:
-                children.add(id(c))
-    return [_unwrap(m) for m in mods
-            if id(m) not in children and next(m.parameters(), None) is not None]
+    return [_unwrap(m) for m in _top_modules() if next(m.parameters(), None) is not None]
 
 
 def _full_now():
