@@ -16,10 +16,18 @@
 
 #include "daemon/checks/resume/ctx.h"
 
+/* batch_of finds p's batch event seq (p->batches is in seq order). */
 static const tpd_batch *batch_of(const tpd_proc *p, uint64_t seq)
 {
-    for (size_t i = 0; i < p->nbatches; i++)
-        if (p->batches[i].seq == seq) return &p->batches[i];
+    size_t lo = 0, hi = p->nbatches;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (p->batches[mid].seq == seq) return &p->batches[mid];
+        if (p->batches[mid].seq < seq)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
     return NULL;
 }
 
