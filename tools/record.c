@@ -18,6 +18,7 @@
 #include "tools/exec.h"
 #include "tools/opts.h"
 #include "tools/session.h"
+#include "tp_version.h"
 
 static const tpt_cmdspec spec = {
     "record",
@@ -103,7 +104,7 @@ static json_t *report_json(const tpt_opts *o, int64_t run, const tpt_exec_result
     else
         exit_ = json_null();
     bad |= json_object_set_new(j, "schema_version", json_integer(REPORT_SCHEMA)) != 0;
-    bad |= json_object_set_new(j, "trainparity_version", str_json(TPT_VERSION)) != 0;
+    bad |= json_object_set_new(j, "trainparity_version", str_json(TP_VERSION)) != 0;
     bad |= json_object_set_new(j, "check", json_string("record")) != 0;
     bad |= json_object_set_new(j, "name", str_json(o->name)) != 0;
     bad |= json_object_set_new(j, "run", json_integer(run)) != 0;

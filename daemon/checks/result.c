@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "daemon/checks/result.h"
+#include "tp_version.h"
 
 const char *tpd_outcome_name(tpd_outcome o)
 {
@@ -25,7 +26,7 @@ const char *tpd_outcome_name(tpd_outcome o)
 json_t *tpd_report_new(const char *check, int64_t run, tpd_outcome oc)
 {
     return json_pack("{s:i, s:s, s:s, s:I, s:s}", "schema_version", TPD_REPORT_SCHEMA,
-                     "trainparity_version", TPD_VERSION, "check", check, "run", (json_int_t)run,
+                     "trainparity_version", TP_VERSION, "check", check, "run", (json_int_t)run,
                      "outcome", tpd_outcome_name(oc));
 }
 

@@ -17,9 +17,7 @@
 #include "daemon/store/query.h"
 #include "daemon/store/secret.h"
 
-#ifndef TPD_VERSION
-#define TPD_VERSION "0.1.0"
-#endif
+#include "tp_version.h"
 
 #define MAX_ARGS 32
 
@@ -255,7 +253,7 @@ static tp_err store_fail(tpd_control *c, tpd_reply *r, tp_err err)
 
 static tp_err cmd_ping(tpd_control *c, const tpd_req *q, tpd_reply *r)
 {
-    tpd_reply_cstr(r, "version", TPD_VERSION);
+    tpd_reply_cstr(r, "version", TP_VERSION);
     tpd_reply_cstr(r, "db", tpd_store_path(c->store));
     tpd_reply_int(r, "pid", (int64_t)getpid());
     tpd_reply_int(r, "attached", tpd_lease_count(c->lease));

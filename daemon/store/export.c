@@ -18,9 +18,7 @@
 #include "daemon/store/export.h"
 #include "daemon/store/xport.h"
 
-#ifndef TPD_VERSION
-#define TPD_VERSION "0.1.0"
-#endif
+#include "tp_version.h"
 
 /* daemon/store/schema.sql, embedded (daemon/CMakeLists.txt) */
 extern const char tpd_schema[];
@@ -281,7 +279,7 @@ static tp_err build(writer *w, const char *db_path)
         sqlite3_bind_int(ins, 2, TPD_STORE_VERSION);
         sqlite3_bind_int64(ins, 3, w->run);
         sqlite3_bind_int64(ins, 4, tpd_now_ns());
-        sqlite3_bind_text(ins, 5, "trainparity-daemon " TPD_VERSION, -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins, 5, "trainparity-daemon " TP_VERSION, -1, SQLITE_STATIC);
         sqlite3_bind_blob(ins, 6, sum, sizeof sum, SQLITE_STATIC);
         rc = sqlite3_step(ins);
         if (rc == SQLITE_DONE) rc = SQLITE_OK;

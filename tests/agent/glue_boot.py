@@ -53,6 +53,7 @@ class Bridge(types.ModuleType):
 
     def __init__(self, cfg):
         super().__init__("_trainparity_agent")
+        self.version = "0.0.0-glue-boot"  # the real bridge's is the project's version
         self.cfg = cfg
         self.events = []  # (kind, body, key, items, manifest)
         self.errors = []  # (where, msg)

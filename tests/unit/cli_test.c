@@ -20,6 +20,7 @@
 
 #include "tests/unit/batches.h"
 #include "tests/unit/testdir.h"
+#include "tp_version.h"
 
 static char dir[512], db[600], out_path[600], err_path[600];
 static char out[65536], err[65536];
@@ -88,7 +89,7 @@ START_TEST(test_cli_usage_and_help)
     ck_assert_int_eq(RUN("--help"), 0);
     ck_assert(strstr(out, "serve") && strstr(out, "query") && strstr(out, "ingest"));
     ck_assert_int_eq(RUN("--version"), 0);
-    ck_assert(strstr(out, "0.1.0"));
+    ck_assert(strstr(out, TP_VERSION));
     ck_assert_int_eq(RUN("serve", "--help"), 0);
     ck_assert(strstr(out, "--listen"));
     ck_assert_int_eq(RUN("query", "--help"), 0);

@@ -21,6 +21,7 @@
 #include "proto/control.h"
 #include "tests/unit/batches.h"
 #include "tests/unit/testdir.h"
+#include "tp_version.h"
 
 typedef struct tdaemon {
     char dir[512], db[600], url[700];
@@ -366,7 +367,7 @@ START_TEST(test_ingest_socket_end_to_end)
 
     req_begin(&req, "ping", 0);
     call_ok(&d, &req, &rep);
-    ck_assert_str_eq(reply_str(&rep, "version", text, sizeof text), "0.1.0");
+    ck_assert_str_eq(reply_str(&rep, "version", text, sizeof text), TP_VERSION);
     ck_assert_str_eq(reply_str(&rep, "db", text, sizeof text), d.db);
     ck_assert_int_eq(reply_int(&rep, "pid"), getpid());
 

@@ -9,6 +9,8 @@ import shutil
 import subprocess
 import tempfile
 
+from trainparity_native._programs import program
+
 # exit status -> outcome (README, "Exit status")
 OUTCOMES = {0: "PASS", 1: "FAIL", 2: "ABSTAIN", 3: "ERROR"}
 
@@ -88,12 +90,14 @@ def _options(opts):
 
 class Runner:
     """Runs trainparity-run: the program named by binary, else the
-    TRAINPARITY_BIN environment variable, else trainparity-run on PATH.
+    TRAINPARITY_BIN environment variable, else the one installed with this
+    package (the wheel's), else trainparity-run on PATH.
     cwd is where the checks run (their .trainparity/ folder goes there);
     env adds to the environment."""
 
     def __init__(self, binary=None, cwd=None, env=None, timeout=None):
-        self.binary = binary or os.environ.get("TRAINPARITY_BIN") or shutil.which("trainparity-run")
+        self.binary = (binary or os.environ.get("TRAINPARITY_BIN") or program("trainparity-run") or
+                       shutil.which("trainparity-run"))
         self.cwd = cwd
         self.env = env
         self.timeout = timeout
@@ -103,8 +107,8 @@ class Runner:
         Raises TrainParityError when the tool is missing, the options are
         refused (exit 64) or no report was written."""
         if not self.binary or not os.access(self.binary, os.X_OK):
-            raise TrainParityError("trainparity-run not found: build it and put it on PATH, "
-                                   "or set TRAINPARITY_BIN")
+            raise TrainParityError("trainparity-run not found: install the trainparity-native "
+                                   "wheel, or put trainparity-run on PATH, or set TRAINPARITY_BIN")
         env = dict(os.environ, **(self.env or {}))
         with tempfile.TemporaryDirectory(prefix="trainparity-") as tmp:
             path = os.path.join(tmp, "report.json")

@@ -12,17 +12,18 @@ whatever it says.  The command runs from the directory given as cwd=, else
 from the test's temporary directory (copy the script there, or pass
 absolute paths).
 
-Options: --trainparity-bin PATH (default: $TRAINPARITY_BIN, then
-trainparity-run on PATH)."""
+Options: --trainparity-bin PATH (default: $TRAINPARITY_BIN, then the
+package's own trainparity-run, then trainparity-run on PATH)."""
 import pytest
 
-from trainparity.runner import Runner
+from trainparity_native.runner import Runner
 
 
 def pytest_addoption(parser):
     group = parser.getgroup("trainparity")
     group.addoption("--trainparity-bin", default=None, metavar="PATH",
-                    help="the trainparity-run program (default: $TRAINPARITY_BIN, then PATH)")
+                    help="the trainparity-run program (default: $TRAINPARITY_BIN, "
+                    "then the package's own, then PATH)")
 
 
 class Checks:
