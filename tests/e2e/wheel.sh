@@ -140,6 +140,24 @@ wheel_checks() {
     [ $? = 0 ] || fail "resume full_state.py from the wheel: $(tail -20 out)"
     "$py" -c 'import json,sys; r=json.load(open("pass.json")); sys.exit(r["trainparity_version"] != sys.argv[1])' \
         "$WHEEL_VER" || fail "the report's trainparity_version is not $WHEEL_VER"
+    # the agent's hello, as the daemon stored it for every process
+    trainparity-daemon query --db .trainparity/runs.db --json run 1 >run.json ||
+        fail "query run 1: $(cat run.json)"
+    "$py" - "$WHEEL_VER" <<'EOF' || fail "the agent's hello does not carry $WHEEL_VER: $(cat run.json)"
+import json, sys
+def agents(o):
+    if isinstance(o, dict):
+        for k, v in o.items():
+            if k == "agent" and isinstance(v, str):
+                yield v
+            else:
+                yield from agents(v)
+    elif isinstance(o, list):
+        for v in o:
+            yield from agents(v)
+seen = list(agents(json.load(open("run.json"))))
+sys.exit(not seen or any(v != sys.argv[1] for v in seen))
+EOF
     trainparity-run resume --resume-args --resume --json fail.json -- "$py" scheduler_not_restored.py \
         >out 2>&1
     [ $? = 1 ] || fail "resume scheduler_not_restored.py from the wheel, want FAIL: $(tail -20 out)"
