@@ -49,6 +49,10 @@ record_bg() {
 
 # expect_quick WHAT START_MS LIMIT_S [ERR]: fails when more than LIMIT_S
 # seconds went by since START_MS; shows the file ERR (the tool's stderr).
+# LIMIT_S is a liveness bound, not a timing: each case takes a few seconds
+# when it works (the longest wait by design is the 10 s an external daemon
+# gets), the tool is killed at 120 s when it hangs, and LIMIT_S lies between,
+# so that a busy machine never crosses it and a hang always does.
 expect_quick() {
     local took=$(($(now_ms) - $2))
     echo "$1: $took ms"
@@ -84,7 +88,7 @@ kill -KILL "$dpid"
 wait "$rec"
 st=$?
 [ "$st" = 0 ] || fail "record (daemon killed mid-run) exited $st: $(cat "$WORK/r1.err")"
-expect_quick "record, daemon killed mid-run (from the kill)" "$t0" 20 "$WORK/r1.err"
+expect_quick "record, daemon killed mid-run (from the kill)" "$t0" 60 "$WORK/r1.err"
 expect_grep "daemon \(pid $dpid\) was killed by signal 9.*restart.*\.trainparity/daemon\.log" \
     "$WORK/r1.err"
 run=$(sed -n 's/^run \([0-9]*\)$/\1/p' "$WORK/r1.out")
@@ -135,7 +139,7 @@ kill -KILL "$dpid"
 wait "$rec"
 st=$?
 [ "$st" = 137 ] || fail "record (daemon killed in exec.finish) exited $st: $(cat "$WORK/r2.err")"
-expect_quick "record, daemon killed while exec.finish waits (from the kill)" "$t0" 20 "$WORK/r2.err"
+expect_quick "record, daemon killed while exec.finish waits (from the kill)" "$t0" 60 "$WORK/r2.err"
 expect_grep "daemon \(pid $dpid\) was killed by signal 9.*restart" "$WORK/r2.err"
 expect_grep '^run [0-9]+$' "$WORK/r2.out"
 [ -z "$(private_daemons)" ] || fail "a daemon is left after record 2: $(private_daemons)"
@@ -153,7 +157,7 @@ done
 wait "$rec"
 st=$?
 [ "$st" = 137 ] || [ "$st" = 3 ] || fail "record (daemons killed repeatedly) exited $st: $(cat "$WORK/r3.err")"
-expect_quick "record, daemons killed repeatedly (from the first kill)" "$t0" 25 "$WORK/r3.err"
+expect_quick "record, daemons killed repeatedly (from the first kill)" "$t0" 60 "$WORK/r3.err"
 expect_grep 'restart' "$WORK/r3.err"
 expect_grep 'gave up|giving up|not restarted' "$WORK/r3.err"
 [ -z "$(private_daemons)" ] || fail "a daemon is left after record 3: $(private_daemons)"
@@ -170,7 +174,7 @@ TRAINPARITY_DAEMON=ipc://$WORK/ext/ingest.ipc timeout 120 "$TP_RUN" record -- \
     sh -c "kill -KILL $ext" >"$WORK/r4.out" 2>"$WORK/r4.err"
 st=$?
 [ "$st" = 3 ] || fail "record (external daemon killed) exited $st, want 3: $(cat "$WORK/r4.err")"
-expect_quick "record, external daemon killed" "$t0" 20 "$WORK/r4.err"
+expect_quick "record, external daemon killed" "$t0" 60 "$WORK/r4.err"
 expect_grep "ipc://$WORK/ext/ingest.ipc \\(TRAINPARITY_DAEMON\\) has gone.*never restarted" "$WORK/r4.err"
 [ -z "$(pgrep -f -- "serve --db $WORK/.trainparity/runs.db")" ] || fail "a private daemon was started"
 expect_no_daemon
