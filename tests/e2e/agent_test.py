@@ -305,13 +305,18 @@ def test_wrapped_sampler(py):
 
 
 def test_parallel_equals_serial(py):
-    """Digests hashed on torch's compute threads equal those hashed on the
-    training thread alone, event for event."""
+    """Digests hashed on an OpenMP team of two equal those hashed on the
+    training thread alone, event for event.  torch computes on one thread
+    (OMP_NUM_THREADS=1) and the agent is told its team's size: on two
+    threads torch's own results vary from run to run on a busy machine
+    (2 of 60 runs of large.py without the agent took other losses from
+    step 1 on; 0 of 60 on one thread), which would make two runs differ
+    for a reason that is not the hashing."""
     runs = []
-    for threads, env in ((2, {}), (1, {"TRAINPARITY_HASH_THREADS": "1"})):
+    for threads in (2, 1):
         w = Workdir()
-        r = w.run("record", "--", "env", "OMP_NUM_THREADS=2",
-                  *["%s=%s" % kv for kv in env.items()], py, fixture("large.py"))
+        r = w.run("record", "--", "env", "OMP_NUM_THREADS=1",
+                  "TRAINPARITY_HASH_THREADS=%d" % threads, py, fixture("large.py"))
         assert r.returncode == 0, r.stderr
         p = trainer(w)
         complete(p)
