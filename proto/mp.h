@@ -96,7 +96,7 @@ tp_err tp_mpr_map(tp_mpr *r, uint32_t *n);
 /* tp_mpr_skip consumes one complete value of any type, nested at most
  * TP_MP_MAX_DEPTH deep. */
 tp_err tp_mpr_skip(tp_mpr *r);
-/* tp_mpr_str_eq reads a string and compares it with the NUL-terminated key. */
+/* tp_mp_str_eq says whether the n bytes at s are the NUL-terminated key. */
 bool tp_mp_str_eq(const char *s, uint32_t n, const char *key);
 /* tp_mp_map_find positions *v at the value of key (NUL-terminated) in the map
  * that buf (len bytes) holds, a control request or reply.  TP_ENOENT when

@@ -12,7 +12,7 @@
  * path as JUnit XML: one <testsuite> for the run, one <testcase> for its
  * check; FAIL is a <failure> whose message is the first divergence, ERROR
  * an <error>, ABSTAIN <skipped> with the reason; the text report is the
- * element's text (PASS: <system-out>).  tests/junit/junit.xsd is the
+ * element's text (PASS: <system-out>).  tests/e2e/junit.xsd is the
  * schema it follows.  On failure it says so on stderr and returns -1. */
 int tpt_junit_write(const char *path, const tpt_opts *o, int64_t run, const tpt_verdict_info *v);
 

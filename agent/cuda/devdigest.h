@@ -22,9 +22,10 @@
  * constants below and nothing else (not the GPU's size): thread t of the
  * block of chunk c reads the 16-byte vectors t, t + 256, t + 512, t + 768 of
  * its chunk, element by element; the 256 threads are reduced in a fixed
- * tree (tpd_tree), and the chunks' results by one block, thread t taking
- * chunks t, t + 256, ... in order, then the same tree.  The reference
- * follows the same order, so kernel and reference agree bit for bit. */
+ * tree (block_tree in kernels.cu, tree in ref.c), and the chunks' results
+ * by one block, thread t taking chunks t, t + 256, ... in order, then the
+ * same tree.  The reference follows the same order, so kernel and reference
+ * agree bit for bit. */
 #ifndef TP_AGENT_CUDA_DEVDIGEST_H
 #define TP_AGENT_CUDA_DEVDIGEST_H
 

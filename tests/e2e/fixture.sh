@@ -86,7 +86,7 @@ fi
 "$TP_PYTHON" "$root/tests/e2e/report_schema.py" report.json >schema.out 2>&1 ||
     fail "the report does not follow docs/report-schema.json: $(head -20 schema.out)"
 # and the JUnit report the common JUnit schema, its case saying the outcome
-# (tests/e2e/junit.sh checks what it says)
+# (the case below checks what it says)
 xmllint --noout --schema "$root/tests/e2e/junit.xsd" report.xml >xsd.out 2>&1 ||
     fail "the JUnit report does not follow tests/e2e/junit.xsd: $(head -20 xsd.out)"
 case $outcome in

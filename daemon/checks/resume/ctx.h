@@ -14,8 +14,6 @@
 #include "daemon/checks/resume/stream.h"
 #include "daemon/obs/obs.h"
 
-/* The component path of a divergence in the number of steps trained. */
-
 typedef struct tpd_rctx {
     const tpd_run *run;
     const tpd_cmp_opts *o;
