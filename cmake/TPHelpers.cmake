@@ -24,8 +24,12 @@ function(tp_test name)
   tp_target_defaults(${name}_test)
   target_link_libraries(${name}_test PRIVATE ${T_LIBS} TP::check Threads::Threads)
   add_test(NAME unit.${name} COMMAND ${name}_test)
-  set_tests_properties(unit.${name} PROPERTIES LABELS unit TIMEOUT 60
-    ENVIRONMENT "CK_DEFAULT_TIMEOUT=30")
+  # Check's timeouts (30 s by default, a test case's own where it sets one)
+  # are liveness bounds, not timings: each test takes well under a second
+  # or two alone, and the multiplier keeps a busy machine from crossing them
+  # while a hang still does.
+  set_tests_properties(unit.${name} PROPERTIES LABELS unit TIMEOUT 300
+    ENVIRONMENT "CK_DEFAULT_TIMEOUT=30;CK_TIMEOUT_MULTIPLIER=4")
 endfunction()
 
 # tp_embed(input symbol output) turns a text file into a C string constant.
