@@ -192,6 +192,21 @@ static int confined(const char *path, char real[PATH_MAX])
     return strncmp(real + cl, "/.trainparity/", 14) != 0;
 }
 
+/* aside_file moves the regular file path (st: its lstat), a checkpoint's,
+ * unless it predates trainparity-run: 0 moved, 1 kept, -1 with err. */
+static int aside_file(const tpt_aside_spec *a, const char *path, const struct stat *st,
+                      tpt_aside_result *out, char *err)
+{
+    int r;
+    if (tpt_snapshot_had(a->before_tool, path, st)) {
+        out->kept++;
+        return 1;
+    }
+    if ((r = move_one(a->dest, path, err)) < 0) return -1;
+    out->moved += r;
+    return 0;
+}
+
 /* aside_dir moves the files of checkpoint directory path (a
  * torch.distributed.checkpoint save: .metadata and its .distcp files),
  * each unless it predates trainparity-run, then removes the directory when
@@ -202,22 +217,16 @@ static int aside_dir(const tpt_aside_spec *a, const char *path, tpt_aside_result
     struct dirent *de;
     struct stat st;
     char inner[PATH_MAX + 4];
-    int r;
     if (d == NULL) return 0;
     while ((de = readdir(d)) != NULL) {
         char p[8192];
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
         snprintf(p, sizeof p, "%s/%s", path, de->d_name);
         if (lstat(p, &st) != 0 || !S_ISREG(st.st_mode)) continue;
-        if (tpt_snapshot_had(a->before_tool, p, &st)) {
-            out->kept++;
-            continue;
-        }
-        if ((r = move_one(a->dest, p, err)) < 0) {
+        if (aside_file(a, p, &st, out, err) < 0) {
             closedir(d);
             return -1;
         }
-        out->moved += r;
     }
     closedir(d);
     snprintf(inner, sizeof inner, "%s/.", path); /* prune starts at its folder */
@@ -245,12 +254,8 @@ static int aside_one(const tpt_aside_spec *a, const char *name, tpt_aside_result
         if (aside_dir(a, path, out, err) != 0) return -1;
     } else if (!S_ISREG(st.st_mode)) {
         return 0;
-    } else if (tpt_snapshot_had(a->before_tool, path, &st)) {
-        out->kept++;
-        return 0;
-    } else {
-        if ((r = move_one(a->dest, path, err)) < 0) return -1;
-        out->moved += r;
+    } else if ((r = aside_file(a, path, &st, out, err)) != 0) {
+        return r < 0 ? -1 : 0; /* kept: the user's, and nothing beside it is this run's */
     }
     snprintf(dir, sizeof dir, "%s", path);
     if ((slash = strrchr(dir, '/')) == NULL) return 0;
