@@ -53,7 +53,8 @@ static const tpt_cmdspec spec = {
     "PASS (0), FAIL (1) at the first phase that differs with its likely cause,\n"
     "ABSTAIN (2) when the initial states differ, ERROR (3) when an execution\n"
     "fails or the reference makes fewer than U updates.",
-    TPT_O_NAME | TPT_O_JSON | TPT_O_JUNIT | TPT_O_HTML | TPT_O_RTOL | TPT_O_ATOL | TPT_O_CMD,
+    TPT_O_NAME | TPT_O_JSON | TPT_O_JUNIT | TPT_O_HTML | TPT_O_RTOL | TPT_O_ATOL | TPT_O_CMD |
+        TPT_O_LISTEN,
     extra,
 };
 

@@ -51,7 +51,7 @@ static const tpt_cmdspec spec = {
     "ERROR (3) when an execution fails or the golden run is not a whole record\n"
     "run, 64 when NAME|RUN_ID names no run.",
     TPT_O_NAME | TPT_O_CAPTURE | TPT_O_JSON | TPT_O_JUNIT | TPT_O_HTML | TPT_O_RTOL | TPT_O_ATOL |
-        TPT_O_CMD,
+        TPT_O_CMD | TPT_O_LISTEN,
     extra,
 };
 

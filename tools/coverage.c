@@ -72,7 +72,7 @@ static const tpt_cmdspec spec = {
     "integers or strings.  ABSTAIN (2) for\n"
     "an unknown universe where the policy needs one, or an epoch not seen\n"
     "complete; ERROR (3) when a rank crashed or its events are incomplete.",
-    TPT_O_NAME | TPT_O_JSON | TPT_O_JUNIT | TPT_O_HTML | TPT_O_SAMPLE_ID | TPT_O_CMD,
+    TPT_O_NAME | TPT_O_JSON | TPT_O_JUNIT | TPT_O_HTML | TPT_O_SAMPLE_ID | TPT_O_CMD | TPT_O_LISTEN,
     extra,
 };
 

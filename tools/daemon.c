@@ -28,6 +28,7 @@
 #include "tools/daemon.h"
 #include "tools/errbuf.h"
 #include "tools/paths.h"
+#include "tools/token.h"
 
 extern char **environ;
 
@@ -44,6 +45,11 @@ struct tpt_daemon {
     char ctlpath[URL_MAX]; /* the control socket's file (private) */
     char db[PATH_MAX];
     char log[PATH_MAX];
+    char net_ingest[URL_MAX];  /* tpt_daemon_listen's URL, "" when none */
+    char net_control[URL_MAX]; /* ... and its control URL */
+    char tokpath[PATH_MAX];    /* the project's token file */
+    char token[TPT_TOKEN_MAX]; /* the token the agents carry, "" when none */
+    bool token_env;            /* it is $TRAINPARITY_TOKEN */
     tpt_client *client;
     bool external;   /* named by TRAINPARITY_DAEMON: never restarted */
     pid_t child;     /* the daemon we started and have not reaped, 0 when none */
@@ -55,6 +61,13 @@ struct tpt_daemon {
     char dead[TPT_ERR_LEN]; /* why it is gone for good; "" while usable */
     tpt_ping_info ping;
 };
+
+static const char *g_listen; /* tpt_daemon_listen's URL, NULL when none */
+
+void tpt_daemon_listen(const char *url)
+{
+    g_listen = url;
+}
 
 /* pid_gone reports whether process pid has ended: no such process, or a
  * zombie that its parent (another trainparity-run) has not reaped yet. */
@@ -102,7 +115,8 @@ static tp_err socket_dir(const char *state, char *out, size_t n, char *err)
 static tp_err spawn(tpt_daemon *d, char *err)
 {
     char bin[PATH_MAX];
-    char *argv[] = {bin, "serve", "--db", d->db, "--listen", d->ingest, NULL};
+    char *argv[] = {bin,        "serve", "--db",         d->db, "--listen", d->ingest,
+                    "--listen", NULL,    "--token-file", NULL,  NULL};
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
     sigset_t none;
@@ -110,6 +124,14 @@ static tp_err spawn(tpt_daemon *d, char *err)
     tp_err rc;
 
     if ((rc = tpt_find_daemon(bin, sizeof(bin), err)) != TP_OK) return rc;
+    if (d->net_ingest[0] != '\0') {
+        /* a token from the environment reaches the daemon through it */
+        argv[7] = d->net_ingest;
+        if (!d->token_env)
+            argv[8] = "--token-file", argv[9] = d->tokpath;
+        else
+            argv[8] = NULL;
+    }
     sigemptyset(&none);
     posix_spawn_file_actions_init(&fa);
     posix_spawnattr_init(&at);
@@ -390,6 +412,41 @@ static tp_err use_external(tpt_daemon *d, const char *url, char *err)
     return TP_OK;
 }
 
+/* network takes tpt_daemon_listen's URL and the token for it. */
+static tp_err network(tpt_daemon *d, char *err)
+{
+    if (strlen(g_listen) >= sizeof(d->net_ingest) || tp_url_local(g_listen) ||
+        tp_url_control(g_listen, d->net_control, sizeof(d->net_control)) != TP_OK)
+        return tpt_seterr(err, TP_EINVAL,
+                          "--listen %s: give tcp://HOST:PORT, HOST this host's name or address "
+                          "as the other hosts reach it",
+                          g_listen);
+    strcpy(d->net_ingest, g_listen);
+    return tpt_token_get(d->tokpath, true, d->token, &d->token_env, err);
+}
+
+/* check_network makes sure the private daemon now serving also listens at
+ * the network URL: one another command started without it does not. */
+static tp_err check_network(tpt_daemon *d, char *err)
+{
+    tpt_client *c = NULL;
+    tpt_ping_info far;
+    char why[TPT_ERR_LEN];
+    tp_err rc;
+
+    if ((rc = tpt_client_open(&c, d->net_control, PROBE_MS)) == TP_OK &&
+        (rc = tpt_client_token(c, d->token)) == TP_OK)
+        rc = tpt_ping(c, &far, why);
+    tpt_client_close(c);
+    if (rc == TP_OK && far.pid == d->ping.pid) return TP_OK;
+    return tpt_seterr(err, TP_EINVAL,
+                      "--listen %s: the project's daemon (pid %lld) already serves other commands "
+                      "%s; run this check once they have ended, or from another folder",
+                      d->net_ingest, (long long)d->ping.pid,
+                      rc == TP_OK ? "and another daemon answers there"
+                                  : "and does not answer there with this token");
+}
+
 static tp_err use_private(tpt_daemon *d, char *err)
 {
     char state[PATH_MAX], sock[PATH_MAX];
@@ -397,6 +454,14 @@ static tp_err use_private(tpt_daemon *d, char *err)
 
     if ((rc = tpt_state_dir(NULL, state, sizeof(state), err)) != TP_OK) return rc;
     if ((rc = socket_dir(state, sock, sizeof(sock), err)) != TP_OK) return rc;
+    snprintf(d->tokpath, sizeof(d->tokpath), "%s/token", state);
+    if (g_listen != NULL) {
+        if ((rc = network(d, err)) != TP_OK) return rc;
+    } else if (tpt_token_get(d->tokpath, false, d->token, &d->token_env, NULL) != TP_OK) {
+        /* a daemon that another command started with --listen wants the
+         * token in every batch; without one, there is none to carry */
+        d->token[0] = '\0';
+    }
     snprintf(d->db, sizeof(d->db), "%s/runs.db", state);
     snprintf(d->log, sizeof(d->log), "%s/daemon.log", state);
     snprintf(d->ingest, sizeof(d->ingest), "ipc://%s/ingest.ipc", sock);
@@ -406,7 +471,8 @@ static tp_err use_private(tpt_daemon *d, char *err)
     if ((rc = tpt_client_open(&d->client, d->control, PROBE_MS)) != TP_OK)
         return tpt_seterr(err, rc, "cannot open %s: %s", d->control, tp_strerror(rc));
     watch(d);
-    return connect_private(d, err);
+    if ((rc = connect_private(d, err)) != TP_OK) return rc;
+    return d->net_ingest[0] != '\0' ? check_network(d, err) : TP_OK;
 }
 
 tp_err tpt_daemon_open(tpt_daemon **dp, char *err)
@@ -511,12 +577,17 @@ tpt_client *tpt_daemon_client(tpt_daemon *d)
 
 const char *tpt_daemon_ingest(const tpt_daemon *d)
 {
-    return d->ingest;
+    return d->net_ingest[0] != '\0' ? d->net_ingest : d->ingest;
 }
 
 const char *tpt_daemon_control(const tpt_daemon *d)
 {
-    return d->control;
+    return d->net_ingest[0] != '\0' ? d->net_control : d->control;
+}
+
+const char *tpt_daemon_token(const tpt_daemon *d)
+{
+    return d->token;
 }
 
 const char *tpt_daemon_db(const tpt_daemon *d)

@@ -64,11 +64,23 @@ tp_err tpt_daemon_close(tpt_daemon *d, char *err);
  * call fails at once. */
 tp_err tpt_daemon_check(tpt_daemon *d, char *err);
 
+/* tpt_daemon_listen has the next tpt_daemon_open make the project's
+ * private daemon listen at url (tcp://HOST:PORT) as well, and its control
+ * socket at HOST:PORT+1, with a token (tools/token.h): the agents are then
+ * given those URLs and the token, so that processes on other hosts reach
+ * it.  A private daemon already serving other commands without it is
+ * refused (TP_EINVAL).  Ignored when TRAINPARITY_DAEMON names a daemon.
+ * url must outlive the handle. */
+void tpt_daemon_listen(const char *url);
+
 /* The control client (owned by d; do not close it). */
 tpt_client *tpt_daemon_client(tpt_daemon *d);
-/* The ingest and control URLs the agent is to be given (owned by d). */
+/* The ingest and control URLs the agent is to be given (owned by d): the
+ * network ones under tpt_daemon_listen. */
 const char *tpt_daemon_ingest(const tpt_daemon *d);
 const char *tpt_daemon_control(const tpt_daemon *d);
+/* The token the agents are to carry ("" when none; owned by d). */
+const char *tpt_daemon_token(const tpt_daemon *d);
 /* The database path the daemon reported in its ping ("" if none). */
 const char *tpt_daemon_db(const tpt_daemon *d);
 /* The daemon's pid from its ping (-1 if not said). */

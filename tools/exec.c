@@ -33,20 +33,21 @@ static char *kv(const char *key, const char *a, const char *b)
     return p;
 }
 
-/* make_env returns the execution's own variables followed by spec's, in a
- * NULL-terminated array of E_OURS + extra strings; *n is the number owned.
- * key is the execution's key, without which the daemon stores nothing. */
+/* make_env returns the execution's own variables (and the daemon's token
+ * when the tool has one: --listen) followed by spec's, in a NULL-terminated
+ * array; *n is the number owned.  key is the execution's key, without which
+ * the daemon stores nothing. */
 static char **make_env(tpt_session *s, int64_t run, int64_t exec, const char *key,
                        const tpt_exec_spec *spec, size_t *n)
 {
     tpt_daemon *d = tpt_session_daemon(s);
-    const char *old = getenv("LD_PRELOAD");
+    const char *old = getenv("LD_PRELOAD"), *tok = tpt_daemon_token(d);
+    size_t extra = 0, ours = E_OURS + (tok[0] != '\0'), i;
     char num[2][32];
-    size_t extra = 0, i;
     char **env;
 
     while (spec->env != NULL && spec->env[extra] != NULL) extra++;
-    if ((env = calloc(E_OURS + extra + 1, sizeof(*env))) == NULL) return NULL;
+    if ((env = calloc(ours + extra + 1, sizeof(*env))) == NULL) return NULL;
     snprintf(num[0], sizeof(num[0]), "%lld", (long long)run);
     snprintf(num[1], sizeof(num[1]), "%lld", (long long)exec);
     env[E_PRELOAD] =
@@ -58,15 +59,16 @@ static char **make_env(tpt_session *s, int64_t run, int64_t exec, const char *ke
     env[E_KEY] = kv(TP_ENV_EXEC_KEY, key, NULL);
     env[E_ROLE] = kv(TP_ENV_ROLE, spec->role, NULL);
     env[E_SPOOL] = kv(TP_ENV_SPOOL, tpt_session_spool(s), NULL);
-    for (i = 0; i < E_OURS; i++) {
+    if (ours > E_OURS) env[E_OURS] = kv(TP_ENV_TOKEN, tok, NULL);
+    for (i = 0; i < ours; i++) {
         if (env[i] == NULL) {
-            free_env(env, E_OURS);
+            free_env(env, ours);
             return NULL;
         }
     }
     /* The caller's strings are borrowed, not copied: only ours are freed. */
-    for (i = 0; i < extra; i++) env[E_OURS + i] = spec->env[i];
-    *n = E_OURS;
+    for (i = 0; i < extra; i++) env[ours + i] = spec->env[i];
+    *n = ours;
     return env;
 }
 

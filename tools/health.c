@@ -68,7 +68,7 @@ static const tpt_cmdspec spec = {
     "less than --min-loss-decrease; or at a non-finite parameter at exit.  PASS (0)\n"
     "otherwise, ERROR (3) when the command fails, loses events or makes no\n"
     "optimizer step.",
-    TPT_O_NAME | TPT_O_JSON | TPT_O_JUNIT | TPT_O_HTML | TPT_O_CMD,
+    TPT_O_NAME | TPT_O_JSON | TPT_O_JUNIT | TPT_O_HTML | TPT_O_CMD | TPT_O_LISTEN,
     extra,
 };
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "tools/cli.h"
+#include "tools/daemon.h"
 #include "tools/errbuf.h"
 #include "tools/opts.h"
 
@@ -22,6 +23,9 @@ static const common commons[] = {
     {TPT_O_SAMPLE_ID, "sample-id", "EXPR",
      "a Python expression over `batch` giving its sample IDs, for datasets that carry them "
      "(an IterableDataset); default: the sampler's indices"},
+    {TPT_O_LISTEN, "listen", "URL",
+     "tcp://HOST:PORT: the daemon listens there too, with a token, for processes on other "
+     "hosts (docs/multinode.md)"},
     {TPT_O_JSON, "json", "FILE", "write a JSON report to FILE"},
     {TPT_O_JUNIT, "junit", "FILE", "write a JUnit XML report to FILE"},
     {TPT_O_HTML, "html", "FILE", "write an HTML report to FILE"},
@@ -66,6 +70,11 @@ static tp_err store(tpt_opts *o, unsigned bit, const char *v, char *err)
         if (v[0] == '\0')
             return tpt_seterr(err, TP_EINVAL, "--sample-id wants a Python expression");
         o->sample_id = v;
+        break;
+    case TPT_O_LISTEN:
+        if (strncmp(v, "tcp://", 6) != 0)
+            return tpt_seterr(err, TP_EINVAL, "--listen wants tcp://HOST:PORT, not '%s'", v);
+        o->listen = v;
         break;
     case TPT_O_RTOL:
         return tolerance("rtol", v, &o->rtol, &o->rtol_set, err);
@@ -188,5 +197,6 @@ int tpt_opts_cli(const tpt_cmdspec *spec, int argc, char **argv, tpt_opts *o)
         tpt_opts_usage(spec, stdout);
         return TPT_EXIT_PASS;
     }
+    if (o->listen != NULL) tpt_daemon_listen(o->listen);
     return -1;
 }

@@ -28,6 +28,7 @@ enum {
     TPT_O_CMD = 1u << 7,       /* "-- CMD..." is required */
     TPT_O_ARGS = 1u << 8,      /* positional arguments are allowed before "--" */
     TPT_O_SAMPLE_ID = 1u << 9, /* --sample-id EXPR  the batch's sample IDs */
+    TPT_O_LISTEN = 1u << 10,   /* --listen URL     the daemon on the network too */
 };
 
 /* A subcommand's own option: --name VALUE (arg is its metavariable) or a
@@ -54,6 +55,7 @@ typedef struct tpt_opts {
     double rtol, atol;
     bool rtol_set, atol_set;
     const char *sample_id; /* NULL when not given; never empty */
+    const char *listen;    /* NULL when not given (tpt_opts_cli hands it to daemon.h) */
     char **args;           /* positional arguments (TPT_O_ARGS), in argv */
     int nargs;
     char **cmd; /* the command after "--", NULL-terminated, in argv */

@@ -30,7 +30,7 @@ static const tpt_cmdspec spec = {
     "is incomplete: events the daemon could not store, events the agent dropped,\n"
     "gaps in a process's events, malformed or torn spool files.  The reason is said\n"
     "on stderr whatever the status.",
-    TPT_O_NAME | TPT_O_CAPTURE | TPT_O_JSON | TPT_O_CMD,
+    TPT_O_NAME | TPT_O_CAPTURE | TPT_O_JSON | TPT_O_CMD | TPT_O_LISTEN,
     NULL,
 };
 

@@ -64,7 +64,7 @@ static const tpt_cmdspec spec = {
     "PASS (0), FAIL (1) with the first divergence and its likely cause, ABSTAIN\n"
     "(2) when A and B already differ, ERROR (3) when an execution fails.",
     TPT_O_NAME | TPT_O_CAPTURE | TPT_O_JSON | TPT_O_JUNIT | TPT_O_HTML | TPT_O_RTOL | TPT_O_ATOL |
-        TPT_O_SAMPLE_ID | TPT_O_CMD,
+        TPT_O_SAMPLE_ID | TPT_O_CMD | TPT_O_LISTEN,
     extra,
 };
 

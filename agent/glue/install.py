@@ -36,7 +36,8 @@ def _hello(torch):
         torch=str(torch.__version__),
         numpy=str(npm.__version__) if npm is not None and hasattr(npm, "__version__") else None,
         exe=sys.executable, local_rank=local_rank, interrupt_at=_cfg["interrupt_at"],
-        capture=_cfg["capture"], hash_threads=_tp.hash_threads()))
+        capture=_cfg["capture"], hash_threads=_tp.hash_threads(), host=os.uname().nodename,
+        spool=os.environ.get("TRAINPARITY_SPOOL") or None))
     S.hello = True
 
 

@@ -2,6 +2,7 @@
  * trust.c -- the rule for trusting an execution's events (see trust.h). */
 #include <stdio.h>
 #include <string.h>
+#include <sys/utsname.h>
 
 #include "daemon/checks/trust.h"
 
@@ -16,27 +17,53 @@ static const char *status_hint(int64_t status, bool seen)
     return "";
 }
 
+/* elsewhere tells whether process q ran on another host than this daemon's
+ * (as its hello named them). */
+static bool elsewhere(const tpd_proc *q)
+{
+    struct utsname u;
+    return q->host != NULL && uname(&u) == 0 && strcmp(q->host, u.nodename) != 0;
+}
+
+#define UNSEEN_WORLD_MAX 1048576 /* ranks looked for, at most */
+#define UNSEEN_NAMED     8       /* ranks named, at most */
+
 /* What can be wrong with one process. */
 typedef enum { CRASHED, NO_BYE, LOST, HOOK_ERROR } proc_fault;
 
 /* proc_problem writes the sentence for fault f of process q into buf. */
-static const char *proc_problem(const tpd_trust *t, const tpd_proc *q, proc_fault f, char *buf,
-                                size_t n)
+static const char *proc_problem(const tpd_trust *t, const tpd_exec *e, const tpd_proc *q,
+                                proc_fault f, char *buf, size_t n)
 {
     const char *who = t->who_procs ? t->who : "", *sep = t->who_procs ? ": " : "";
-    char name[64];
-    if (t->ranks)
-        snprintf(name, sizeof name, "process %lld (rank %lld)", (long long)q->pid,
-                 (long long)q->rank);
+    char name[400];
+    int w;
+    if (t->ranks || (elsewhere(q) && q->rank >= 0))
+        w = snprintf(name, sizeof name, "process %lld (rank %lld)", (long long)q->pid,
+                     (long long)q->rank);
     else
-        snprintf(name, sizeof name, "process %lld", (long long)q->pid);
+        w = snprintf(name, sizeof name, "process %lld", (long long)q->pid);
+    if (elsewhere(q) && w > 0 && (size_t)w < sizeof name)
+        snprintf(name + w, sizeof name - (size_t)w, " on host %.200s", q->host);
     switch (f) {
     case CRASHED:
         snprintf(buf, n, "%s%s%s crashed with an uncaught %.400s", who, sep, name,
                  q->bye_exc ? q->bye_exc : "exception");
         break;
     case NO_BYE:
-        snprintf(buf, n, "%s%s%s ended without reporting its last events (no bye)", who, sep, name);
+        if (elsewhere(q) && q->spool != NULL)
+            /* what its agent could not send went to a spool on that host */
+            snprintf(
+                buf, n,
+                "%s%s%s ended without reporting its last events (no bye); unless it was "
+                "killed, its agent wrote what it could not send to %.200s:%.600s/%lld-%lld.spool, "
+                "a folder this host does not see: run `trainparity-daemon ingest` on that "
+                "file where the daemon runs, or give the hosts a shared folder "
+                "(docs/multinode.md)",
+                who, sep, name, q->host, q->spool, (long long)e->id, (long long)q->pid);
+        else
+            snprintf(buf, n, "%s%s%s ended without reporting its last events (no bye)", who, sep,
+                     name);
         break;
     case LOST:
         snprintf(buf, n, "%s%s%s lost events (%lld sent, %lld stored, %lld dropped)", who, sep,
@@ -50,9 +77,63 @@ static const char *proc_problem(const tpd_trust *t, const tpd_proc *q, proc_faul
     return buf;
 }
 
+/* ranked_peer is q, a process without its bye, or, when q has no rank and
+ * ran on another host, the first process with a rank there that has no bye
+ * either: the one a user knows their job by. */
+static const tpd_proc *ranked_peer(const tpd_exec *e, const tpd_proc *q)
+{
+    if (q->rank >= 0 || !elsewhere(q)) return q;
+    for (size_t i = 0; i < e->nprocs; i++) {
+        const tpd_proc *o = &e->procs[i];
+        if (!o->has_bye && o->rank >= 0 && o->host != NULL && strcmp(o->host, q->host) == 0)
+            return o;
+    }
+    return q;
+}
+
 static bool crashed(const tpd_proc *q)
 {
     return q->bye_exc != NULL || (q->bye_reason && strcmp(q->bye_reason, "exception") == 0);
+}
+
+/* seen tells whether a process of e has rank r. */
+static bool seen(const tpd_exec *e, int64_t r)
+{
+    for (size_t i = 0; i < e->nprocs; i++)
+        if (e->procs[i].rank == r) return true;
+    return false;
+}
+
+/* unseen_ranks names the ranks of the world e's processes were launched in
+ * of which no process reached the daemon (rule 8), or returns NULL. */
+static const char *unseen_ranks(const tpd_exec *e, const tpd_trust *t, char *buf, size_t n)
+{
+    int64_t world = 0, missing = 0, first = -1;
+    size_t w;
+    for (size_t i = 0; i < e->nprocs; i++)
+        if (e->procs[i].rank >= 0 && e->procs[i].world > world) world = e->procs[i].world;
+    if (world > UNSEEN_WORLD_MAX) world = UNSEEN_WORLD_MAX;
+    for (int64_t r = 0; r < world; r++)
+        if (!seen(e, r)) {
+            if (missing++ == 0) first = r;
+        }
+    if (missing == 0) return NULL;
+    w = (size_t)snprintf(buf, n, "%s: no event from rank %lld", t->who, (long long)first);
+    for (int64_t r = first + 1, k = 1; r < world && k < UNSEEN_NAMED && w < n; r++)
+        if (!seen(e, r)) {
+            w += (size_t)snprintf(buf + w, n - w, ", %lld", (long long)r);
+            k++;
+        }
+    if (w < n && missing > UNSEEN_NAMED)
+        w +=
+            (size_t)snprintf(buf + w, n - w, " and %lld more", (long long)(missing - UNSEEN_NAMED));
+    if (w < n)
+        snprintf(buf + w, n - w,
+                 " of the %lld ranks its processes were launched in reached the daemon: no "
+                 "process of %s was seen (a host that cannot reach the daemon keeps what its "
+                 "agents could not send in its own spool folder; docs/multinode.md)",
+                 (long long)world, missing > 1 ? "theirs" : "its");
+    return buf;
 }
 
 const char *tpd_exec_problem(const tpd_exec *e, const tpd_trust *t, char *buf, size_t n)
@@ -70,7 +151,7 @@ const char *tpd_exec_problem(const tpd_exec *e, const tpd_trust *t, char *buf, s
         return buf;
     }
     for (size_t i = 0; t->crash && i < e->nprocs; i++)
-        if (crashed(&e->procs[i])) return proc_problem(t, &e->procs[i], CRASHED, buf, n);
+        if (crashed(&e->procs[i])) return proc_problem(t, e, &e->procs[i], CRASHED, buf, n);
     failed = e->has_status && e->status != 0 &&
              !(t->interrupt && p && p->bye_reason && strcmp(p->bye_reason, "interrupt") == 0);
     if (t->steps && !stepped && !failed) {
@@ -90,10 +171,10 @@ const char *tpd_exec_problem(const tpd_exec *e, const tpd_trust *t, char *buf, s
     }
     for (size_t i = 0; i < e->nprocs; i++) {
         const tpd_proc *q = &e->procs[i];
-        if (!q->has_bye) return proc_problem(t, q, NO_BYE, buf, n);
+        if (!q->has_bye) return proc_problem(t, e, ranked_peer(e, q), NO_BYE, buf, n);
         if (q->dropped > 0 || q->nevents < q->sent || q->nevents < q->max_seq + 1)
-            return proc_problem(t, q, LOST, buf, n);
-        if (q->errors > 0 || q->first_error) return proc_problem(t, q, HOOK_ERROR, buf, n);
+            return proc_problem(t, e, q, LOST, buf, n);
+        if (q->errors > 0 || q->first_error) return proc_problem(t, e, q, HOOK_ERROR, buf, n);
     }
-    return NULL;
+    return unseen_ranks(e, t, buf, n);
 }

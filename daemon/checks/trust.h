@@ -16,7 +16,13 @@
  *   6. trainer: the agent saw a Python process of it;
  *   7. every process said goodbye, lost no event (every event sent was
  *      stored, none dropped, no sequence gap at the end), and no hook of
- *      the agent reported an error.
+ *      the agent reported an error;
+ *   8. every rank of the world its processes were launched in (their
+ *      largest WORLD_SIZE) reached the daemon: a rank none of whose
+ *      processes was seen (its host could not reach the daemon, and its
+ *      spool folder is not this host's) is named.
+ * A process that ran on another host than the daemon's (its hello's host)
+ * is named with that host, and for rule 7 with where its spool file is.
  * Rules 3 to 6 marked by name apply when the check's tpd_trust asks: what a
  * check expects of an execution depends on its role in the check (a
  * resumed training must have stepped; a launcher's ranks may each crash;
@@ -42,7 +48,7 @@ typedef struct tpd_trust {
 
 /* tpd_exec_problem applies the rule to execution e (NULL: missing) as t
  * asks.  Returns NULL when e can be trusted, else buf (n bytes) holding the
- * sentence that says why not.  Pure. */
+ * sentence that says why not.  Pure, but for this host's name (uname). */
 const char *tpd_exec_problem(const tpd_exec *e, const tpd_trust *t, char *buf, size_t n);
 
 #endif

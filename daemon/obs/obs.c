@@ -397,6 +397,8 @@ tp_err tpd_proc_add_event(tpd_arena *a, tpd_proc *p, const tp_event *e)
     case TP_K_HELLO:
         p->has_interrupt_at = tp_body_int(e, TPF_hello_interrupt_at, &p->interrupt_at) == TP_OK;
         if (p->role == NULL) p->role = body_str(a, e, TPF_hello_role);
+        p->host = body_str(a, e, TPF_hello_host);
+        p->spool = body_str(a, e, TPF_hello_spool);
         return TP_OK;
     case TP_K_BYE:
         p->has_bye = true;

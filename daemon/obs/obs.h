@@ -251,6 +251,7 @@ typedef struct tpd_mark {
 typedef struct tpd_proc {
     int64_t pid, ppid, rank, world;
     const char *role, *python, *torch;
+    const char *host, *spool; /* hello's: its host's name and its spool folder there */
     bool has_bye;
     const char *bye_reason, *bye_exc;
     int64_t sent, dropped, errors, nevents, max_seq;

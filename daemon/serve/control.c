@@ -41,6 +41,7 @@ typedef struct arg {
 struct tpd_req {
     const void *buf;
     size_t len;
+    bool local; /* it came through a local (ipc://) control socket */
     int n;
     arg a[MAX_ARGS]; /* its keys, for finding duplicates */
 };
@@ -499,7 +500,7 @@ static tp_err cmd_ingest(tpd_control *c, const tpd_req *q, tpd_reply *r)
     tpd_spool_result res;
     tp_err err;
     if (c->ingest == NULL) return tpd_reply_fail(r, TP_EINVAL, "this daemon cannot ingest");
-    if (c->token)
+    if (!q->local)
         return tpd_reply_fail(r, TP_EINVAL,
                               "ingest is served on a local control socket only; run "
                               "trainparity-daemon ingest FILE on the daemon's host");
@@ -773,14 +774,16 @@ static bool evidence_of(const char *cmd, uint32_t n, char *check, size_t len)
 }
 
 /* run_command checks the request and runs its handler. */
-static tp_err run_command(tpd_control *c, const void *buf, size_t len, tpd_req *q, tpd_reply *r)
+static tp_err run_command(tpd_control *c, const void *buf, size_t len, bool local, tpd_req *q,
+                          tpd_reply *r)
 {
     char check[64];
     const char *cmd;
     uint32_t n;
     tp_err err = parse_req(buf, len, q, r->err, sizeof r->err);
     if (err != TP_OK) return err;
-    if (c->token) {
+    q->local = local;
+    if (c->token && !local) {
         const char *tok;
         uint32_t tlen;
         if (tpd_req_str(q, "tok", &tok, &tlen) != TP_OK ||
@@ -796,7 +799,7 @@ static tp_err run_command(tpd_control *c, const void *buf, size_t len, tpd_req *
     return tpd_reply_fail(r, TP_EINVAL, "unknown command '%.*s'", (int)(n > 64 ? 64 : n), cmd);
 }
 
-tp_err tpd_control_handle(tpd_control *c, const void *req, size_t len, tp_buf *reply)
+tp_err tpd_control_handle(tpd_control *c, const void *req, size_t len, bool local, tp_buf *reply)
 {
     tpd_reply *r = calloc(1, sizeof *r);
     tpd_req *q = calloc(1, sizeof *q);
@@ -804,7 +807,7 @@ tp_err tpd_control_handle(tpd_control *c, const void *req, size_t len, tp_buf *r
     tp_buf_reset(reply);
     if (r == NULL || q == NULL) goto out;
     tp_buf_init(&r->body);
-    err = run_command(c, req, len, q, r);
+    err = run_command(c, req, len, local, q, r);
     if (err == TP_OK && !r->body.oom) {
         tp_mp_map(reply, r->n + 1);
         tp_mp_cstr(reply, "ok");

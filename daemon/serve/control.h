@@ -34,18 +34,20 @@ typedef tp_err (*tpd_cmd_fn)(tpd_control *c, const tpd_req *q, tpd_reply *r);
 
 /* tpd_control_create makes a command handler over s (and in, for the ingest
  * command; may be NULL).  token (copied; NULL for none): when set, every
- * request must carry the same string under "tok"; it is set for a control
- * socket reachable from the network (serve.c), and such a handler never
- * opens a file (the ingest command is refused).
+ * request that did not come through a local control socket must carry the
+ * same string under "tok".  Such a request never opens a file (the ingest
+ * command is refused), token or not.
  * Errors: TP_EINVAL, TP_ENOMEM. */
 tp_err tpd_control_create(tpd_control **cp, tpd_store *s, tpd_ingest *in, const char *token);
 /* tpd_control_destroy frees c.  NULL is a no-op. */
 void tpd_control_destroy(tpd_control *c);
 
-/* tpd_control_handle answers the request of len bytes at req: reply is reset
+/* tpd_control_handle answers the request of len bytes at req, which came
+ * through a local (ipc://, the daemon's own user's) control socket when
+ * local is true (serve.c asks its guard): reply is reset
  * and receives the reply map.  Returns TP_OK whenever a reply was written
  * (also for failed commands); TP_ENOMEM when not even that was possible. */
-tp_err tpd_control_handle(tpd_control *c, const void *req, size_t len, tp_buf *reply);
+tp_err tpd_control_handle(tpd_control *c, const void *req, size_t len, bool local, tp_buf *reply);
 
 /* tpd_control_shutdown reports whether the daemon is to stop: a shutdown
  * command was answered, or its owner's lease is over (lease.h). */

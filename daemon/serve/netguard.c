@@ -46,6 +46,8 @@ struct tpd_netguard {
     unsigned max_conns, max_per_addr;
     int listeners[MAX_LISTENERS]; /* ids of the guarded listeners */
     int nlisteners;
+    int locals[MAX_LISTENERS]; /* ids of the local (unguarded) listeners */
+    int nlocals;
     conn *conns; /* max_conns rows */
     unsigned nconns;
     bool told_total, told_addr; /* each cap is logged once */
@@ -203,9 +205,9 @@ tp_err tpd_netguard_listen(tpd_netguard *g, const char *url, size_t recvmax, cha
 {
     nng_listener l;
     int rv;
-    if (recvmax > 0 && g->nlisteners == MAX_LISTENERS) {
-        snprintf(why, whylen, "cannot listen on %s: more than %d network listeners", url,
-                 MAX_LISTENERS);
+    if ((recvmax > 0 ? g->nlisteners : g->nlocals) == MAX_LISTENERS) {
+        snprintf(why, whylen, "cannot listen on %s: more than %d %s listeners", url, MAX_LISTENERS,
+                 recvmax > 0 ? "network" : "local");
         return TP_EINVAL;
     }
     if ((rv = nng_listener_create(&l, g->sock, url)) != 0) goto fail;
@@ -219,6 +221,10 @@ tp_err tpd_netguard_listen(tpd_netguard *g, const char *url, size_t recvmax, cha
         pthread_mutex_lock(&g->mu);
         g->listeners[g->nlisteners++] = nng_listener_id(l);
         pthread_mutex_unlock(&g->mu);
+    } else {
+        pthread_mutex_lock(&g->mu);
+        g->locals[g->nlocals++] = nng_listener_id(l);
+        pthread_mutex_unlock(&g->mu);
     }
     if ((rv = nng_listener_start(l, 0)) != 0) {
         nng_listener_close(l); /* its id is never reused: a stale row is harmless */
@@ -228,4 +234,15 @@ tp_err tpd_netguard_listen(tpd_netguard *g, const char *url, size_t recvmax, cha
 fail:
     snprintf(why, whylen, "cannot listen on %s: %s", url, nng_strerror(rv));
     return TP_ENET;
+}
+
+bool tpd_netguard_local(tpd_netguard *g, nng_msg *m)
+{
+    int id = nng_listener_id(nng_pipe_listener(nng_msg_get_pipe(m)));
+    bool local = false;
+    pthread_mutex_lock(&g->mu);
+    for (int i = 0; id > 0 && i < g->nlocals; i++)
+        if (g->locals[i] == id) local = true;
+    pthread_mutex_unlock(&g->mu);
+    return local;
 }

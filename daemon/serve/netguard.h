@@ -31,6 +31,7 @@
 #define TP_DAEMON_SERVE_NETGUARD_H
 
 #include <nng/nng.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -57,5 +58,11 @@ void tpd_netguard_destroy(tpd_netguard *g);
  * URL, address in use...), TP_EINVAL (more than 32 guarded listeners). */
 tp_err tpd_netguard_listen(tpd_netguard *g, const char *url, size_t recvmax, char *why,
                            size_t whylen);
+
+/* tpd_netguard_local tells whether message m came through one of g's local
+ * listeners (those made with recvmax 0: ipc://, inproc://).  A message whose
+ * connection has closed since, or that came any other way, is not local:
+ * the answer errs towards asking for the token. */
+bool tpd_netguard_local(tpd_netguard *g, nng_msg *m);
 
 #endif

@@ -87,7 +87,9 @@ struct tpd_serve {
     int wake[2];
     atomic_int stop;
     unsigned batch_max;
-    char control_url[CONTROL_URL_MAX];
+    char control_url[CONTROL_URL_MAX];     /* the first control URL */
+    char (*control_urls)[CONTROL_URL_MAX]; /* every one: --control, or one per ingest URL */
+    size_t ncontrol;
     tpd_log_fn log;
     void *log_arg;
     char *reasons[MAX_REASONS]; /* distinct reasons already logged */
@@ -255,36 +257,49 @@ static tp_err open_sockets(tpd_serve *sv, const tpd_serve_opts *o, char *why, si
         snprintf(why, whylen, "cannot guard the control socket: %s", tp_strerror(err));
         return err;
     }
-    err = tpd_netguard_listen(sv->rep_guard, sv->control_url,
-                              tp_url_local(sv->control_url) ? 0 : NET_CONTROL_MAX, why, whylen);
-    if (err != TP_OK) return err;
+    for (size_t i = 0; i < sv->ncontrol; i++) {
+        const char *url = sv->control_urls[i];
+        err = tpd_netguard_listen(sv->rep_guard, url, tp_url_local(url) ? 0 : NET_CONTROL_MAX, why,
+                                  whylen);
+        if (err != TP_OK) return err;
+    }
     if ((rv = nng_socket_get_int(sv->pull, NNG_OPT_RECVFD, &sv->pull_fd)) != 0 ||
         (rv = nng_socket_get_int(sv->rep, NNG_OPT_RECVFD, &sv->rep_fd)) != 0)
         return nng_fail(rv, "poll descriptor of", "socket", why, whylen);
     return TP_OK;
 }
 
-/* check_opts validates URLs and prepares ipc directories. */
+/* check_opts validates URLs, derives the control URLs and prepares ipc
+ * directories.  Without o->control, every ingest URL gets its own control
+ * URL beside it (tp_url_control): the agents on other hosts ask the network
+ * one, and the local tools the ipc:// one. */
 static tp_err check_opts(tpd_serve *sv, const tpd_serve_opts *o, char *why, size_t whylen)
 {
     bool token = o->token && o->token[0];
+    size_t n = o->control ? 1 : o->nlisten;
     tp_err err;
     if (o->nlisten == 0 || o->listen == NULL) {
         snprintf(why, whylen, "no ingest URL");
         return TP_EINVAL;
     }
-    if (o->control) {
-        if (strlen(o->control) >= sizeof sv->control_url) {
-            snprintf(why, whylen, "control URL too long");
+    if ((sv->control_urls = calloc(n, sizeof *sv->control_urls)) == NULL) return TP_ENOMEM;
+    sv->ncontrol = n;
+    for (size_t i = 0; i < n; i++) {
+        char *out = sv->control_urls[i];
+        if (o->control) {
+            if (strlen(o->control) >= CONTROL_URL_MAX) {
+                snprintf(why, whylen, "control URL too long");
+                return TP_EINVAL;
+            }
+            snprintf(out, CONTROL_URL_MAX, "%s", o->control);
+        } else if (tp_url_control(o->listen[i], out, CONTROL_URL_MAX) != TP_OK) {
+            snprintf(why, whylen, "cannot derive a control URL from %s; give one", o->listen[i]);
             return TP_EINVAL;
         }
-        snprintf(sv->control_url, sizeof sv->control_url, "%s", o->control);
-    } else if (tp_url_control(o->listen[0], sv->control_url, sizeof sv->control_url) != TP_OK) {
-        snprintf(why, whylen, "cannot derive a control URL from %s; give one", o->listen[0]);
-        return TP_EINVAL;
     }
-    for (size_t i = 0; i <= o->nlisten; i++) {
-        const char *url = i < o->nlisten ? o->listen[i] : sv->control_url;
+    snprintf(sv->control_url, sizeof sv->control_url, "%s", sv->control_urls[0]);
+    for (size_t i = 0; i < o->nlisten + n; i++) {
+        const char *url = i < o->nlisten ? o->listen[i] : sv->control_urls[i - o->nlisten];
         if (!tp_url_local(url) && !token) {
             snprintf(why, whylen, "%s is reachable from the network: it needs a --token", url);
             return TP_EINVAL;
@@ -324,8 +339,7 @@ tp_err tpd_serve_open(tpd_serve **sp, tpd_store *s, const tpd_serve_opts *o, cha
         snprintf(why, whylen, "cannot prepare ingest: %s", tp_strerror(err));
         goto fail;
     }
-    err = tpd_control_create(&sv->control, s, sv->ingest,
-                             tp_url_local(sv->control_url) ? NULL : o->token);
+    err = tpd_control_create(&sv->control, s, sv->ingest, o->token);
     if (err != TP_OK) goto fail;
     if ((err = tpd_backlog_create(&sv->backlog, 0)) != TP_OK) goto fail;
     tpd_control_set_backlog(sv->control, sv->backlog);
@@ -352,6 +366,7 @@ void tpd_serve_close(tpd_serve *sv)
     if (sv->wake[1] >= 0) close(sv->wake[1]);
     for (int i = 0; i < sv->nreasons; i++) free(sv->reasons[i]);
     tp_buf_free(&sv->reply);
+    free(sv->control_urls);
     free(sv);
 }
 
@@ -609,7 +624,8 @@ static void answer(tpd_serve *sv)
         nng_msg *out = NULL;
         int rv;
         ingest_waiting(sv, 64);
-        tpd_control_handle(sv->control, nng_msg_body(m), nng_msg_len(m), &sv->reply);
+        tpd_control_handle(sv->control, nng_msg_body(m), nng_msg_len(m),
+                           tpd_netguard_local(sv->rep_guard, m), &sv->reply);
         nng_msg_free(m);
         sv->stats.requests++;
         if (sv->reply.oom || nng_msg_alloc(&out, 0) != 0 ||

@@ -34,7 +34,7 @@ typedef void (*tpd_log_fn)(void *arg, const char *line);
 typedef struct tpd_serve_opts {
     const char *const *listen; /* ingest URLs, at least one */
     size_t nlisten;
-    const char *control; /* NULL: tp_url_control(listen[0]) */
+    const char *control; /* NULL: tp_url_control of every listen URL */
     const char *token;   /* NULL or "": none; required by non-ipc URLs */
     unsigned batch_max;  /* ingest messages per transaction; 0: 256 */
     tpd_log_fn log;      /* NULL: nothing is logged */
@@ -55,8 +55,9 @@ typedef struct tpd_serve_stats {
  * outlive the server).  For ipc:// URLs the socket's directory is created
  * 0700 if missing (tpd_private_dir); an existing one keeps its mode, and a
  * shared (sticky, world-writable) or foreign one is refused.  A tcp:// (any
- * non-ipc) URL without a token is refused.  A network control URL makes the
- * control socket demand the token in every request ("tok").  why receives a
+ * non-ipc) URL without a token is refused.  The control socket demands the
+ * token ("tok") in every request that comes through a network listener;
+ * requests through its ipc:// listeners are the local user's.  why receives a
  * one-line reason.
  * Errors: TP_EINVAL (options), TP_ENET (listen failed, e.g. in use), TP_EIO
  * (ipc directory), TP_ENOMEM, TP_EDB.  Never call from a process that will

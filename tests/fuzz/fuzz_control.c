@@ -46,7 +46,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     tp_buf_init(&reply);
     if (tpd_control_create(&c, fuzz_store(), NULL, NULL) != TP_OK) abort();
     fuzz_begin();
-    tpd_control_handle(c, data, size, &reply);
+    tpd_control_handle(c, data, size, true, &reply);
     fuzz_end();
     tpd_control_destroy(c);
     tp_buf_free(&reply);

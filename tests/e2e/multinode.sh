@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# multinode.sh -- checks of a job on two hosts: two test hosts made of
+# namespaces (multinode/hosts.sh), torchrun on both with two ranks each and
+# a c10d rendezvous on host0 (multinode/launch.sh, which carries the
+# environment to host1 as srun does), the check started on host0 with
+# `--listen tcp://10.78.0.1:29600`, so that the agents on host1 reach its
+# daemon over the network with the token the environment carries.
+#   coverage: exactly_once PASS; no DistributedSampler FAIL (duplicates);
+#   health:   replicas PASS; host1's replica drifting FAIL at its gradient;
+#   host1 cut off from the daemon after step 3 (its daemon link down, the
+#   training link up): with a spool folder the hosts share, what host1's
+#   agents spooled is read after the command (PASS); with a folder of
+#   host1's own, ERROR naming host1, the rank and where the spool is;
+#   a daemon already serving without the network URL is not taken for one.
+# Everything happens in namespaces of the test's own (network, mount, UTS):
+# the addresses are those of its veth pairs, torn down with it.  Skipped
+# (77) where namespaces cannot be made.
+. "$(dirname "$0")/lib.sh"
+here=$(cd "$(dirname "$0")" && pwd)
+if [ -z "${TP_MN_INSIDE:-}" ]; then
+    for tool in ip unshare nsenter hostname; do
+        command -v "$tool" >/dev/null || { echo "SKIP: no $tool"; exit 77; }
+    done
+    unshare --net --mount --uts true 2>/dev/null ||
+        { echo "SKIP: cannot make network, mount and UTS namespaces here"; exit 77; }
+    TP_MN_INSIDE=1 exec unshare --net --mount --uts --propagation private bash "$0" "$@"
+fi
+tp_setup daemon agent
+export TP_PY=${TP_PYTHON:-$(dirname "$here")/../.venv/bin/python}
+. "$here/multinode/hosts.sh"
+hosts_up || fail "cannot make the two test hosts"
+export H1
+trap 'hosts_down; tp_cleanup' EXIT
+cp "$here/multinode/train.py" "$here"/../../fixtures/coverage/cov.py \
+    "$here"/../../fixtures/coverage/ranks4.py "$here"/../../fixtures/coverage/ranks2_no_sampler.py .
+net=(--listen tcp://10.78.0.1:29600)
+job=(bash "$here/multinode/launch.sh")
+
+# check WANT CHECK ARGS...: runs the check over the job, within a liveness
+# bound, and wants exit status WANT.
+check() {
+    local want=$1 check=$2
+    shift 2
+    expect_status "$want" timeout 300 "$TP_RUN" "$check" "${net[@]}" "$@"
+}
+
+check 0 coverage --policy exactly_once -- "${job[@]}" ranks4.py
+expect_grep '^coverage: PASS' "$WORK/out"
+expect_grep 'world size 4' "$WORK/out"
+check 1 coverage --policy no_cross_rank_overlap -- "${job[@]}" ranks2_no_sampler.py
+expect_grep '^coverage: FAIL' "$WORK/out"
+expect_grep 'coverage.cross_rank_duplicate' "$WORK/out"
+
+check 0 health -- "${job[@]}" train.py
+expect_grep '^health: PASS' "$WORK/out"
+expect_grep '3 other ranks compared with rank 0' "$WORK/out"
+check 1 health -- "${job[@]}" train.py --drift
+expect_grep '^health: FAIL' "$WORK/out"
+expect_grep 'first failure +step 2 +grad\.0\.weight' "$WORK/out"
+drifted=$(sed -n 's/^drift on rank \([0-9]*\)$/\1/p' "$WORK/out")
+[ -n "$drifted" ] || fail "the job did not say which rank drifted: $(cat "$WORK/out")"
+expect_grep "rank $drifted's differs from rank 0's" "$WORK/out"
+
+# Host1 cut off after step 3; the spool folder shared: nothing is missing.
+check 0 health -- "${job[@]}" train.py --cut 3
+expect_grep '^health: PASS' "$WORK/out"
+ls "$WORK"/.trainparity/spool/done/*.spool >/dev/null 2>&1 ||
+    fail "host1's agents spooled nothing to the shared folder"
+on_host1 ip link set d1 up || fail "cannot bring host1's daemon link up again"
+
+# ... and a spool folder of host1's own: the events are on a host the tool
+# cannot see.
+MN_SPOOL_PRIVATE=1 check 3 health -- "${job[@]}" train.py --cut 3
+expect_grep '^health: ERROR' "$WORK/out"
+expect_grep "process [0-9]+ \(rank [0-9]\) on host host1 ended without reporting its last events" \
+    "$WORK/out"
+expect_grep "host1:$WORK/\.trainparity/spool/[0-9]+-[0-9]+\.spool" "$WORK/out"
+
+# ... and cut off before the job starts: host1's ranks never reached the
+# daemon at all, which the world size the other ranks were launched in shows.
+on_host1 ip link set d1 down || fail "cannot take host1's daemon link down"
+MN_SPOOL_PRIVATE=1 check 3 health -- "${job[@]}" train.py
+expect_grep '^health: ERROR' "$WORK/out"
+expect_grep "no event from rank [0-3], [0-3] of the 4 ranks its processes were launched in" \
+    "$WORK/out"
+on_host1 ip link set d1 up || fail "cannot bring host1's daemon link up again"
+
+# A private daemon that serves without the network URL is not taken for
+# one: --listen says so instead of handing host1 a URL nobody listens at.
+"$TP_DAEMON" serve --db "$WORK/.trainparity/runs.db" \
+    --listen "ipc://$WORK/.trainparity/ingest.ipc" 2>>"$WORK/serve.log" &
+serving=$!
+wait_for_file "$WORK/.trainparity/ingest.ipc.ctl" 30
+expect_status 3 timeout 300 "$TP_RUN" record "${net[@]}" -- true
+expect_grep "already serves other commands" "$WORK/err"
+kill "$serving"
+wait "$serving"
+expect_no_daemon
