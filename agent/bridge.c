@@ -2,9 +2,14 @@
  * bridge.c -- the C functions the embedded glue calls (module
  * `_trainparity_agent`).  Each validates its arguments and raises a Python
  * exception on misuse; the glue catches everything, so nothing here ever
- * reaches user code.  All of them run with the GIL held. */
+ * reaches user code.  All of them run with the GIL held.  Also the bye, which
+ * needs no Python, and the end of a process whose execution the agent
+ * interrupted elsewhere (end_execution), which runs on a thread of the
+ * agent's without the GIL. */
 #define _GNU_SOURCE
 #include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -24,11 +29,15 @@
 #include "proto/control.h"
 #include "tp_version.h"
 
-#define P           tpa_py
-#define MAX_RECORDS 8192
+#define P             tpa_py
+#define MAX_RECORDS   8192
+#define BYE_WAIT_MS   40000 /* longer than a bye takes (two drains and a confirm) */
+#define ARMED_WAIT_MS 10000 /* an armed process's time to end itself at its boundary */
 
 static uint64_t errors;
-static int bye_sent;
+static atomic_int bye_pid;  /* the process in which bye was said or is being said; 0 before */
+static atomic_int bye_done; /* that bye is over */
+static atomic_int armed;    /* a save armed resume's interruption (the glue's S.armed) */
 
 static PyObject *none(void)
 {
@@ -180,6 +189,9 @@ static PyObject *py_emit(PyObject *self, PyObject *args)
     tpa_job_destroy(job);
     seq = tpa_emit_commit(tk, &b);
     tp_buf_free(&b);
+    if (tk == TP_K_SAVE && seq != TPA_NO_SEQ &&
+        P.PyDict_GetItemString(body, TP_KEY(saveload, armed)) == P.True)
+        atomic_store(&armed, 1);
     return P.PyLong_FromLongLong(seq == TPA_NO_SEQ ? -1 : (long long)seq);
 fail:
     tpa_job_destroy(job);
@@ -348,11 +360,24 @@ static PyObject *py_register(PyObject *self, PyObject *args)
 
 /* ---- lifecycle ---- */
 
-void tpa_bridge_bye(const char *reason, int has_code, long long code, const char *exc)
+/* say_bye is tpa_bridge_bye.  Returns 1 when this call said bye, 0 when it
+ * was said before, is being said by another thread (waited for: the end of
+ * an interrupted execution on the agent's thread and the training thread's
+ * own exit can meet, and the process must not exit before the bye is
+ * confirmed), or the agent is off (a forked child, a failed boot). */
+static int say_bye(const char *reason, int has_code, long long code, const char *exc)
 {
+    int none = 0, me = (int)getpid();
     tp_buf b;
-    if (bye_sent || !tpa_emit_enabled()) return;
-    bye_sent = 1;
+    if (!atomic_compare_exchange_strong(&bye_pid, &none, me)) {
+        for (int i = 0; none == me && i < BYE_WAIT_MS / 10 && !atomic_load(&bye_done); i++)
+            usleep(10000);
+        return 0; /* in a forked child, the parent's bye is none of its business */
+    }
+    if (!tpa_emit_enabled()) {
+        atomic_store(&bye_done, 1);
+        return 0;
+    }
     tpa_emit_flush();
     tpa_send_drain(15000);
     tp_buf_init(&b);
@@ -381,6 +406,48 @@ void tpa_bridge_bye(const char *reason, int has_code, long long code, const char
     tpa_send_drain(15000);
     if (tpa_send_confirm(5000) != 0) TPA_LOG("the daemon did not confirm every event");
     tpa_send_stop();
+    atomic_store(&bye_done, 1);
+    return 1;
+}
+
+void tpa_bridge_bye(const char *reason, int has_code, long long code, const char *exc)
+{
+    (void)say_bye(reason, has_code, code, exc);
+}
+
+/* flush_stdio flushes C stdio's f unless another thread holds its lock (the
+ * training thread may be blocked writing to it). */
+static void flush_stdio(FILE *f)
+{
+    if (ftrylockfile(f) != 0) return;
+    fflush(f);
+    funlockfile(f);
+}
+
+/* end_execution ends the process when the daemon says its execution is over
+ * (tpa_send_on_end): a process of resume's I was interrupted, and this one,
+ * another rank or another host's, may be blocked in anything no peer's death
+ * interrupts (a sleep, a read, a collective of another group).  It runs on
+ * the agent's own thread while the training thread does whatever it does,
+ * holding the GIL or not, so it does nothing in Python: the bye as the
+ * interrupted process says it (its events confirmed or spooled first), C
+ * stdio flushed, exit status TP_INTERRUPT_STATUS.  Python's own buffers of
+ * sys.stdout and sys.stderr cannot be flushed without the GIL, which the
+ * training thread may hold for good: what they still hold is lost, as when
+ * a collective fails and the launcher kills the process.  A process that a
+ * save of its own armed ends itself at its next training-step boundary, so
+ * that a checkpoint written by several saves is complete: it has up to
+ * ARMED_WAIT_MS for that first.  When the process says bye on its own
+ * meanwhile (it was interrupted itself, or exits), that thread ends it. */
+static void end_execution(void)
+{
+    for (int i = 0; atomic_load(&armed) && i < ARMED_WAIT_MS / 10 && atomic_load(&bye_pid) == 0;
+         i++)
+        usleep(10000);
+    if (!say_bye("interrupt", 1, TP_INTERRUPT_STATUS, NULL)) return;
+    flush_stdio(stdout);
+    flush_stdio(stderr);
+    _exit(TP_INTERRUPT_STATUS);
 }
 
 /* bye(reason, code=None, exc=None): the last event; drains and confirms. */
@@ -559,6 +626,7 @@ PyObject *tpa_bridge_module(void)
 {
     PyObject *m = P.PyModule_New("_trainparity_agent"), *name;
     if (m == NULL) return NULL;
+    tpa_send_on_end(end_execution);
     name = P.PyUnicode_FromString("_trainparity_agent");
     for (PyMethodDef *d = methods; d->ml_name; d++) {
         PyObject *fn = P.PyCFunction_NewEx(d, NULL, name);

@@ -37,6 +37,16 @@
  * and spools what is still unacknowledged when time runs out, or as soon as
  * the daemon has been unreachable for a send timeout.
  *
+ * In resume's execution I (TRAINPARITY_INTERRUPT_AT) `seen` also carries
+ * the end of the execution: once a process of it said bye "interrupt" the
+ * daemon answers end, and every process of it ends.  The sender asks every
+ * ASK_END_MS there even when nothing is retained, and on end it starts a
+ * thread that runs the function tpa_send_on_end registered (the bridge:
+ * bye, confirmation, _exit), since it cannot wait for its own confirmation
+ * and the training thread may be blocked anywhere.  A process that has
+ * handed no batch over yet has no sender thread and is not asked: the
+ * daemon does not know it either.
+ *
  * Threading: the queue, the counters and the flags below `mu` are under mu;
  * the retained list, the sockets and the spool file belong to the sender
  * thread (tpa_send_stop closes the file after joining it).  The pipe
@@ -75,6 +85,7 @@
 #define ASK_MS           250                 /* `seen` this often while anything is retained */
 #define ASK_BYE_MS       5                   /* ... and this often while bye waits */
 #define ASK_BYTES        ((size_t)32 << 20)  /* ... and at once after this many bytes sent */
+#define ASK_END_MS       500                 /* ... and this often while I's end may come */
 #define RESEND_MS        2000                /* `seen` stuck this long: send again */
 #define RESEND_BYE_MS    500                 /* ... while bye waits */
 #define MAX_RESENDS      3                   /* a batch sent this often more is not storable */
@@ -116,12 +127,14 @@ static size_t r_items;          /* retained batches */
 static uint64_t unconfirmed;    /* batches sent that were neither acknowledged nor spooled */
 static uint64_t sub_next;       /* the seq the next submitted batch starts at */
 static uint64_t hole = NO_HOLE; /* the lowest seq the daemon will never have from us */
+static void (*end_fn)(void);    /* what ends the process when the execution is over */
 
 /* the sender thread's */
 static item *r_head, *r_tail;
 static size_t r_bytes, r_unasked;
 static int64_t last_ask_ms, progress_ms;
 static int sock_ok, req_ok, refusals;
+static int end_started; /* the thread that ends the process was started */
 static nng_socket sock, req;
 static int spool_fd = -1;
 
@@ -447,15 +460,16 @@ static void deliver(item *chain)
     }
 }
 
-/* ask_seen sends one `seen` request.  Returns 0 with *seq when answered, -1
- * without an answer, -2 when the daemon refused it. */
-static int ask_seen(int64_t *seq)
+/* ask_seen sends one `seen` request.  Returns 0 with *seq and *end (the
+ * execution is over) when answered, -1 without an answer, -2 when the daemon
+ * refused it. */
+static int ask_seen(int64_t *seq, bool *end)
 {
     tp_buf b;
     tp_mpr r;
     char *reply = NULL;
     size_t rlen = 0;
-    bool ok = true, have = false;
+    bool ok = true, have = false, over = false;
     tp_err err;
     int64_t v = -1;
     int rc = -1;
@@ -480,8 +494,11 @@ static int ask_seen(int64_t *seq)
     err = tp_mp_map_find(reply, rlen, "seq", &r);
     if (err == TP_OK && tp_mpr_int(&r, &v) != TP_OK) goto done;
     have = err == TP_OK;
+    err = tp_mp_map_find(reply, rlen, "end", &r); /* a daemon before it: never */
+    if (err == TP_OK && tp_mpr_bool(&r, &over) != TP_OK) goto done;
     if (ok && have) {
         *seq = v;
+        *end = over;
         rc = 0;
     } else {
         rc = -2;
@@ -542,21 +559,58 @@ static void resend(int64_t t, unsigned g, int64_t wait)
     if (n > 0) TPA_LOG("sent %u batches again that the daemon had not stored", n);
 }
 
-/* ask_due: milliseconds until the next `seen`; <= 0 when due now. */
-static int64_t ask_due(int urgent, int64_t now)
+/* watch_end: whether the sender asks `seen` for the end of the execution
+ * even with nothing retained (ASK_END_MS); mu held. */
+static bool watch_end(void)
 {
-    if (r_head == NULL) return INT64_MAX;
+    return tpa_cfg.interrupt_at >= 0 && end_fn != NULL && req_ok && !noack && !spooling &&
+           !end_started;
+}
+
+/* ask_due: milliseconds until the next `seen`, watch as watch_end said; <= 0
+ * when due now. */
+static int64_t ask_due(int urgent, bool watch, int64_t now)
+{
+    if (r_head == NULL) return watch ? last_ask_ms + ASK_END_MS - now : INT64_MAX;
     if (r_unasked >= ASK_BYTES) return 0;
     return last_ask_ms + (urgent ? ASK_BYE_MS : ASK_MS) - now;
+}
+
+static void *end_main(void *arg)
+{
+    void (*fn)(void);
+    (void)arg;
+    pthread_mutex_lock(&mu);
+    fn = end_fn;
+    pthread_mutex_unlock(&mu);
+    if (fn != NULL) fn();
+    return NULL;
+}
+
+/* start_end starts the thread that ends the process (tpa_send_on_end),
+ * once.  It inherits the sender's mask (no signal of the process's) and
+ * its policy. */
+static void start_end(void)
+{
+    pthread_t t;
+    pthread_attr_t a;
+    if (end_started || pthread_attr_init(&a) != 0) return;
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&t, &a, end_main, NULL) == 0) {
+        TPA_LOG("the execution is over (a process of it was interrupted); ending");
+        end_started = 1;
+    }
+    pthread_attr_destroy(&a);
 }
 
 static void ask_and_settle(int urgent)
 {
     int64_t seq = -1, t = now_ms();
     unsigned g = atomic_load(&pipe_gen);
+    bool end = false;
     int rc;
     r_unasked = 0;
-    rc = ask_seen(&seq);
+    rc = ask_seen(&seq, &end);
     last_ask_ms = now_ms();
     if (rc == -2 && ++refusals >= MAX_REFUSALS) {
         TPA_LOG("the daemon refuses `seen`: batches are not acknowledged");
@@ -568,6 +622,7 @@ static void ask_and_settle(int urgent)
     }
     if (rc != 0) return;
     refusals = 0;
+    if (end && tpa_cfg.interrupt_at >= 0) start_end(); /* A, B and R never end so */
     ack(seq, last_ask_ms);
     resend(t, g, urgent ? RESEND_BYE_MS : RESEND_MS);
 }
@@ -636,9 +691,10 @@ static void *sender_main(void *arg)
     for (;;) {
         item *it = NULL;
         int sp, urgent;
+        bool watch;
         while (head == NULL && !stopping && !(spooling && r_head != NULL)) {
             struct timespec dl;
-            int64_t wait = ask_due(waiters, now_ms());
+            int64_t wait = ask_due(waiters, watch_end(), now_ms());
             if (wait <= 0) break;
             if (wait == INT64_MAX) {
                 pthread_cond_wait(&cv_work, &mu);
@@ -659,11 +715,11 @@ static void *sender_main(void *arg)
             busy = 0;
             pthread_cond_broadcast(&cv_room);
         }
-        sp = spooling, urgent = waiters;
+        sp = spooling, urgent = waiters, watch = watch_end();
         pthread_mutex_unlock(&mu);
         if (sp && r_head != NULL)
             retire_all();
-        else if (ask_due(urgent, now_ms()) <= 0)
+        else if (ask_due(urgent, watch, now_ms()) <= 0)
             ask_and_settle(urgent);
         pthread_mutex_lock(&mu);
         if (head == NULL && stopping) break;
@@ -822,6 +878,13 @@ bool tpa_send_spooled(void)
     return s;
 }
 
+void tpa_send_on_end(void (*fn)(void))
+{
+    pthread_mutex_lock(&mu);
+    end_fn = fn;
+    pthread_mutex_unlock(&mu);
+}
+
 void tpa_send_atfork_child(void)
 {
     /* the sender thread does not exist here and nng must not be touched;
@@ -838,4 +901,5 @@ void tpa_send_atfork_child(void)
     started = 0;
     waiters = 0;
     spool_fd = -1;
+    end_fn = NULL; /* a forked child is never asked to end: it has no sender */
 }

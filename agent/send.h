@@ -49,6 +49,14 @@ void tpa_send_stop(void);
 uint64_t tpa_send_dropped(void);
 /* tpa_send_spooled: whether any batch went, or everything now goes, to the spool. */
 bool tpa_send_spooled(void);
+/* tpa_send_on_end registers fn, which ends the process when the daemon says
+ * that its execution is over (`seen`'s end: a process of it was
+ * interrupted).  Only while TRAINPARITY_INTERRUPT_AT is set does the sender
+ * ask for it (at least every 500 ms) and act on it: once, on a thread of
+ * its own, which holds no lock of the agent's, no GIL, and takes no signal
+ * of the process's.  fn may wait for the sender (tpa_send_confirm).  NULL
+ * unregisters.  Before the sender thread starts, or at any time. */
+void tpa_send_on_end(void (*fn)(void));
 /* tpa_send_atfork_child forgets the parent's thread, queue and socket. */
 void tpa_send_atfork_child(void);
 

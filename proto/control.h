@@ -16,7 +16,10 @@
  *   exec.finish exec status signal wait_ms -> pending, complete, processes, events,
  *                                             gaps, dropped, unstored (events received
  *                                             and not stored), unstored_why
- *   seen        exec pid                   -> seq (last contiguous, -1), bye
+ *   seen        exec pid                   -> seq (last contiguous, -1), bye, end
+ *                                             (a process of exec said bye "interrupt":
+ *                                             the agent asked to interrupt it ends
+ *                                             every process of the execution)
  *   ingest      path                       -> events, bad (a spool file named
  *                                             <exec>-<pid>.spool, of the daemon's
  *                                             user; local control sockets only)

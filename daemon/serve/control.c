@@ -477,17 +477,23 @@ static tp_err cmd_exec_finish(tpd_control *c, const tpd_req *q, tpd_reply *r)
     return TP_OK;
 }
 
+/* cmd_seen answers an agent's acknowledgement request (agent/send.c), and
+ * tells it with end that its execution is over: a process of it said bye
+ * "interrupt" (resume's I), on which an agent that was asked to interrupt
+ * ends its process too, whatever it is blocked in. */
 static tp_err cmd_seen(tpd_control *c, const tpd_req *q, tpd_reply *r)
 {
     int64_t exec, pid, seq = -1;
-    bool bye = false;
+    bool bye = false, end = false;
     tp_err err;
     if ((err = need_int(q, r, "exec", &exec)) != TP_OK) return err;
     if ((err = need_int(q, r, "pid", &pid)) != TP_OK) return err;
-    if ((err = tpd_store_seen(c->store, exec, pid, &seq, &bye)) != TP_OK)
+    if ((err = tpd_store_seen(c->store, exec, pid, &seq, &bye)) != TP_OK ||
+        (err = tpd_store_exec_interrupted(c->store, exec, &end)) != TP_OK)
         return store_fail(c, r, err);
     tpd_reply_int(r, "seq", seq);
     tpd_reply_bool(r, "bye", bye);
+    tpd_reply_bool(r, "end", end);
     return TP_OK;
 }
 

@@ -153,6 +153,23 @@ tp_err tpd_store_exec_state(tpd_store *s, int64_t exec, tpd_exec_state *out)
     return TP_OK;
 }
 
+tp_err tpd_store_exec_interrupted(tpd_store *s, int64_t exec, bool *yes)
+{
+    static const char sql[] = "SELECT EXISTS (SELECT 1 FROM processes"
+                              " WHERE exec_id = ?1 AND bye_reason = 'interrupt')";
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(tpd_store_db(s), sql, -1, &st, NULL);
+    bool v = false;
+    if (rc != SQLITE_OK) return dberr(rc);
+    sqlite3_bind_int64(st, 1, exec);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) v = sqlite3_column_int(st, 0) != 0;
+    sqlite3_finalize(st);
+    if (rc != SQLITE_ROW) return dberr(rc);
+    *yes = v;
+    return TP_OK;
+}
+
 /* ---- verdicts ---- */
 
 tp_err tpd_store_verdict_insert(tpd_store *s, const tpd_verdict *v, int64_t *id)

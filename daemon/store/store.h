@@ -136,6 +136,11 @@ typedef struct tpd_exec_state {
 
 /* tpd_store_exec_state fills *st for exec.  Errors: TP_ENOENT, TP_EDB. */
 tp_err tpd_store_exec_state(tpd_store *s, int64_t exec, tpd_exec_state *st);
+/* tpd_store_exec_interrupted tells whether a process of exec has said bye
+ * with reason "interrupt": the agent ended it on request (resume's I), so
+ * the execution is over for its other processes too (`seen`'s end).  An
+ * unknown execution is false.  Errors: TP_EDB. */
+tp_err tpd_store_exec_interrupted(tpd_store *s, int64_t exec, bool *yes);
 
 /* A verdict row.  Strings are NUL-terminated; NULL stores NULL. */
 typedef struct tpd_verdict {
