@@ -29,15 +29,39 @@
 #include "proto/control.h"
 #include "tp_version.h"
 
-#define P             tpa_py
-#define MAX_RECORDS   8192
-#define BYE_WAIT_MS   40000 /* longer than a bye takes (two drains and a confirm) */
-#define ARMED_WAIT_MS 10000 /* an armed process's time to end itself at its boundary */
+#define P           tpa_py
+#define MAX_RECORDS 8192
+#define BYE_WAIT_MS 40000 /* longer than a bye takes (two drains and a confirm) */
+#define GRACE_MS    10000 /* a save under way or an armed process: time before it is ended */
 
 static uint64_t errors;
-static atomic_int bye_pid;  /* the process in which bye was said or is being said; 0 before */
-static atomic_int bye_done; /* that bye is over */
-static atomic_int armed;    /* a save armed resume's interruption (the glue's S.armed) */
+static atomic_int bye_pid;      /* the process in which bye was said or is being said; 0 before */
+static atomic_int bye_done;     /* that bye is over */
+static atomic_int armed;        /* a save armed resume's interruption (the glue's S.armed) */
+static atomic_int ckpt_io;      /* threads in a torch.save or torch.load, until its event */
+static __thread int io_counted; /* this thread is counted in ckpt_io */
+
+/* io_begin counts this thread in ckpt_io from the start of a checkpoint's
+ * save or load (rec_begin); io_end when its event is committed, after the
+ * save armed the interruption, so that end_execution never sees a save
+ * that is over and has not armed yet.  An event never emitted (the glue
+ * failed before) keeps the thread counted until its next one: that only
+ * delays an end by GRACE_MS. */
+static void io_begin(void)
+{
+    if (!io_counted) {
+        io_counted = 1;
+        atomic_fetch_add(&ckpt_io, 1);
+    }
+}
+
+static void io_end(void)
+{
+    if (io_counted) {
+        io_counted = 0;
+        atomic_fetch_sub(&ckpt_io, 1);
+    }
+}
 
 static PyObject *none(void)
 {
@@ -192,10 +216,12 @@ static PyObject *py_emit(PyObject *self, PyObject *args)
     if (tk == TP_K_SAVE && seq != TPA_NO_SEQ &&
         P.PyDict_GetItemString(body, TP_KEY(saveload, armed)) == P.True)
         atomic_store(&armed, 1);
+    if (tk == TP_K_SAVE || tk == TP_K_LOAD) io_end();
     return P.PyLong_FromLongLong(seq == TPA_NO_SEQ ? -1 : (long long)seq);
 fail:
     tpa_job_destroy(job);
     tp_buf_free(&b);
+    if (tk == TP_K_SAVE || tk == TP_K_LOAD) io_end();
     return NULL;
 }
 
@@ -233,6 +259,7 @@ static PyObject *py_rec_begin(PyObject *self, PyObject *args)
 {
     (void)self, (void)args;
     if (collect_depth++ > 0) return none();
+    io_begin();
     collector = calloc(1, sizeof *collector);
     if (collector) collector->recs = calloc(MAX_RECORDS, sizeof(tpa_record));
     if (collector && collector->recs) {
@@ -434,14 +461,16 @@ static void flush_stdio(FILE *f)
  * stdio flushed, exit status TP_INTERRUPT_STATUS.  Python's own buffers of
  * sys.stdout and sys.stderr cannot be flushed without the GIL, which the
  * training thread may hold for good: what they still hold is lost, as when
- * a collective fails and the launcher kills the process.  A process that a
- * save of its own armed ends itself at its next training-step boundary, so
- * that a checkpoint written by several saves is complete: it has up to
- * ARMED_WAIT_MS for that first.  When the process says bye on its own
- * meanwhile (it was interrupted itself, or exits), that thread ends it. */
+ * a collective fails and the launcher kills the process.  A checkpoint
+ * half written is not cut short, nor a process that a save of its own armed
+ * (it ends itself at its next training-step boundary, once a checkpoint
+ * written by several saves is complete): each has up to GRACE_MS first.
+ * When the process says bye on its own meanwhile (it was interrupted
+ * itself, or exits), that thread ends it. */
 static void end_execution(void)
 {
-    for (int i = 0; atomic_load(&armed) && i < ARMED_WAIT_MS / 10 && atomic_load(&bye_pid) == 0;
+    for (int i = 0; i < GRACE_MS / 10 && atomic_load(&bye_pid) == 0 &&
+                    (atomic_load(&ckpt_io) > 0 || atomic_load(&armed));
          i++)
         usleep(10000);
     if (!say_bye("interrupt", 1, TP_INTERRUPT_STATUS, NULL)) return;
