@@ -7,6 +7,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
 "$build/bin/hash_bench" 256
 "$build/bin/ingest_bench"
+# a real daemon process on tcp:// fed by 1, 16 and 64 sender processes (ranks)
+"$build/bin/ranks_bench"
 "$build/bin/coverage_bench" 10
 "$root/.venv/bin/python" "$root/bench/agent_overhead.py" "$build"
 "$root/.venv/bin/python" "$root/bench/resume_overhead.py" "$build"
