@@ -115,8 +115,8 @@ static tp_err socket_dir(const char *state, char *out, size_t n, char *err)
 static tp_err spawn(tpt_daemon *d, char *err)
 {
     char bin[PATH_MAX];
-    char *argv[] = {bin,        "serve", "--db",         d->db, "--listen", d->ingest,
-                    "--listen", NULL,    "--token-file", NULL,  NULL};
+    char *argv[] = {bin,  "serve", "--db", d->db, "--listen", d->ingest,
+                    NULL, NULL,    NULL,   NULL,  NULL};
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
     sigset_t none;
@@ -125,12 +125,9 @@ static tp_err spawn(tpt_daemon *d, char *err)
 
     if ((rc = tpt_find_daemon(bin, sizeof(bin), err)) != TP_OK) return rc;
     if (d->net_ingest[0] != '\0') {
+        argv[6] = "--listen", argv[7] = d->net_ingest;
         /* a token from the environment reaches the daemon through it */
-        argv[7] = d->net_ingest;
-        if (!d->token_env)
-            argv[8] = "--token-file", argv[9] = d->tokpath;
-        else
-            argv[8] = NULL;
+        if (!d->token_env) argv[8] = "--token-file", argv[9] = d->tokpath;
     }
     sigemptyset(&none);
     posix_spawn_file_actions_init(&fa);

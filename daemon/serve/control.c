@@ -780,8 +780,8 @@ static bool evidence_of(const char *cmd, uint32_t n, char *check, size_t len)
 }
 
 /* run_command checks the request and runs its handler. */
-static tp_err run_command(tpd_control *c, const void *buf, size_t len, bool local, tpd_req *q,
-                          tpd_reply *r)
+static tp_err run_command(tpd_control *c, const void *buf, size_t len, bool local, bool *proven,
+                          tpd_req *q, tpd_reply *r)
 {
     char check[64];
     const char *cmd;
@@ -795,6 +795,7 @@ static tp_err run_command(tpd_control *c, const void *buf, size_t len, bool loca
         if (tpd_req_str(q, "tok", &tok, &tlen) != TP_OK ||
             !tpd_secret_eq(tok, tlen, c->token, strlen(c->token)))
             return tpd_reply_fail(r, TP_EINVAL, "missing or wrong token");
+        *proven = true;
     }
     err = tpd_req_str(q, "cmd", &cmd, &n);
     if (err == TP_ENOENT) return tpd_reply_fail(r, TP_EINVAL, "missing 'cmd'");
@@ -805,7 +806,8 @@ static tp_err run_command(tpd_control *c, const void *buf, size_t len, bool loca
     return tpd_reply_fail(r, TP_EINVAL, "unknown command '%.*s'", (int)(n > 64 ? 64 : n), cmd);
 }
 
-tp_err tpd_control_handle(tpd_control *c, const void *req, size_t len, bool local, tp_buf *reply)
+tp_err tpd_control_handle(tpd_control *c, const void *req, size_t len, bool local, bool *proven,
+                          tp_buf *reply)
 {
     tpd_reply *r = calloc(1, sizeof *r);
     tpd_req *q = calloc(1, sizeof *q);
@@ -813,7 +815,8 @@ tp_err tpd_control_handle(tpd_control *c, const void *req, size_t len, bool loca
     tp_buf_reset(reply);
     if (r == NULL || q == NULL) goto out;
     tp_buf_init(&r->body);
-    err = run_command(c, req, len, local, q, r);
+    *proven = false;
+    err = run_command(c, req, len, local, proven, q, r);
     if (err == TP_OK && !r->body.oom) {
         tp_mp_map(reply, r->n + 1);
         tp_mp_cstr(reply, "ok");

@@ -44,10 +44,12 @@ void tpd_control_destroy(tpd_control *c);
 
 /* tpd_control_handle answers the request of len bytes at req, which came
  * through a local (ipc://, the daemon's own user's) control socket when
- * local is true (serve.c asks its guard): reply is reset
+ * local is true (serve.c asks its guard); *proven says whether it came
+ * through a network one and carried the token: reply is reset
  * and receives the reply map.  Returns TP_OK whenever a reply was written
  * (also for failed commands); TP_ENOMEM when not even that was possible. */
-tp_err tpd_control_handle(tpd_control *c, const void *req, size_t len, bool local, tp_buf *reply);
+tp_err tpd_control_handle(tpd_control *c, const void *req, size_t len, bool local, bool *proven,
+                          tp_buf *reply);
 
 /* tpd_control_shutdown reports whether the daemon is to stop: a shutdown
  * command was answered, or its owner's lease is over (lease.h). */

@@ -8,6 +8,11 @@
  * rows of one address is a scan: the table is a few dozen rows, and it is
  * touched once per connection, never per message.
  *
+ * A connection whose message carried the token is proven
+ * (tpd_netguard_proven): its row leaves the table, so that the caps bound
+ * the peers that have not shown the token, never the agents of a large
+ * job.  A message that arrives on it later is still checked as any other.
+ *
  * Connections are never closed for what they send, only refused at
  * NNG_PIPE_EV_ADD_PRE (no receive has started yet) or, by nng itself, at a
  * length header over the listener's limit.  Closing a receiving pipe is
@@ -245,4 +250,17 @@ bool tpd_netguard_local(tpd_netguard *g, nng_msg *m)
         if (g->locals[i] == id) local = true;
     pthread_mutex_unlock(&g->mu);
     return local;
+}
+
+void tpd_netguard_proven(tpd_netguard *g, nng_msg *m)
+{
+    uint32_t id = (uint32_t)nng_pipe_id(nng_msg_get_pipe(m));
+    pthread_mutex_lock(&g->mu);
+    for (unsigned i = 0; i < g->nconns; i++) {
+        if (g->conns[i].pipe == id) {
+            g->conns[i] = g->conns[--g->nconns];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&g->mu);
 }

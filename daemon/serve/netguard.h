@@ -16,7 +16,9 @@
  *    remote address (the IP address, not the port); one past either cap is
  *    closed before the socket uses it (NNG_PIPE_EV_ADD_PRE).
  * A connection whose message is malformed or lacks the token stays open
- * (netguard.c says why); its message is dropped by the daemon.
+ * (netguard.c says why); its message is dropped by the daemon.  One whose
+ * message carried the token stops counting (tpd_netguard_proven): the caps
+ * are on connections that have not shown it.
  * The pull and rep protocols read a connection's next message only once
  * the daemon took the last one, so the network peers of a socket hold at
  * most max_conns messages of at most the listener's limit, plus the one
@@ -64,5 +66,11 @@ tp_err tpd_netguard_listen(tpd_netguard *g, const char *url, size_t recvmax, cha
  * connection has closed since, or that came any other way, is not local:
  * the answer errs towards asking for the token. */
 bool tpd_netguard_local(tpd_netguard *g, nng_msg *m);
+
+/* tpd_netguard_proven tells g that message m carried the token: its
+ * connection no longer counts towards the caps, which bound what peers
+ * without the token can hold.  A connection of a local listener, or one
+ * already gone, is left as it is. */
+void tpd_netguard_proven(tpd_netguard *g, nng_msg *m);
 
 #endif

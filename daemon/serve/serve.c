@@ -63,18 +63,24 @@
  * The bound: nng's pull and rep read a connection's next message only once
  * the loop took the last one (they keep no queue of their own: nng 1.5.2
  * accepts RECV_QUEUE and leaves it unused), so each socket holds at most
- * one message per connection plus the one the loop handles:
- *   ingest  (NET_CONNS + 1) x NET_INGEST_MAX  = 33 x 32 MiB = 1056 MiB
- *   control (NET_CONNS + 1) x NET_CONTROL_MAX = 33 x 1 MiB  =   33 MiB
+ * one message per connection plus the one the loop handles.  The caps count
+ * the connections that have not yet shown the token (a connection whose
+ * message carried it stops counting: netguard.h), so for peers without it:
+ *   ingest  (NET_CONNS + 1) x NET_INGEST_MAX  = 129 x 32 MiB = 4128 MiB
+ *   control (NET_CONNS + 1) x NET_CONTROL_MAX = 129 x 1 MiB  =  129 MiB
  * (and, while the database fails, the waiting batches: TPD_BACKLOG_MAX).
+ * The caps are that high because every agent of a job connects at its
+ * start, before its first batch shows the token (a host of 8 ranks, their
+ * launcher and spawned DataLoader workers: dozens at once), and a refused
+ * agent may crash (nng 1.5.2, docs/capacity.md).
  * A connection beyond NET_CONNS, or beyond NET_CONNS_PER_ADDR from one IP
  * address, is closed at once.  One whose message is malformed (a wrong or
  * missing token, no batch at all, a batch refused) is not: the message is
  * dropped and the connection left open (daemon/serve/netguard.c says why). */
 #define NET_INGEST_MAX     ((size_t)TP_MAX_NET_MESSAGE)
 #define NET_CONTROL_MAX    ((size_t)1 << 20)
-#define NET_CONNS          32
-#define NET_CONNS_PER_ADDR 16
+#define NET_CONNS          128
+#define NET_CONNS_PER_ADDR 64
 
 struct tpd_serve {
     tpd_store *store;
@@ -497,6 +503,7 @@ static tp_err store(tpd_serve *sv, nng_msg *m, char *why, size_t whylen)
     sv->txn_msgs++;
     err = tpd_ingest_message(sv->ingest, nng_msg_body(m), nng_msg_len(m), &res, why, whylen);
     if (err == TP_OK) {
+        tpd_netguard_proven(sv->pull_guard, m); /* it carried the token */
         tpd_backlog_hold(sv->backlog, m, res.exec, res.pid, res.events + res.dup);
         return TP_OK;
     }
@@ -624,8 +631,10 @@ static void answer(tpd_serve *sv)
         nng_msg *out = NULL;
         int rv;
         ingest_waiting(sv, 64);
+        bool proven = false;
         tpd_control_handle(sv->control, nng_msg_body(m), nng_msg_len(m),
-                           tpd_netguard_local(sv->rep_guard, m), &sv->reply);
+                           tpd_netguard_local(sv->rep_guard, m), &proven, &sv->reply);
+        if (proven) tpd_netguard_proven(sv->rep_guard, m);
         nng_msg_free(m);
         sv->stats.requests++;
         if (sv->reply.oom || nng_msg_alloc(&out, 0) != 0 ||

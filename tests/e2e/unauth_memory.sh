@@ -11,8 +11,8 @@
 #  - a well-formed batch with a wrong token, and a message that is not a
 #    batch: each is dropped (the daemon logs it) and its connection left
 #    open (daemon/serve/netguard.c: closing one is unsafe on nng 1.5.2);
-#  - 40 idle connections from one address: those past the per-address cap
-#    (16) are closed;
+#  - 100 idle connections from one address: those past the per-address
+#    cap (64) are closed;
 # and afterwards the daemon stores an authenticated record over tcp.
 . "$(dirname "$0")/lib.sh"
 tp_setup daemon agent
@@ -121,14 +121,14 @@ elif what == "token":
         s.close()
         print(f"{name}: dropped, connection left open")
 elif what == "conns":
-    conns = [connect() for _ in range(40)]
+    conns = [connect() for _ in range(100)]
     time.sleep(0.5)
     open_ = sum(not closed_by_peer(s, 0.2) for s in conns)
     for s in conns:
         s.close()
-    print(f"{open_} of 40 connections from one address left open")
-    if open_ != 16:
-        raise SystemExit(f"{open_} connections from one address stayed open, want 16")
+    print(f"{open_} of 100 connections from one address left open")
+    if open_ != 64:
+        raise SystemExit(f"{open_} connections from one address stayed open, want 64")
 EOF
 
 # two free consecutive ports: ingest and the derived control URL (port + 1)

@@ -42,11 +42,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     tpd_control *c = NULL;
+    bool proven;
     tp_buf reply;
     tp_buf_init(&reply);
     if (tpd_control_create(&c, fuzz_store(), NULL, NULL) != TP_OK) abort();
     fuzz_begin();
-    tpd_control_handle(c, data, size, true, &reply);
+    tpd_control_handle(c, data, size, true, &proven, &reply);
     fuzz_end();
     tpd_control_destroy(c);
     tp_buf_free(&reply);
