@@ -12,6 +12,7 @@
 #   training link up): with a spool folder the hosts share, what host1's
 #   agents spooled is read after the command (PASS); with a folder of
 #   host1's own, ERROR naming host1, the rank and where the spool is;
+#   resume's I ended on both hosts, host1's rank blocked in read(2);
 #   a daemon already serving without the network URL is not taken for one.
 # Everything happens in namespaces of the test's own (network, mount, UTS):
 # the addresses are those of its veth pairs, torn down with it.  Skipped
@@ -85,6 +86,27 @@ expect_grep '^health: ERROR' "$WORK/out"
 expect_grep "no event from rank [0-3], [0-3] of the 4 ranks its processes were launched in" \
     "$WORK/out"
 on_host1 ip link set d1 up || fail "cannot bring host1's daemon link up again"
+
+# Resume's I ends on both hosts, host1's blocked rank too (multinode/blocked.py);
+# 600 s: a bound for liveness only, the blocked rank would wait for ever.
+cp "$here/multinode/blocked.py" .
+expect_status 0 timeout -k 10 600 "$TP_RUN" resume "${net[@]}" --at 2 -- "${job[@]}" blocked.py
+expect_grep '^resume: PASS' "$WORK/out"
+blocked=$(sed -n 's/^blocked rank \([0-9]*\)$/\1/p' "$WORK/out" | sort -u)
+[ -n "$blocked" ] || fail "no rank said it blocked: $(cat "$WORK/out")"
+"$TP_PY" - "$WORK/.trainparity/runs.db" "$blocked" <<'PY' || fail "I's end: see above"
+import sqlite3
+import sys
+
+db = sqlite3.connect(sys.argv[1])
+(iexec, status), = db.execute(
+    "SELECT id, exit_status FROM executions WHERE role = 'I' ORDER BY id DESC LIMIT 1").fetchall()
+assert status == 0, ("I's exit", status)
+ended = dict(db.execute("SELECT rank, bye_reason FROM processes WHERE exec_id = ? AND rank >= 0",
+                        (iexec,)))
+for r in (0, int(sys.argv[2])):
+    assert ended.get(r) == "interrupt", ("rank", r, "of I ended with", ended.get(r), ended)
+PY
 
 # A private daemon that serves without the network URL is not taken for
 # one: --listen says so instead of handing host1 a URL nobody listens at.
