@@ -687,14 +687,25 @@ static bool interrupted(const tpd_proc *p)
     return p->bye_reason != NULL && strcmp(p->bye_reason, "interrupt") == 0;
 }
 
+/* armed tells whether a save of p armed resume's interruption. */
+static bool armed(const tpd_proc *p)
+{
+    for (size_t i = 0; i < p->nckpts; i++)
+        if (p->ckpts[i].armed) return true;
+    return false;
+}
+
 /* better: p is a better choice of trainer than b.  The agent's interruption
- * names the process resume's I is about; then a process that stepped; then,
+ * names the process resume's I is about, and among the processes it ended
+ * (every rank: the daemon's end reaches those that did not save) the one
+ * whose save armed it; then a process that stepped; then,
  * among ranks, the lowest, so that every execution of a multi-rank run is
  * followed on the same rank (their RNGs and data differ by rank); then the
  * process that stepped most. */
 static bool better(const tpd_proc *p, const tpd_proc *b)
 {
     if (interrupted(p) != interrupted(b)) return interrupted(p);
+    if (armed(p) != armed(b)) return armed(p);
     if ((p->steps > 0) != (b->steps > 0)) return p->steps > 0;
     if (p->rank >= 0 && b->rank >= 0 && p->rank != b->rank) return p->rank < b->rank;
     if (p->steps != b->steps) return p->steps > b->steps;

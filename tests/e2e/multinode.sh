@@ -12,6 +12,8 @@
 #   training link up): with a spool folder the hosts share, what host1's
 #   agents spooled is read after the command (PASS); with a folder of
 #   host1's own, ERROR naming host1, the rank and where the spool is;
+#   resume of a DDP job: ABSTAIN for DDP's reduction order, a scheduler not
+#   restored FAIL at scheduler.*;
 #   resume's I ended on both hosts, host1's rank blocked in read(2);
 #   a daemon already serving without the network URL is not taken for one.
 # Everything happens in namespaces of the test's own (network, mount, UTS):
@@ -86,6 +88,19 @@ expect_grep '^health: ERROR' "$WORK/out"
 expect_grep "no event from rank [0-3], [0-3] of the 4 ranks its processes were launched in" \
     "$WORK/out"
 on_host1 ip link set d1 up || fail "cannot bring host1's daemon link up again"
+
+# A DDP job's resume across the two hosts: the clean one ABSTAINs at the
+# gradients of R's first step, explained as DDP's reduction order (four
+# ranks: docs/resume.md), and a scheduler not restored FAILs at its step.
+cp "$here"/../../fixtures/resume/_ddp.py "$here"/../../fixtures/resume/ddp4_full_state.py \
+    "$here"/../../fixtures/resume/ddp4_scheduler_not_restored.py .
+check 2 resume --resume-args --resume -- "${job[@]}" ddp4_full_state.py
+expect_grep '^resume: ABSTAIN' "$WORK/out"
+expect_grep 'grad\.' "$WORK/out"
+expect_grep '_rebuild_buckets' "$WORK/out"
+check 1 resume --resume-args --resume -- "${job[@]}" ddp4_scheduler_not_restored.py
+expect_grep '^resume: FAIL' "$WORK/out"
+expect_grep 'scheduler\.last_epoch' "$WORK/out"
 
 # Resume's I ends on both hosts, host1's blocked rank too (multinode/blocked.py);
 # 600 s: a bound for liveness only, the blocked rank would wait for ever.
