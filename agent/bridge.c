@@ -625,6 +625,16 @@ static PyObject *py_hash_threads(PyObject *self, PyObject *args)
     return P.PyLong_FromLongLong(tpa_team_size());
 }
 
+/* wire_pid(pid): pid as the agent sends it (config.h tpa_pid): a hello's
+ * ppid names its parent as the parent names itself. */
+static PyObject *py_wire_pid(PyObject *self, PyObject *o)
+{
+    long long v = P.PyLong_AsLongLong(o);
+    (void)self;
+    if (v == -1 && P.PyErr_Occurred()) return NULL;
+    return P.PyLong_FromLongLong(tpa_pid(v));
+}
+
 #define V TPA_METH_VARARGS
 #define O TPA_METH_O
 #define N TPA_METH_NOARGS
@@ -632,6 +642,7 @@ static PyMethodDef methods[] = {
     {"emit", py_emit, V, NULL},
     {"flush", py_flush, N, NULL},
     {"set_step", py_set_step, O, NULL},
+    {"wire_pid", py_wire_pid, O, NULL},
     {"set_rank", py_set_rank, O, NULL},
     {"rec_begin", py_rec_begin, N, NULL},
     {"rec_end", py_rec_end, N, NULL},

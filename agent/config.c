@@ -50,6 +50,7 @@ static void full_steps(void)
 void tpa_config_load(void)
 {
     const char *cap = getenv(TP_ENV_CAPTURE), *sid = getenv(TP_ENV_SAMPLE_ID);
+    char pidns[160];
     free(tpa_cfg.sample_id);
     memset(&tpa_cfg, 0, sizeof tpa_cfg);
     tpa_cfg.exec = env_int(TP_ENV_EXEC, 0);
@@ -69,6 +70,8 @@ void tpa_config_load(void)
     tpa_cfg.update_every = env_int(TP_ENV_UPDATE_EVERY, 1);
     if (tpa_cfg.update_every < 1) tpa_cfg.update_every = 1;
     tpa_cfg.interrupt_at = env_int(TP_ENV_INTERRUPT_AT, -1);
+    if (tp_pidns(pidns, sizeof pidns) == TP_OK)
+        tpa_cfg.pid_tag = tp_pid_tag(pidns, getenv(TP_ENV_PIDNS));
     tpa_cfg.debug = env_int(TP_ENV_DEBUG, 0) != 0;
     tpa_cfg.send_timeout_ms = (int)env_int("TRAINPARITY_SEND_TIMEOUT_MS", 1000);
     if (tpa_cfg.send_timeout_ms < 10) tpa_cfg.send_timeout_ms = 10;

@@ -33,7 +33,13 @@ typedef struct tpa_config {
     int64_t full_to;      /* to HI (inclusive); both -1 when unset or malformed */
     int64_t full_every;   /* TRAINPARITY_FULL_EVERY: induction's full snapshot every Kth step,
                            * 0: none; default TPA_FULL_EVERY */
+    int64_t pid_tag;      /* this pid space's tag against TRAINPARITY_PIDNS (tp_pid_tag) */
 } tpa_config;
+
+/* tpa_pid is pid as the agent sends it: tagged with its pid space when that
+ * is not the tool's (proto/control.h), so that processes on other hosts or
+ * in other containers are never taken for each other. */
+#define tpa_pid(pid) ((pid) > 0 ? (int64_t)(pid) | tpa_cfg.pid_tag : (int64_t)(pid))
 
 /* The default of TRAINPARITY_FULL_EVERY. */
 #define TPA_FULL_EVERY 100

@@ -27,7 +27,7 @@ void tpa_emit_init(int64_t rank)
 {
     hdr.run = tpa_cfg.run;
     hdr.exec = tpa_cfg.exec;
-    hdr.pid = getpid();
+    hdr.pid = tpa_pid(getpid());
     hdr.rank = rank;
     if (tpa_cfg.token[0]) {
         hdr.tok = tpa_cfg.token;

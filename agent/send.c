@@ -266,8 +266,8 @@ static int spool(const item *it)
     if (spool_fd < 0) {
         char path[1024];
         if (tpa_cfg.spool[0] == '\0') return -1;
-        snprintf(path, sizeof path, "%s/%lld-%d.spool", tpa_cfg.spool, (long long)tpa_cfg.exec,
-                 (int)getpid());
+        snprintf(path, sizeof path, "%s/%lld-%lld.spool", tpa_cfg.spool, (long long)tpa_cfg.exec,
+                 (long long)tpa_pid(getpid()));
         spool_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
         if (spool_fd < 0) {
             TPA_LOG("cannot open spool %s: %s", path, strerror(errno));
@@ -480,7 +480,7 @@ static int ask_seen(int64_t *seq, bool *end)
     tp_mp_cstr(&b, "exec");
     tp_mp_int(&b, tpa_cfg.exec);
     tp_mp_cstr(&b, "pid");
-    tp_mp_int(&b, getpid());
+    tp_mp_int(&b, tpa_pid(getpid()));
     if (tpa_cfg.token[0]) {
         tp_mp_cstr(&b, "tok");
         tp_mp_cstr(&b, tpa_cfg.token);

@@ -41,6 +41,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "proto/tp_err.h"
 
@@ -62,6 +63,7 @@
 #define TP_ENV_DIGEST       "TRAINPARITY_DIGEST"     /* "full" | "induction" (docs/induction.md) */
 #define TP_ENV_FULL_STEPS   "TRAINPARITY_FULL_STEPS" /* "LO-HI": every tensor digested there */
 #define TP_ENV_FULL_EVERY   "TRAINPARITY_FULL_EVERY" /* K: induction's safety net, 0 none */
+#define TP_ENV_PIDNS        "TRAINPARITY_PIDNS"      /* the tool's pid space (tp_pidns) */
 
 /* An execution's key: 128 random bits as lowercase hex, made by exec.create.
  * Every batch for the execution carries it ("key"); the daemon stores only
@@ -79,5 +81,26 @@ tp_err tp_url_control(const char *ingest, char *out, size_t n);
 /* tp_url_local tells whether url is ipc:// or inproc://, which no other host
  * can reach; anything else (tcp://) is a network URL. */
 bool tp_url_local(const char *url);
+
+/* A process's id on the wire.  A pid names a process only within its pid
+ * space: processes on two hosts, or in two containers (a Kubernetes pod
+ * each), can have the same pid.  So the agent sends its pid as is when it
+ * lives in the pid space of the trainparity-run that started the check
+ * (TRAINPARITY_PIDNS, unset: assumed the same), and otherwise ORs a tag of
+ * its own pid space above the pid's TP_PID_BITS bits (a Linux pid is below
+ * 2^22): pid | tp_pid_tag(its space, the tool's).  Its ppid gets the same
+ * tag, which its parent, in the same space, has too. */
+#define TP_PID_BITS     22
+#define TP_PID_TAG_BITS 41
+
+/* tp_pidns writes this process's pid space into out (n bytes): the boot's
+ * id and the pid namespace, "<boot id>/pid:[<inode>]".  TP_EIO when /proc
+ * does not say; TP_EINVAL when n is too small. */
+tp_err tp_pidns(char *out, size_t n);
+
+/* tp_pid_tag is the tag for a process of pid space mine when the tool's is
+ * tools: 0 when they are the same, or tools is NULL or empty (a process
+ * started by hand), else a non-zero multiple of 2^TP_PID_BITS below 2^63. */
+int64_t tp_pid_tag(const char *mine, const char *tools);
 
 #endif

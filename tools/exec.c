@@ -11,7 +11,7 @@
 #include "tools/exec.h"
 #include "tools/spool.h"
 
-enum { E_PRELOAD, E_DAEMON, E_CONTROL, E_RUN, E_EXEC, E_KEY, E_ROLE, E_SPOOL, E_OURS };
+enum { E_PRELOAD, E_DAEMON, E_CONTROL, E_RUN, E_EXEC, E_KEY, E_ROLE, E_SPOOL, E_PIDNS, E_OURS };
 
 static void free_env(char **env, size_t n)
 {
@@ -43,7 +43,7 @@ static char **make_env(tpt_session *s, int64_t run, int64_t exec, const char *ke
     tpt_daemon *d = tpt_session_daemon(s);
     const char *old = getenv("LD_PRELOAD"), *tok = tpt_daemon_token(d);
     size_t extra = 0, ours = E_OURS + (tok[0] != '\0'), i;
-    char num[2][32];
+    char num[2][32], pidns[160];
     char **env;
 
     while (spec->env != NULL && spec->env[extra] != NULL) extra++;
@@ -59,6 +59,10 @@ static char **make_env(tpt_session *s, int64_t run, int64_t exec, const char *ke
     env[E_KEY] = kv(TP_ENV_EXEC_KEY, key, NULL);
     env[E_ROLE] = kv(TP_ENV_ROLE, spec->role, NULL);
     env[E_SPOOL] = kv(TP_ENV_SPOOL, tpt_session_spool(s), NULL);
+    /* the agents of another pid space (another host, a container) tag their
+     * pids with it (proto/control.h); "" when /proc does not say */
+    if (tp_pidns(pidns, sizeof pidns) != TP_OK) pidns[0] = '\0';
+    env[E_PIDNS] = kv(TP_ENV_PIDNS, pidns, NULL);
     if (ours > E_OURS) env[E_OURS] = kv(TP_ENV_TOKEN, tok, NULL);
     for (i = 0; i < ours; i++) {
         if (env[i] == NULL) {

@@ -32,7 +32,7 @@ def _hello(torch):
     rank, world, local_rank = _launcher()
     _tp.emit("hello", _ev.hello(
         1, _tp.version, sys.version.split()[0], [str(x) for x in argv], os.getcwd(),
-        "spawned" if spawned else "main", rank, world, os.getppid(),
+        "spawned" if spawned else "main", rank, world, _tp.wire_pid(os.getppid()),
         torch=str(torch.__version__),
         numpy=str(npm.__version__) if npm is not None and hasattr(npm, "__version__") else None,
         exe=sys.executable, local_rank=local_rank, interrupt_at=_cfg["interrupt_at"],

@@ -6,7 +6,8 @@
 # environment to host1 as srun does), the check started on host0 with
 # `--listen tcp://10.78.0.1:29600`, so that the agents on host1 reach its
 # daemon over the network with the token the environment carries.
-#   coverage: exactly_once PASS; no DistributedSampler FAIL (duplicates);
+#   coverage: exactly_once PASS, also with each host in a pid namespace of
+#   its own (pids that collide); no DistributedSampler FAIL (duplicates);
 #   health:   replicas PASS; host1's replica drifting FAIL at its gradient;
 #   host1 cut off from the daemon after step 3 (its daemon link down, the
 #   training link up): with a spool folder the hosts share, what host1's
@@ -51,6 +52,22 @@ check() {
 check 0 coverage --policy exactly_once -- "${job[@]}" ranks4.py
 expect_grep '^coverage: PASS' "$WORK/out"
 expect_grep 'world size 4' "$WORK/out"
+# ... with each host's job in a pid namespace of its own (a container per
+# host): both launchers are pid 1, and every process is still told apart
+# (two launchers and four ranks), as the agents tag pids of a pid space that
+# is not the tool's.
+MN_PIDNS=1 check 0 coverage --policy exactly_once -- "${job[@]}" ranks4.py
+expect_grep '^coverage: PASS' "$WORK/out"
+"$TP_PY" - "$WORK/.trainparity/runs.db" <<'PY' || fail "processes of a pid space each: see above"
+import sqlite3
+import sys
+
+db = sqlite3.connect(sys.argv[1])
+procs = db.execute("SELECT pid, rank FROM processes WHERE exec_id ="
+                   " (SELECT MAX(id) FROM executions)").fetchall()
+assert len(procs) == 6, ("want 2 launchers and 4 ranks, stored", procs)
+assert sorted(r for _, r in procs) == [-1, -1, 0, 1, 2, 3], procs
+PY
 check 1 coverage --policy no_cross_rank_overlap -- "${job[@]}" ranks2_no_sampler.py
 expect_grep '^coverage: FAIL' "$WORK/out"
 expect_grep 'coverage.cross_rank_duplicate' "$WORK/out"

@@ -5,13 +5,17 @@
 # pdsh does for a real job: the same command on every host, the
 # environment carried (so the agents on host1 get the daemon's network URL
 # and token from trainparity-run).  Exits with the first failing status.
-# With MN_SPOOL_PRIVATE=1, host1 gets a spool folder of its own (an empty
-# tmpfs over the shared one): what its agents spool there, the tool on
-# host0 never sees.  Needs H1 and TP_PY (multinode.sh exports them).
+# With MN_PIDNS=1, each host's torchrun runs in a pid namespace of its own,
+# as in a container per host: the launchers are pid 1 on both hosts and
+# their ranks have the same pids.  With MN_SPOOL_PRIVATE=1, host1 gets a
+# spool folder of its own (an empty tmpfs over the shared one): what its
+# agents spool there, the tool on host0 never sees.  Needs H1 and TP_PY (multinode.sh exports them).
 set -u
 . "$(dirname "$0")/hosts.sh"
 H1=${H1:?}
-torchrun=("$TP_PY" -m torch.distributed.run --nnodes 2 --nproc-per-node 2 --rdzv-backend c10d
+box=()
+[ -n "${MN_PIDNS:-}" ] && box=(unshare --pid --fork --mount-proc)
+torchrun=("${box[@]}" "$TP_PY" -m torch.distributed.run --nnodes 2 --nproc-per-node 2 --rdzv-backend c10d
     --rdzv-endpoint 10.77.0.1:29400 --rdzv-id job --max-restarts 0)
 if [ -n "${MN_SPOOL_PRIVATE:-}" ]; then
     GLOO_SOCKET_IFNAME=t1 on_host1 unshare --mount sh -c \
