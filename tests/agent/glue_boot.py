@@ -140,6 +140,9 @@ class Bridge(types.ModuleType):
     def hash_threads(self):
         return 0
 
+    def wire_pid(self, pid):
+        return pid  # in the tool's own pid space: untagged
+
     # ---- for the tests ----
 
     def clear(self):
