@@ -12,7 +12,23 @@
  *   run.find    run | name [check]         -> found; run, check, name when found (the
  *                                             run by id, or the latest called name
  *                                             whose check is check)
- *   exec.create run role argv              -> exec, key (the execution's secret)
+ *   exec.create run role argv [env]        -> exec, key (the execution's secret);
+ *                                             env (the "KEY=VALUE" every host's agents
+ *                                             need) lets other hosts follow it:
+ *   exec.next   host pid [run after asided] -> state: "wait", "exec" or "end"; run,
+ *                                             aside (executions to move aside first,
+ *                                             from the asided-th); for "exec": exec,
+ *                                             role, key, argv, env, finished
+ *                                             (trainparity-run join, the follower
+ *                                             host pid; run 0: the newest not ended)
+ *   exec.done   exec host pid status signal -> (nothing): the follower's command ended
+ *   exec.aside  run exec                   -> (nothing): the leader moved exec's
+ *                                             checkpoints aside; followers do too
+ *   exec.followers exec                    -> running, waiting, failed, status, signal
+ *                                             (followers whose command is running;
+ *                                             the first that failed)
+ *   run.end     run                        -> untold (followers not yet told the run
+ *                                             ended; daemon/serve/follow.h)
  *   exec.finish exec status signal wait_ms -> pending, complete, processes, events,
  *                                             gaps, dropped, unstored (events received
  *                                             and not stored), unstored_why

@@ -93,6 +93,7 @@ static int move_one(const char *dest, const char *src, char *err)
         return -1;
     }
     if (rename(src, to) == 0) return 1;
+    if (errno == ENOENT) return 0; /* gone since: another host moved it (a shared folder) */
     if (errno == EXDEV && copy_file(src, to) == 0 && unlink(src) == 0) return 1;
     tpt_seterr(err, TP_EIO, "cannot move %s aside to %s: %s", src, to, strerror(errno));
     return -1;

@@ -24,4 +24,8 @@ int tpt_cmd_health(int argc, char **argv);
 /* compare: golden-run regression of a command against a recorded run. */
 int tpt_cmd_compare(int argc, char **argv);
 
+/* join: follow, on this host, the executions of a check another host runs
+ * with --listen (a PyTorchJob's worker pods). */
+int tpt_cmd_join(int argc, char **argv);
+
 #endif

@@ -123,18 +123,19 @@ fail:
 }
 
 tp_err tpt_exec_create(tpt_client *c, int64_t run, const char *role, char *const argv[],
-                       int64_t *exec, char key[TP_EXEC_KEY_LEN + 1], char *err)
+                       char *const env[], int64_t *exec, char key[TP_EXEC_KEY_LEN + 1], char *err)
 {
     tp_buf req, rep;
-    uint32_t n = 0, i, klen = 0;
+    uint32_t n = 0, ne = 0, i, klen = 0;
     const char *k = NULL;
     int64_t id;
     tp_err rc;
 
     while (argv != NULL && argv[n] != NULL) n++;
+    while (env != NULL && env[ne] != NULL) ne++;
     tp_buf_init(&req);
     tp_buf_init(&rep);
-    tpt_req_begin(&req, "exec.create", 3);
+    tpt_req_begin(&req, "exec.create", env != NULL ? 4 : 3);
     tp_mp_cstr(&req, "run");
     tp_mp_int(&req, run);
     tp_mp_cstr(&req, "role");
@@ -142,6 +143,11 @@ tp_err tpt_exec_create(tpt_client *c, int64_t run, const char *role, char *const
     tp_mp_cstr(&req, "argv");
     tp_mp_array(&req, n);
     for (i = 0; i < n; i++) tp_mp_cstr(&req, argv[i]);
+    if (env != NULL) {
+        tp_mp_cstr(&req, "env");
+        tp_mp_array(&req, ne);
+        for (i = 0; i < ne; i++) tp_mp_cstr(&req, env[i]);
+    }
     if ((rc = call(c, &req, &rep, err)) != TP_OK) goto fail;
     if (tpt_reply_int(&rep, "exec", &id) != TP_OK) {
         rc = missing(err, "exec.create", "exec");

@@ -49,10 +49,12 @@ tp_err tpt_run_find(tpt_client *c, int64_t run, const char *name, const char *ch
 /* tpt_exec_create creates an execution of run with role ("record", "A",
  * "I", ...) and the command argv (NULL-terminated); key receives the
  * execution's key (TP_EXEC_KEY_LEN hex digits and a NUL), which the agent
- * must put in every batch (TP_ENV_EXEC_KEY).  A reply without a well-formed
- * key is TP_EPROTO. */
+ * must put in every batch (TP_ENV_EXEC_KEY).  env (NULL-terminated
+ * "KEY=VALUE"; NULL for none) are the variables the agents of every host
+ * need, given when other hosts follow the check (trainparity-run join).  A
+ * reply without a well-formed key is TP_EPROTO. */
 tp_err tpt_exec_create(tpt_client *c, int64_t run, const char *role, char *const argv[],
-                       int64_t *exec, char key[TP_EXEC_KEY_LEN + 1], char *err);
+                       char *const env[], int64_t *exec, char key[TP_EXEC_KEY_LEN + 1], char *err);
 
 typedef struct tpt_finish {
     bool complete; /* every process said bye and no sequence has a gap */

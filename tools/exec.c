@@ -9,11 +9,12 @@
 #include "tools/cli.h"
 #include "tools/errbuf.h"
 #include "tools/exec.h"
+#include "tools/follow.h"
 #include "tools/spool.h"
 
 enum { E_PRELOAD, E_DAEMON, E_CONTROL, E_RUN, E_EXEC, E_KEY, E_ROLE, E_SPOOL, E_PIDNS, E_OURS };
 
-static void free_env(char **env, size_t n)
+void tpt_agent_env_free(char **env, size_t n)
 {
     size_t i;
     for (i = 0; i < n; i++) free(env[i]);
@@ -33,47 +34,118 @@ static char *kv(const char *key, const char *a, const char *b)
     return p;
 }
 
-/* make_env returns the execution's own variables (and the daemon's token
- * when the tool has one: --listen) followed by spec's, in a NULL-terminated
- * array; *n is the number owned.  key is the execution's key, without which
- * the daemon stores nothing. */
-static char **make_env(tpt_session *s, int64_t run, int64_t exec, const char *key,
-                       const tpt_exec_spec *spec, size_t *n)
+char **tpt_agent_env(const tpt_agent_vars *a, size_t *n)
 {
-    tpt_daemon *d = tpt_session_daemon(s);
-    const char *old = getenv("LD_PRELOAD"), *tok = tpt_daemon_token(d);
-    size_t extra = 0, ours = E_OURS + (tok[0] != '\0'), i;
+    const char *old = getenv("LD_PRELOAD");
+    size_t extra = 0, ours = E_OURS + (a->token[0] != '\0'), i;
     char num[2][32], pidns[160];
     char **env;
 
-    while (spec->env != NULL && spec->env[extra] != NULL) extra++;
+    while (a->extra != NULL && a->extra[extra] != NULL) extra++;
     if ((env = calloc(ours + extra + 1, sizeof(*env))) == NULL) return NULL;
-    snprintf(num[0], sizeof(num[0]), "%lld", (long long)run);
-    snprintf(num[1], sizeof(num[1]), "%lld", (long long)exec);
-    env[E_PRELOAD] =
-        kv("LD_PRELOAD", tpt_session_agent(s), old != NULL && old[0] != '\0' ? old : NULL);
-    env[E_DAEMON] = kv(TP_ENV_DAEMON, tpt_daemon_ingest(d), NULL);
-    env[E_CONTROL] = kv(TP_ENV_CONTROL, tpt_daemon_control(d), NULL);
+    snprintf(num[0], sizeof(num[0]), "%lld", (long long)a->run);
+    snprintf(num[1], sizeof(num[1]), "%lld", (long long)a->exec);
+    env[E_PRELOAD] = kv("LD_PRELOAD", a->agent, old != NULL && old[0] != '\0' ? old : NULL);
+    env[E_DAEMON] = kv(TP_ENV_DAEMON, a->daemon, NULL);
+    env[E_CONTROL] = kv(TP_ENV_CONTROL, a->control, NULL);
     env[E_RUN] = kv(TP_ENV_RUN, num[0], NULL);
     env[E_EXEC] = kv(TP_ENV_EXEC, num[1], NULL);
-    env[E_KEY] = kv(TP_ENV_EXEC_KEY, key, NULL);
-    env[E_ROLE] = kv(TP_ENV_ROLE, spec->role, NULL);
-    env[E_SPOOL] = kv(TP_ENV_SPOOL, tpt_session_spool(s), NULL);
+    env[E_KEY] = kv(TP_ENV_EXEC_KEY, a->key, NULL);
+    env[E_ROLE] = kv(TP_ENV_ROLE, a->role, NULL);
+    env[E_SPOOL] = kv(TP_ENV_SPOOL, a->spool, NULL);
     /* the agents of another pid space (another host, a container) tag their
      * pids with it (proto/control.h); "" when /proc does not say */
     if (tp_pidns(pidns, sizeof pidns) != TP_OK) pidns[0] = '\0';
     env[E_PIDNS] = kv(TP_ENV_PIDNS, pidns, NULL);
-    if (ours > E_OURS) env[E_OURS] = kv(TP_ENV_TOKEN, tok, NULL);
+    if (ours > E_OURS) env[E_OURS] = kv(TP_ENV_TOKEN, a->token, NULL);
     for (i = 0; i < ours; i++) {
         if (env[i] == NULL) {
-            free_env(env, ours);
+            tpt_agent_env_free(env, ours);
             return NULL;
         }
     }
     /* The caller's strings are borrowed, not copied: only ours are freed. */
-    for (i = 0; i < extra; i++) env[ours + i] = spec->env[i];
+    for (i = 0; i < extra; i++) env[ours + i] = a->extra[i];
     *n = ours;
     return env;
+}
+
+/* make_env is tpt_agent_env for an execution of this host's session. */
+static char **make_env(tpt_session *s, int64_t run, int64_t exec, const char *key,
+                       const tpt_exec_spec *spec, size_t *n)
+{
+    tpt_daemon *d = tpt_session_daemon(s);
+    tpt_agent_vars a = {tpt_session_agent(s),
+                        tpt_daemon_ingest(d),
+                        tpt_daemon_control(d),
+                        tpt_daemon_token(d),
+                        tpt_session_spool(s),
+                        run,
+                        exec,
+                        key,
+                        spec->role,
+                        spec->env};
+    return tpt_agent_env(&a, n);
+}
+
+/* shared_env returns what the agents of every host need, for the hosts
+ * that follow the check (trainparity-run join): spec's variables and the
+ * tool's pid space, in a NULL-terminated array whose last string only is
+ * owned; NULL when the check is not on the network (no token) or out of
+ * memory (*oom). */
+static char **shared_env(tpt_session *s, const tpt_exec_spec *spec, bool *oom)
+{
+    size_t n = 0, i;
+    char pidns[160], **env;
+    *oom = false;
+    if (tpt_daemon_token(tpt_session_daemon(s))[0] == '\0') return NULL;
+    while (spec->env != NULL && spec->env[n] != NULL) n++;
+    if ((env = calloc(n + 2, sizeof *env)) == NULL) goto oom;
+    for (i = 0; i < n; i++) env[i] = spec->env[i];
+    if (tp_pidns(pidns, sizeof pidns) != TP_OK) pidns[0] = '\0';
+    if ((env[n] = kv(TP_ENV_PIDNS, pidns, NULL)) != NULL) return env;
+    free(env);
+oom:
+    *oom = true;
+    return NULL;
+}
+
+static void shared_free(char **env)
+{
+    size_t n = 0;
+    if (env == NULL) return;
+    while (env[n] != NULL) n++;
+    free(env[n - 1]);
+    free(env);
+}
+
+/* wait_followers waits, up to TPT_FOLLOWERS_WAIT_MS, until no follower
+ * runs exec's command any more, and says which did not end or failed; a
+ * follower's failure becomes the execution's when this host's command
+ * succeeded. */
+static void wait_followers(tpt_session *s, int64_t exec, tpt_exit *exit)
+{
+    long long until = tpt_now_ms() + TPT_FOLLOWERS_WAIT_MS;
+    char err[TPT_ERR_LEN];
+    tpt_followers f;
+    for (;;) {
+        if (tpt_follow_followers(tpt_session_client(s), exec, &f, err) != TP_OK) {
+            tpt_error("cannot ask after the hosts that follow execution %lld: %s", (long long)exec,
+                      err);
+            return;
+        }
+        if (f.running == 0) break;
+        if (tpt_now_ms() >= until) {
+            tpt_error("execution %lld: still running on %s %d s after this host's command "
+                      "ended; going on without it",
+                      (long long)exec, f.waiting, TPT_FOLLOWERS_WAIT_MS / 1000);
+            break;
+        }
+        tpt_sleep_ms(TPT_FOLLOW_POLL_MS);
+    }
+    if (f.failed[0] == '\0') return;
+    tpt_error("execution %lld: the command failed on %s", (long long)exec, f.failed);
+    if (exit->status == 0 && exit->signal == 0) *exit = f.first;
 }
 
 /* The daemon's watch while the command runs: a private daemon that died is
@@ -99,22 +171,28 @@ tp_err tpt_exec_run(tpt_session *s, int64_t run, const tpt_exec_spec *spec, tpt_
     tpt_client *c = tpt_session_client(s);
     int wait_ms = spec->wait_ms > 0 ? spec->wait_ms : TPT_FINISH_WAIT_MS;
     char why[TPT_ERR_LEN], key[TP_EXEC_KEY_LEN + 1];
-    char **env = NULL;
+    char **env = NULL, **shared;
     size_t nown = 0;
+    bool oom;
     tp_err rc, frc;
 
     memset(res, 0, sizeof(*res));
     res->exec = -1;
-    if ((rc = tpt_exec_create(c, run, spec->role, spec->argv, &res->exec, key, err)) != TP_OK)
-        return rc;
+    shared = shared_env(s, spec, &oom);
+    if (oom) return tpt_seterr(err, TP_ENOMEM, "out of memory");
+    rc = tpt_exec_create(c, run, spec->role, spec->argv, shared, &res->exec, key, err);
+    shared_free(shared);
+    if (rc != TP_OK) return rc;
+    tpt_session_ran(s, run);
     if ((env = make_env(s, run, res->exec, key, spec, &nown)) == NULL) {
         rc = tpt_seterr(err, TP_ENOMEM, "out of memory");
         goto finish;
     }
     rc = tpt_launch(spec->argv, env, &tick, &res->exit, &res->spawn_errno, err);
-    free_env(env, nown);
+    tpt_agent_env_free(env, nown);
     if (rc != TP_OK) goto finish;
     res->launched = true;
+    if (tpt_daemon_token(w.d)[0] != '\0') wait_followers(s, res->exec, &res->exit);
     if (w.rc != TP_OK) { /* no daemon: the spool files stay for a later ingest */
         rc = tpt_seterr(err, w.rc, "%s", w.err);
         goto finish;

@@ -14,6 +14,10 @@
 #include "tools/session.h"
 
 #define TPT_FINISH_WAIT_MS 5000
+/* How long, after the command ended on this host, an execution waits for
+ * the hosts that follow it (trainparity-run join) to end theirs: a bound
+ * for liveness, their commands end with this one's. */
+#define TPT_FOLLOWERS_WAIT_MS 60000
 
 typedef struct tpt_exec_spec {
     const char *role;  /* "record", "A", "B", "I", "R", ... */
@@ -35,10 +39,34 @@ typedef struct tpt_exec_result {
     tpt_finish finish;
 } tpt_exec_result;
 
+/* What an agent is told through the environment (proto/control.h). */
+typedef struct tpt_agent_vars {
+    const char *agent;   /* the library, for LD_PRELOAD */
+    const char *daemon;  /* its event URL */
+    const char *control; /* its control URL */
+    const char *token;   /* "" when none */
+    const char *spool;   /* the spool folder */
+    int64_t run, exec;
+    const char *key, *role;
+    char *const *extra; /* "KEY=VALUE" that win over these; NULL-terminated or NULL */
+} tpt_agent_vars;
+
+/* tpt_agent_env returns the variables of a (LD_PRELOAD with the agent
+ * before any already there, this process's pid space as TRAINPARITY_PIDNS)
+ * followed by a->extra's, in a NULL-terminated array for tpt_launch, of
+ * which the first *n are owned: tpt_agent_env_free(env, *n).  NULL when out
+ * of memory. */
+char **tpt_agent_env(const tpt_agent_vars *a, size_t *n);
+void tpt_agent_env_free(char **env, size_t n);
+
 /* tpt_exec_run runs one execution of run: exec.create (role, argv), the
  * command with LD_PRELOAD=<agent>[:<old LD_PRELOAD>], TRAINPARITY_DAEMON,
  * _CONTROL, _RUN, _EXEC, _ROLE, _SPOOL and spec->env (which win over these)
- * in its environment, forwarded signals (tpt_launch), then the spool files
+ * in its environment, forwarded signals (tpt_launch); on the network
+ * (--listen) exec.create also carries spec->env and the tool's pid space for
+ * the hosts that follow the check, and their commands are waited for
+ * (TPT_FOLLOWERS_WAIT_MS; one that failed is the execution's exit when
+ * this host's succeeded); then the spool files
  * (tpt_spool_ingest), then exec.finish until the daemon is no longer
  * pending.  While the command runs the daemon is watched
  * (tpt_daemon_check): a private one that dies is restarted at once, so the

@@ -22,6 +22,8 @@ static const subcmd subcmds[] = {
     {"coverage", tpt_cmd_coverage, "sample coverage: each sample seen as the policy says"},
     {"health", tpt_cmd_health, "training health: loss, gradients, updates, mixed precision"},
     {"compare", tpt_cmd_compare, "golden-run regression: a command against a recorded run"},
+    {"join", tpt_cmd_join,
+     "run, on this host, the executions of a check another host runs with --listen"},
 };
 #define NSUB (sizeof(subcmds) / sizeof(subcmds[0]))
 

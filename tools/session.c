@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tools/cli.h"
 #include "tools/errbuf.h"
+#include "tools/follow.h"
 #include "tools/paths.h"
 #include "tools/session.h"
 
@@ -14,6 +16,7 @@ struct tpt_session {
     tpt_daemon *daemon;
     char agent[PATH_MAX];
     char spool[PATH_MAX];
+    int64_t run; /* the run of the last execution, 0 none */
 };
 
 tp_err tpt_session_open(tpt_session **sp, char *err)
@@ -37,10 +40,39 @@ fail:
     return rc;
 }
 
+void tpt_session_ran(tpt_session *s, int64_t run)
+{
+    s->run = run;
+}
+
+/* end_followers tells the hosts that follow the run (trainparity-run join)
+ * that it is over, and waits, up to TPT_FOLLOWERS_END_MS, until each was
+ * told: the daemon may stop once this command ends. */
+static void end_followers(tpt_session *s)
+{
+    long long until = tpt_now_ms() + TPT_FOLLOWERS_END_MS;
+    char err[TPT_ERR_LEN];
+    int64_t untold = 0;
+    if (s->run <= 0 || s->daemon == NULL || tpt_daemon_token(s->daemon)[0] == '\0') return;
+    for (;;) {
+        if (tpt_follow_end(tpt_session_client(s), s->run, &untold, err) != TP_OK) {
+            tpt_error("cannot tell the hosts that follow run %lld that it ended: %s",
+                      (long long)s->run, err);
+            return;
+        }
+        if (untold == 0) return;
+        if (tpt_now_ms() >= until) break;
+        tpt_sleep_ms(TPT_FOLLOW_POLL_MS);
+    }
+    tpt_error("%lld host(s) that follow run %lld did not ask for its end within %d s",
+              (long long)untold, (long long)s->run, TPT_FOLLOWERS_END_MS / 1000);
+}
+
 tp_err tpt_session_close(tpt_session *s, char *err)
 {
     tp_err rc;
     if (s == NULL) return TP_OK;
+    end_followers(s);
     rc = tpt_daemon_close(s->daemon, err);
     free(s);
     return rc;

@@ -6,6 +6,8 @@
 #ifndef TP_TOOLS_SESSION_H
 #define TP_TOOLS_SESSION_H
 
+#include <stdint.h>
+
 #include "proto/tp_err.h"
 #include "tools/client.h"
 #include "tools/daemon.h"
@@ -20,10 +22,20 @@ typedef struct tpt_session tpt_session; /* opaque */
  * could not go into LD_PRELOAD). */
 tp_err tpt_session_open(tpt_session **sp, char *err);
 
-/* tpt_session_close leaves the daemon (tpt_daemon_close: a private one
- * stops when no other command holds it) and frees s.  NULL is a no-op.
- * Errors: those of tpt_daemon_close. */
+/* tpt_session_close ends the run for the hosts that follow it, leaves the daemon (tpt_daemon_close:
+ * a private one stops when no other command holds it) and frees s.  NULL is a no-op. Errors: those
+ * of tpt_daemon_close. */
 tp_err tpt_session_close(tpt_session *s, char *err);
+
+/* How long tpt_session_close waits for the hosts that follow the
+ * session's run (trainparity-run join) to be told it ended: a bound for
+ * liveness, they ask every TPT_FOLLOW_POLL_MS. */
+#define TPT_FOLLOWERS_END_MS 30000
+
+/* tpt_session_ran records the run of the session's executions: on the
+ * network (--listen), tpt_session_close tells the hosts that follow it
+ * that it ended. */
+void tpt_session_ran(tpt_session *s, int64_t run);
 
 /* The daemon's control client (owned by s). */
 tpt_client *tpt_session_client(tpt_session *s);

@@ -13,6 +13,7 @@
 #include "daemon/checks/judge.h"
 #include "daemon/checks/params.h"
 #include "daemon/serve/control.h"
+#include "daemon/serve/follow.h"
 #include "daemon/serve/lease.h"
 #include "daemon/store/query.h"
 #include "daemon/store/secret.h"
@@ -27,6 +28,7 @@ struct tpd_control {
     char *token;
     bool shutdown;
     tpd_lease *lease;     /* the processes attached (attach/detach) */
+    tpd_follow *follow;   /* the executions other hosts follow */
     tpd_backlog *backlog; /* batches received and not stored yet (serve.c); NULL */
     double pruned_ms;     /* when tpd_control_tick last pruned the lease */
 };
@@ -80,6 +82,11 @@ tp_err tpd_req_bool(const tpd_req *q, const char *key, bool *v)
 tp_err tpd_req_str(const tpd_req *q, const char *key, const char **s, uint32_t *n)
 {
     return tp_mp_map_str(q->buf, q->len, key, s, n);
+}
+
+bool tpd_req_local(const tpd_req *q)
+{
+    return q->local;
 }
 
 tp_err tpd_req_strdup(const tpd_req *q, const char *key, char **out)
@@ -196,6 +203,20 @@ void tpd_reply_str(tpd_reply *r, const char *k, const char *s, size_t n)
     put_text(&r->body, s, n);
 }
 
+void tpd_reply_cstrs(tpd_reply *r, const char *k, char *const *v, size_t n)
+{
+    key(r, k);
+    tp_mp_array(&r->body, (uint32_t)n);
+    for (size_t i = 0; i < n; i++) put_text(&r->body, v[i], strlen(v[i]));
+}
+
+void tpd_reply_ints(tpd_reply *r, const char *k, const int64_t *v, size_t n)
+{
+    key(r, k);
+    tp_mp_array(&r->body, (uint32_t)n);
+    for (size_t i = 0; i < n; i++) tp_mp_int(&r->body, v[i]);
+}
+
 void tpd_reply_cstr(tpd_reply *r, const char *k, const char *s)
 {
     key(r, k);
@@ -215,7 +236,7 @@ tp_err tpd_reply_fail(tpd_reply *r, tp_err err, const char *fmt, ...)
 }
 
 /* need_int reads a required integer argument or fails the reply. */
-static tp_err need_int(const tpd_req *q, tpd_reply *r, const char *k, int64_t *v)
+tp_err tpd_req_need_int(const tpd_req *q, tpd_reply *r, const char *k, int64_t *v)
 {
     tp_err err = tpd_req_int(q, k, v);
     if (err == TP_ENOENT) return tpd_reply_fail(r, TP_EINVAL, "missing argument '%s'", k);
@@ -224,7 +245,7 @@ static tp_err need_int(const tpd_req *q, tpd_reply *r, const char *k, int64_t *v
 }
 
 /* opt_str reads an optional string argument (NULL when absent or nil). */
-static tp_err opt_str(const tpd_req *q, tpd_reply *r, const char *k, char **out)
+tp_err tpd_req_opt_str(const tpd_req *q, tpd_reply *r, const char *k, char **out)
 {
     tp_err err = tpd_req_strdup(q, k, out);
     if (err == TP_ENOENT) {
@@ -236,9 +257,9 @@ static tp_err opt_str(const tpd_req *q, tpd_reply *r, const char *k, char **out)
     return TP_OK;
 }
 
-static tp_err need_str(const tpd_req *q, tpd_reply *r, const char *k, char **out)
+tp_err tpd_req_need_str(const tpd_req *q, tpd_reply *r, const char *k, char **out)
 {
-    tp_err err = opt_str(q, r, k, out);
+    tp_err err = tpd_req_opt_str(q, r, k, out);
     if (err == TP_OK && *out == NULL)
         return tpd_reply_fail(r, TP_EINVAL, "missing argument '%s'", k);
     return err;
@@ -282,9 +303,9 @@ static tp_err cmd_run_create(tpd_control *c, const tpd_req *q, tpd_reply *r)
     int64_t run = 0, now = tpd_now_ns(), ago = 0;
     bool has_ago;
     tp_err err;
-    if ((err = opt_str(q, r, "name", &name)) != TP_OK) goto out;
-    if ((err = need_str(q, r, "check", &check)) != TP_OK) goto out;
-    if ((err = opt_str(q, r, "params", &params)) != TP_OK) goto out;
+    if ((err = tpd_req_opt_str(q, r, "name", &name)) != TP_OK) goto out;
+    if ((err = tpd_req_need_str(q, r, "check", &check)) != TP_OK) goto out;
+    if ((err = tpd_req_opt_str(q, r, "params", &params)) != TP_OK) goto out;
     if (params != NULL) {
         /* the checks read the params as a JSON object (checks/params.h):
          * what they could not read is refused now, not at the verdict */
@@ -331,8 +352,8 @@ static tp_err cmd_run_find(tpd_control *c, const tpd_req *q, tpd_reply *r)
     tp_err err;
     int rc;
     if ((err = opt_int(q, r, "run", &run, &has_run)) != TP_OK) return err;
-    if ((err = opt_str(q, r, "name", &name)) != TP_OK) goto out;
-    if ((err = opt_str(q, r, "check", &check)) != TP_OK) goto out;
+    if ((err = tpd_req_opt_str(q, r, "name", &name)) != TP_OK) goto out;
+    if ((err = tpd_req_opt_str(q, r, "check", &check)) != TP_OK) goto out;
     if (has_run == (name != NULL)) {
         err = tpd_reply_fail(r, TP_EINVAL, "give one of 'run' and 'name'");
         goto out;
@@ -364,14 +385,15 @@ out:
  * this reply carries: trainparity-run hands it to the agent. */
 static tp_err cmd_exec_create(tpd_control *c, const tpd_req *q, tpd_reply *r)
 {
-    char *role = NULL, key[TP_EXEC_KEY_LEN + 1];
+    char *role = NULL, key[TP_EXEC_KEY_LEN + 1], **env = NULL, **args = NULL;
+    size_t nenv = 0, nargs = 0;
     int64_t run, exec = 0;
     tpd_str argv;
     tp_mpr f;
     tp_err err;
     tpd_str_init(&argv);
-    if ((err = need_int(q, r, "run", &run)) != TP_OK) goto out;
-    if ((err = opt_str(q, r, "role", &role)) != TP_OK) goto out;
+    if ((err = tpd_req_need_int(q, r, "run", &run)) != TP_OK) goto out;
+    if ((err = tpd_req_opt_str(q, r, "role", &role)) != TP_OK) goto out;
     err = tpd_req_find(q, "argv", &f);
     if (err == TP_OK && tpd_json_strs(&argv, &f) != TP_OK) err = TP_EPROTO;
     if (err == TP_EPROTO) {
@@ -380,6 +402,17 @@ static tp_err cmd_exec_create(tpd_control *c, const tpd_req *q, tpd_reply *r)
     }
     if (argv.oom) {
         err = tpd_reply_fail(r, TP_ENOMEM, "out of memory");
+        goto out;
+    }
+    /* env: the variables of an execution other hosts follow (follow.h) */
+    err = tpd_follow_strs(q, "env", &env, &nenv);
+    if (err == TP_OK) err = tpd_follow_strs(q, "argv", &args, &nargs);
+    if (err == TP_ENOMEM) {
+        err = tpd_reply_fail(r, err, "out of memory");
+        goto out;
+    }
+    if (err == TP_EPROTO) {
+        err = tpd_reply_fail(r, TP_EINVAL, "argument 'env' is not an array of strings");
         goto out;
     }
     err = tpd_store_exec_create_keyed(c->store, run, role, argv.s, &exec, key);
@@ -395,9 +428,18 @@ static tp_err cmd_exec_create(tpd_control *c, const tpd_req *q, tpd_reply *r)
         store_fail(c, r, err);
         goto out;
     }
+    if (env != NULL &&
+        (err = tpd_follow_exec(c->follow, run, exec, role, key, args, nargs, env, nenv)) != TP_OK) {
+        env = args = NULL, nenv = nargs = 0;
+        tpd_reply_fail(r, err, "out of memory");
+        goto out;
+    }
+    env = args = NULL, nenv = nargs = 0; /* the registry's now */
     tpd_reply_int(r, "exec", exec);
     tpd_reply_str(r, "key", key, TP_EXEC_KEY_LEN);
 out:
+    tpd_follow_strs_free(env, nenv);
+    tpd_follow_strs_free(args, nargs);
     tpd_str_free(&argv);
     free(role);
     return err;
@@ -437,7 +479,7 @@ static tp_err cmd_exec_finish(tpd_control *c, const tpd_req *q, tpd_reply *r)
     tpd_backlog_info un = {0, 0, NULL};
     tpd_exec_state st;
     tp_err err;
-    if ((err = need_int(q, r, "exec", &exec)) != TP_OK) return err;
+    if ((err = tpd_req_need_int(q, r, "exec", &exec)) != TP_OK) return err;
     if ((err = opt_int(q, r, "status", &status, &has_status)) != TP_OK) return err;
     if ((err = opt_int(q, r, "signal", &sig, &has_sig)) != TP_OK) return err;
     if ((err = opt_int(q, r, "wait_ms", &wait_ms, &has_wait)) != TP_OK) return err;
@@ -463,6 +505,7 @@ static tp_err cmd_exec_finish(tpd_control *c, const tpd_req *q, tpd_reply *r)
         tpd_reply_bool(r, "pending", true);
         return TP_OK;
     }
+    tpd_follow_finished(c->follow, exec);
     if (err == TP_OK) err = tpd_store_gaps_compute(c->store, exec, &ngaps);
     if (err != TP_OK && unstored == 0) return store_fail(c, r, err);
     if (err != TP_OK) ngaps = st.gaps; /* as last computed */
@@ -486,8 +529,8 @@ static tp_err cmd_seen(tpd_control *c, const tpd_req *q, tpd_reply *r)
     int64_t exec, pid, seq = -1;
     bool bye = false, end = false;
     tp_err err;
-    if ((err = need_int(q, r, "exec", &exec)) != TP_OK) return err;
-    if ((err = need_int(q, r, "pid", &pid)) != TP_OK) return err;
+    if ((err = tpd_req_need_int(q, r, "exec", &exec)) != TP_OK) return err;
+    if ((err = tpd_req_need_int(q, r, "pid", &pid)) != TP_OK) return err;
     if ((err = tpd_store_seen(c->store, exec, pid, &seq, &bye)) != TP_OK ||
         (err = tpd_store_exec_interrupted(c->store, exec, &end)) != TP_OK)
         return store_fail(c, r, err);
@@ -510,7 +553,7 @@ static tp_err cmd_ingest(tpd_control *c, const tpd_req *q, tpd_reply *r)
         return tpd_reply_fail(r, TP_EINVAL,
                               "ingest is served on a local control socket only; run "
                               "trainparity-daemon ingest FILE on the daemon's host");
-    if ((err = need_str(q, r, "path", &path)) != TP_OK) return err;
+    if ((err = tpd_req_need_str(q, r, "path", &path)) != TP_OK) return err;
     err = tpd_ingest_spool_confined(c->ingest, path, &res, why, sizeof why);
     free(path);
     if (err != TP_OK) return tpd_reply_fail(r, err, "%s", why);
@@ -534,7 +577,7 @@ static tp_err cmd_query(tpd_control *c, const tpd_req *q, tpd_reply *r)
     tpd_query_opts opts = {0};
     tpd_str out;
     tp_err err;
-    if ((err = need_str(q, r, "what", &what)) != TP_OK) return err;
+    if ((err = tpd_req_need_str(q, r, "what", &what)) != TP_OK) return err;
     if ((err = opt_int(q, r, "id", &id, &has_id)) != TP_OK) goto out;
     if (!has_id && strcmp(what, "runs") != 0) {
         err = tpd_reply_fail(r, TP_EINVAL, "missing argument 'id'");
@@ -592,7 +635,7 @@ static tp_err cmd_verdict(tpd_control *c, const tpd_req *q, tpd_reply *r)
     tpd_result res;
     char why[512];
     tp_err err;
-    if ((err = need_int(q, r, "run", &run)) != TP_OK) return err;
+    if ((err = tpd_req_need_int(q, r, "run", &run)) != TP_OK) return err;
     if ((err = opt_f64(q, r, "rtol", &o.rtol, &has_r)) != TP_OK) return err;
     if ((err = opt_f64(q, r, "atol", &o.atol, &has_a)) != TP_OK) return err;
     err = tpd_req_bool(q, "plan", &plan);
@@ -629,7 +672,7 @@ static tp_err cmd_evidence(tpd_control *c, const tpd_req *q, tpd_reply *r, const
     tpd_run *obs = NULL;
     char why[512], *text = NULL;
     tp_err err;
-    if ((err = need_int(q, r, "run", &run)) != TP_OK) return err;
+    if ((err = tpd_req_need_int(q, r, "run", &run)) != TP_OK) return err;
     if ((err = tpd_obs_load(tpd_store_db(c->store), run, &obs, why, sizeof why)) != TP_OK)
         return tpd_reply_fail(r, err, "%s", why);
     err = tpd_judge_evidence(check, obs, &text, why, sizeof why);
@@ -656,7 +699,7 @@ static tp_err cmd_attach(tpd_control *c, const tpd_req *q, tpd_reply *r)
     int64_t pid;
     bool owner = false;
     tp_err err;
-    if ((err = need_int(q, r, "pid", &pid)) != TP_OK) return err;
+    if ((err = tpd_req_need_int(q, r, "pid", &pid)) != TP_OK) return err;
     err = tpd_req_bool(q, "owner", &owner);
     if (err != TP_OK && err != TP_ENOENT)
         return tpd_reply_fail(r, TP_EINVAL, "argument 'owner' is not a boolean");
@@ -677,7 +720,7 @@ static tp_err cmd_detach(tpd_control *c, const tpd_req *q, tpd_reply *r)
 {
     int64_t pid;
     tp_err err;
-    if ((err = need_int(q, r, "pid", &pid)) != TP_OK) return err;
+    if ((err = tpd_req_need_int(q, r, "pid", &pid)) != TP_OK) return err;
     tpd_reply_int(r, "attached", tpd_lease_detach(c->lease, pid));
     if (tpd_lease_over(c->lease)) c->shutdown = true;
     tpd_reply_bool(r, "exiting", c->shutdown);
@@ -694,6 +737,11 @@ static const struct command {
     {"run.find", cmd_run_find},
     {"exec.create", cmd_exec_create},
     {"exec.finish", cmd_exec_finish},
+    {"exec.next", tpd_follow_cmd_next},
+    {"exec.done", tpd_follow_cmd_done},
+    {"exec.aside", tpd_follow_cmd_aside},
+    {"exec.followers", tpd_follow_cmd_followers},
+    {"run.end", tpd_follow_cmd_end},
     {"seen", cmd_seen},
     {"ingest", cmd_ingest},
     {"query", cmd_query},
@@ -717,7 +765,13 @@ tp_err tpd_control_create(tpd_control **cp, tpd_store *s, tpd_ingest *in, const 
         free(c);
         return TP_ENOMEM;
     }
+    if (tpd_follow_create(&c->follow) != TP_OK) {
+        tpd_lease_destroy(c->lease);
+        free(c);
+        return TP_ENOMEM;
+    }
     if (token && token[0] && (c->token = strdup(token)) == NULL) {
+        tpd_follow_destroy(c->follow);
         tpd_lease_destroy(c->lease);
         free(c);
         return TP_ENOMEM;
@@ -730,6 +784,7 @@ void tpd_control_destroy(tpd_control *c)
 {
     if (c == NULL) return;
     free(c->token);
+    tpd_follow_destroy(c->follow);
     tpd_lease_destroy(c->lease);
     free(c);
 }
@@ -764,6 +819,11 @@ tpd_store *tpd_control_store(tpd_control *c)
 tpd_ingest *tpd_control_ingest(tpd_control *c)
 {
     return c->ingest;
+}
+
+tpd_follow *tpd_control_follow(tpd_control *c)
+{
+    return c->follow;
 }
 
 /* evidence_of says whether command cmd (n bytes) is "<check>.evidence" for

@@ -68,6 +68,8 @@ void tpd_control_set_backlog(tpd_control *c, tpd_backlog *b);
 /* tpd_control_store and tpd_control_ingest give handlers their context. */
 tpd_store *tpd_control_store(tpd_control *c);
 tpd_ingest *tpd_control_ingest(tpd_control *c);
+/* tpd_control_follow is the executions other hosts follow (follow.h). */
+struct tpd_follow *tpd_control_follow(tpd_control *c);
 
 /* ---- for handlers: arguments ----
  * A key whose value is nil counts as absent.  Errors: TP_ENOENT (absent),
@@ -80,6 +82,14 @@ tp_err tpd_req_str(const tpd_req *q, const char *key, const char **s, uint32_t *
 /* tpd_req_strdup returns a NUL-terminated copy (free() it); a string holding
  * a NUL byte is TP_EPROTO.  Also TP_ENOMEM. */
 tp_err tpd_req_strdup(const tpd_req *q, const char *key, char **out);
+/* Arguments a handler requires (tpd_req_need_*) or takes when given
+ * (tpd_req_opt_str: *out NULL when absent): on failure the reply's error
+ * says which argument and why ("missing argument 'exec'"). */
+tp_err tpd_req_need_int(const tpd_req *q, tpd_reply *r, const char *key, int64_t *v);
+tp_err tpd_req_need_str(const tpd_req *q, tpd_reply *r, const char *key, char **out);
+tp_err tpd_req_opt_str(const tpd_req *q, tpd_reply *r, const char *key, char **out);
+/* tpd_req_local says whether q came through a local (ipc://) control socket. */
+bool tpd_req_local(const tpd_req *q);
 
 /* ---- for handlers: results ---- */
 void tpd_reply_int(tpd_reply *r, const char *key, int64_t v);
@@ -88,6 +98,9 @@ void tpd_reply_f64(tpd_reply *r, const char *key, double v);
 void tpd_reply_nil(tpd_reply *r, const char *key);
 void tpd_reply_str(tpd_reply *r, const char *key, const char *s, size_t n);
 void tpd_reply_cstr(tpd_reply *r, const char *key, const char *s); /* NULL: nil */
+/* tpd_reply_cstrs and tpd_reply_ints write an array of n values. */
+void tpd_reply_cstrs(tpd_reply *r, const char *key, char *const *v, size_t n);
+void tpd_reply_ints(tpd_reply *r, const char *key, const int64_t *v, size_t n);
 /* tpd_reply_fail sets the reply's error message and returns err, so that a
  * handler can `return tpd_reply_fail(r, TP_ENOENT, "no run %lld", id);`. */
 tp_err tpd_reply_fail(tpd_reply *r, tp_err err, const char *fmt, ...)

@@ -16,6 +16,9 @@
 #   resume of a DDP job: ABSTAIN for DDP's reduction order, a scheduler not
 #   restored FAIL at scheduler.*;
 #   resume's I ended on both hosts, host1's rank blocked in read(2);
+#   a PyTorchJob (multinode/pods.py): host1's pod follows the check with
+#   `trainparity-run join`, on a disk of its own: resume PASS, each host's
+#   checkpoints moved aside on its own disk; a scheduler not restored FAIL;
 #   a daemon already serving without the network URL is not taken for one.
 # Everything happens in namespaces of the test's own (network, mount, UTS):
 # the addresses are those of its veth pairs, torn down with it.  Skipped
@@ -139,6 +142,72 @@ ended = dict(db.execute("SELECT rank, bye_reason FROM processes WHERE exec_id = 
 for r in (0, int(sys.argv[2])):
     assert ended.get(r) == "interrupt", ("rank", r, "of I ended with", ended.get(r), ended)
 PY
+
+# A PyTorchJob: the operator starts every pod with its own command and
+# environment, so no launcher of host0's reaches host1.  host0's pod runs
+# the check; host1's runs `trainparity-run join`, which runs there each
+# execution's command (multinode/pods.py: a checkpoint per rank on its
+# host's own disk, resumed when present) and moves aside what it saved
+# there when the check does.  host1's disk is its own: a tmpfs over the
+# working folder, in a mount namespace of its own, as a pod's volume; the
+# operator's variables make torchrun's static rendezvous; the token is the
+# job's secret, in both pods' environment.
+TRAINPARITY_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+export TRAINPARITY_TOKEN
+pod_env() { # pod_env NODE_RANK ADDR IFACE: what the operator sets in a pod
+    echo PET_NNODES=2 PET_NODE_RANK="$1" PET_MASTER_ADDR=10.77.0.1 PET_MASTER_PORT=29500 \
+        PET_LOCAL_ADDR="$2" GLOO_SOCKET_IFNAME="$3"
+}
+# pytorchjob WANT ARGS...: resume on host0's pod (exit WANT) while host1's
+# pod joins; host1's exit status and the files it moved aside are in
+# pod1.status and pod1.out.
+pytorchjob() {
+    local want=$1 joined
+    shift
+    # shellcheck disable=SC2046,SC2016
+    on_host1 env $(pod_env 1 10.77.0.2 t1) unshare --mount sh -c \
+        'mount -t tmpfs tmpfs "$PWD" && cd "$PWD" && cp "$1" . || exit 9
+         timeout 300 "$2" join --wait 120 "$3"; st=$?
+         find .trainparity/runs -type f | sort; exit $st' \
+        sh "$here/multinode/pods.py" "$TP_RUN" tcp://10.78.0.1:29600 \
+        >"$WORK/pod1.out" 2>"$WORK/pod1.err" &
+    joined=$!
+    rm -rf ckpt
+    # shellcheck disable=SC2046
+    expect_status "$want" env $(pod_env 0 10.77.0.1 t0) timeout 300 "$TP_RUN" resume "${net[@]}" \
+        -- "$TP_PY" -m torch.distributed.run --nproc-per-node 1 --max-restarts 0 pods.py "$@"
+    wait "$joined"
+    echo $? >"$WORK/pod1.status"
+}
+cp "$here/multinode/pods.py" .
+pytorchjob 0
+expect_grep '^resume: PASS' "$WORK/out"
+[ "$(cat "$WORK/pod1.status")" = 0 ] ||
+    fail "host1's join exited $(cat "$WORK/pod1.status"): $(cat "$WORK/pod1.err")"
+# host1 moved its own rank's checkpoints of A and B aside, on its disk:
+# without that, its rank of B would have resumed from A's and B differed.
+for role in A B; do
+    expect_grep "^\.trainparity/runs/[0-9]+/$role/ckpt/rank1\.pt$" "$WORK/pod1.out"
+done
+[ -e ckpt/rank1.pt ] && fail "host1's checkpoint is on host0's disk"
+"$TP_PY" - "$WORK/.trainparity/runs.db" <<'PY' || fail "the pods' executions: see above"
+import sqlite3
+import sys
+
+db = sqlite3.connect(sys.argv[1])
+run, = db.execute("SELECT MAX(id) FROM runs").fetchone()
+for role, in db.execute("SELECT role FROM executions WHERE run_id = ?", (run,)).fetchall():
+    ranks = sorted(r for r, in db.execute(
+        "SELECT rank FROM processes p JOIN executions e ON p.exec_id = e.id"
+        " WHERE e.run_id = ? AND e.role = ? AND rank >= 0", (run, role)))
+    assert ranks == [0, 1], (role, "ranks stored", ranks)
+PY
+pytorchjob 1 --no-sched
+expect_grep '^resume: FAIL' "$WORK/out"
+expect_grep 'scheduler\.last_epoch' "$WORK/out"
+[ "$(cat "$WORK/pod1.status")" = 0 ] ||
+    fail "host1's join exited $(cat "$WORK/pod1.status"): $(cat "$WORK/pod1.err")"
+unset TRAINPARITY_TOKEN
 
 # A private daemon that serves without the network URL is not taken for
 # one: --listen says so instead of handing host1 a URL nobody listens at.

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# join.sh -- trainparity-run join on one host (e2e.multinode runs it as a
+# PyTorchJob's second pod): a follower in a folder of its own runs the
+# command of the check's execution, whose daemon stores both processes; a
+# bad URL, no token, a wrong token and no daemon at all are each a clear
+# error, and the check goes on without a follower that was refused.
+. "$(dirname "$0")/lib.sh"
+tp_setup daemon agent
+PY=${TP_PYTHON:-$(dirname "$0")/../../.venv/bin/python}
+port=$((30000 + RANDOM % 9000 * 2))
+url=tcp://127.0.0.1:$port
+mkdir -m 0700 "$WORK/pod1"
+printf '%s\n' 'import torch' 'm = torch.nn.Linear(4, 1)' \
+    'o = torch.optim.SGD(m.parameters(), lr=0.1)' \
+    'for _ in range(3):' '    o.zero_grad(); m(torch.ones(2, 4)).sum().backward(); o.step()' >t.py
+cp t.py "$WORK/pod1/"
+
+expect_status 64 "$TP_RUN" join
+expect_grep 'give the check.s network URL' "$WORK/err"
+expect_status 64 "$TP_RUN" join "ipc://$WORK/x"
+expect_grep 'give the check.s network URL' "$WORK/err"
+expect_status 64 "$TP_RUN" join --wait soon "$url"
+expect_grep "wants a number of seconds" "$WORK/err"
+(cd "$WORK/pod1" && expect_status 3 "$TP_RUN" join "$url") || exit 1
+expect_grep 'no token for the check.s daemon' "$WORK/err"
+export TRAINPARITY_TOKEN=join-test-token-0123456789
+(cd "$WORK/pod1" && expect_status 3 timeout 120 "$TP_RUN" join --wait 2 "$url") || exit 1
+expect_grep "no answer from tcp://127.0.0.1:$((port + 1)) for 2 s" "$WORK/err"
+
+# The follower runs the execution's command; both processes are stored.
+(cd "$WORK/pod1" && timeout 120 "$TP_RUN" join --wait 60 "$url" >"$WORK/pod1.out" \
+    2>"$WORK/pod1.err"; echo $? >"$WORK/pod1.status") &
+joined=$!
+expect_status 0 timeout 120 "$TP_RUN" record --listen "$url" -- "$PY" t.py
+wait "$joined"
+[ "$(cat "$WORK/pod1.status")" = 0 ] ||
+    fail "join exited $(cat "$WORK/pod1.status"): $(cat "$WORK/pod1.err")"
+n=$(tp_query run 1 | grep -c '^  process [0-9]*: rank')
+[ "$n" = 2 ] || fail "want the processes of both hosts in the execution, got $n: $(tp_query run 1)"
+
+# A follower with another token is refused at once; the check runs without it.
+(cd "$WORK/pod1" && TRAINPARITY_TOKEN=wrong timeout 120 "$TP_RUN" join "$url" \
+    >"$WORK/pod1.out" 2>"$WORK/pod1.err"; echo $? >"$WORK/pod1.status") &
+joined=$!
+expect_status 0 timeout 120 "$TP_RUN" record --listen "$url" -- "$PY" t.py
+wait "$joined"
+[ "$(cat "$WORK/pod1.status")" = 3 ] || fail "join with a wrong token exited $(cat "$WORK/pod1.status")"
+expect_grep 'refused: daemon: missing or wrong token' "$WORK/pod1.err"
+n=$(tp_query run 2 | grep -c '^  process [0-9]*: rank')
+[ "$n" = 1 ] || fail "want the leader's process only, got $n"
+expect_no_daemon
