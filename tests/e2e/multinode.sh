@@ -84,6 +84,8 @@ expect_grep 'first failure +step 2 +grad\.0\.weight' "$WORK/out"
 drifted=$(sed -n 's/^drift on rank \([0-9]*\)$/\1/p' "$WORK/out")
 [ -n "$drifted" ] || fail "the job did not say which rank drifted: $(cat "$WORK/out")"
 expect_grep "rank $drifted's differs from rank 0's" "$WORK/out"
+# ... naming the hosts: the drifting rank is host1's, rank 0 host0's
+expect_grep "of rank $drifted on host host1 differs from rank 0's on host host0" "$WORK/out"
 
 # Host1 cut off after step 3; the spool folder shared: nothing is missing.
 check 0 health -- "${job[@]}" train.py --cut 3

@@ -88,17 +88,30 @@ static bool lrs_differ(const tpd_hrow *w, const tpd_mark *m)
     return false;
 }
 
+/* on_host writes " on host H" into out when q and p ran on different hosts
+ * (a job across hosts: the rank alone does not say where to look), else "". */
+static const char *on_host(char *out, size_t n, const tpd_proc *q, const tpd_proc *p)
+{
+    out[0] = '\0';
+    if (q->host != NULL && p->host != NULL && strcmp(q->host, p->host) != 0)
+        snprintf(out, n, " on host %s", q->host);
+    return out;
+}
+
 static void tensor_found(ctx *x, size_t row, const tpd_proc *q, const tpd_item *mine,
                          const tpd_item *theirs, const char *what)
 {
+    char qh[160], ph[160];
     tpd_hctx_found(x, row, mine->step, mine->path);
     tpd_str_printf(&x->value, "rank %lld's differs from rank %lld's", (long long)q->rank,
                    (long long)x->p->rank);
     tpd_why_add(&x->why, "ranks",
-                "at step %lld, %s %s of rank %lld differs from rank %lld's (L2 norm %.9g on rank "
-                "%lld, %.9g on rank %lld)",
-                (long long)mine->step, what, mine->path, (long long)q->rank, (long long)x->p->rank,
-                theirs->v.stats.l2, (long long)q->rank, mine->v.stats.l2, (long long)x->p->rank);
+                "at step %lld, %s %s of rank %lld%s differs from rank %lld's%s (L2 norm %.9g on "
+                "rank %lld, %.9g on rank %lld)",
+                (long long)mine->step, what, mine->path, (long long)q->rank,
+                on_host(qh, sizeof qh, q, x->p), (long long)x->p->rank,
+                on_host(ph, sizeof ph, x->p, q), theirs->v.stats.l2, (long long)q->rank,
+                mine->v.stats.l2, (long long)x->p->rank);
     tpd_why_add(&x->why, "ranks",
                 "the two ranks' model parameters were identical at their first snapshot (step "
                 "%lld): replicas, which data-parallel training keeps identical",
@@ -134,16 +147,17 @@ static bool drift_at(ctx *x, size_t i, const tpd_proc *q, size_t *cur)
     }
     m = step_pre(q, cur, w->step, w->opt);
     if (lrs_differ(w, m)) {
-        char path[64];
+        char path[64], qh[160], ph[160];
         snprintf(path, sizeof path, "optimizer[%lld].lr", (long long)w->opt);
         tpd_hctx_found(x, i, w->step, path);
         tpd_str_printf(&x->value, "rank %lld's learning rates differ from rank %lld's",
                        (long long)q->rank, (long long)x->p->rank);
         tpd_why_add(&x->why, "ranks",
-                    "at step %lld optimizer[%lld] of rank %lld stepped with learning rate %g "
-                    "(group 0) where rank %lld's had %g",
-                    (long long)w->step, (long long)w->opt, (long long)q->rank, m->lrs[0],
-                    (long long)x->p->rank, w->lrs[0]);
+                    "at step %lld optimizer[%lld] of rank %lld%s stepped with learning rate %g "
+                    "(group 0) where rank %lld's%s had %g",
+                    (long long)w->step, (long long)w->opt, (long long)q->rank,
+                    on_host(qh, sizeof qh, q, x->p), m->lrs[0], (long long)x->p->rank,
+                    on_host(ph, sizeof ph, x->p, q), w->lrs[0]);
         return true;
     }
     return false;
