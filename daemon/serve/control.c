@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT
- * control.c -- command dispatch for the control socket: request checking,
- * the command table and the handlers of the built-in commands. */
+ * control.c -- the control socket's commands: the command table, the
+ * handlers of the built-in commands and the dispatch (the token, then the
+ * handler); reqrep.c checks requests and writes replies. */
 #define _POSIX_C_SOURCE 200809L
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,8 +20,6 @@
 
 #include "tp_version.h"
 
-#define MAX_ARGS 32
-
 struct tpd_control {
     tpd_store *store;
     tpd_ingest *ingest;
@@ -32,238 +30,6 @@ struct tpd_control {
     tpd_backlog *backlog; /* batches received and not stored yet (serve.c); NULL */
     double pruned_ms;     /* when tpd_control_tick last pruned the lease */
 };
-
-typedef struct arg {
-    const char *key;
-    uint32_t klen;
-} arg;
-
-/* A request checked whole (parse_req): a map of at most MAX_ARGS unique
- * string keys, nothing after it. */
-struct tpd_req {
-    const void *buf;
-    size_t len;
-    bool local; /* it came through a local (ipc://) control socket */
-    int n;
-    arg a[MAX_ARGS]; /* its keys, for finding duplicates */
-};
-
-struct tpd_reply {
-    tp_buf body; /* the result pairs */
-    uint32_t n;  /* their number */
-    char err[512];
-};
-
-/* ---- arguments ---- */
-
-tp_err tpd_req_find(const tpd_req *q, const char *key, tp_mpr *v)
-{
-    tp_mpr f, end;
-    tp_err err = tp_mp_map_value(q->buf, q->len, key, &f);
-    if (err != TP_OK) return err == TP_ENOENT ? err : TP_EPROTO;
-    /* the reader ends with the value, as a handler reading it expects */
-    end = f;
-    if (tp_mpr_skip(&end) != TP_OK) return TP_EPROTO;
-    f.end = end.p;
-    *v = f;
-    return TP_OK;
-}
-
-tp_err tpd_req_int(const tpd_req *q, const char *key, int64_t *v)
-{
-    return tp_mp_map_int(q->buf, q->len, key, v);
-}
-
-tp_err tpd_req_bool(const tpd_req *q, const char *key, bool *v)
-{
-    return tp_mp_map_bool(q->buf, q->len, key, v);
-}
-
-tp_err tpd_req_str(const tpd_req *q, const char *key, const char **s, uint32_t *n)
-{
-    return tp_mp_map_str(q->buf, q->len, key, s, n);
-}
-
-bool tpd_req_local(const tpd_req *q)
-{
-    return q->local;
-}
-
-tp_err tpd_req_strdup(const tpd_req *q, const char *key, char **out)
-{
-    const char *s;
-    uint32_t n;
-    char *p;
-    tp_err err = tpd_req_str(q, key, &s, &n);
-    if (err != TP_OK) return err;
-    if (memchr(s, '\0', n)) return TP_EPROTO;
-    if ((p = malloc((size_t)n + 1)) == NULL) return TP_ENOMEM;
-    memcpy(p, s, n);
-    p[n] = '\0';
-    *out = p;
-    return TP_OK;
-}
-
-/* parse_req checks a request whole and indexes its keys. */
-static tp_err parse_req(const void *buf, size_t len, tpd_req *q, char *why, size_t whylen)
-{
-    tp_mpr r;
-    uint32_t n;
-    tp_mpr_init(&r, buf, len);
-    q->buf = buf;
-    q->len = len;
-    q->n = 0;
-    if (len == 0 || tp_mpr_map(&r, &n) != TP_OK) {
-        snprintf(why, whylen, "malformed request: not a map");
-        return TP_EPROTO;
-    }
-    if (n > MAX_ARGS) {
-        snprintf(why, whylen, "malformed request: more than %d keys", MAX_ARGS);
-        return TP_EPROTO;
-    }
-    for (uint32_t i = 0; i < n; i++) {
-        arg *a = &q->a[q->n];
-        if (tp_mpr_str(&r, &a->key, &a->klen) != TP_OK) {
-            snprintf(why, whylen, "malformed request: a key is not a string");
-            return TP_EPROTO;
-        }
-        for (int j = 0; j < q->n; j++) {
-            if (q->a[j].klen == a->klen && memcmp(q->a[j].key, a->key, a->klen) == 0) {
-                snprintf(why, whylen, "malformed request: duplicate key '%.*s'",
-                         (int)(a->klen > 64 ? 64 : a->klen), a->key);
-                return TP_EPROTO;
-            }
-        }
-        if (tp_mpr_skip(&r) != TP_OK) {
-            snprintf(why, whylen, "malformed request: bad value for '%.*s'",
-                     (int)(a->klen > 64 ? 64 : a->klen), a->key);
-            return TP_EPROTO;
-        }
-        q->n++;
-    }
-    if (tp_mpr_left(&r) != 0) {
-        snprintf(why, whylen, "malformed request: trailing bytes");
-        return TP_EPROTO;
-    }
-    return TP_OK;
-}
-
-/* ---- results ---- */
-
-static void key(tpd_reply *r, const char *k)
-{
-    tp_mp_cstr(&r->body, k);
-    r->n++;
-}
-
-void tpd_reply_int(tpd_reply *r, const char *k, int64_t v)
-{
-    key(r, k);
-    tp_mp_int(&r->body, v);
-}
-
-void tpd_reply_bool(tpd_reply *r, const char *k, bool v)
-{
-    key(r, k);
-    tp_mp_bool(&r->body, v);
-}
-
-void tpd_reply_f64(tpd_reply *r, const char *k, double v)
-{
-    key(r, k);
-    tp_mp_f64(&r->body, v);
-}
-
-void tpd_reply_nil(tpd_reply *r, const char *k)
-{
-    key(r, k);
-    tp_mp_nil(&r->body);
-}
-
-/* put_text writes s (n bytes) as a string that is valid UTF-8 (base/text.h). */
-static void put_text(tp_buf *b, const char *s, size_t n)
-{
-    tpd_str clean;
-    if (tpd_utf8_clean(s, n)) {
-        tp_mp_str(b, s, n);
-        return;
-    }
-    tpd_str_init(&clean);
-    tpd_str_utf8(&clean, s, n);
-    if (clean.oom)
-        b->oom = 1;
-    else
-        tp_mp_str(b, tpd_str_cstr(&clean), clean.len);
-    tpd_str_free(&clean);
-}
-
-void tpd_reply_str(tpd_reply *r, const char *k, const char *s, size_t n)
-{
-    key(r, k);
-    put_text(&r->body, s, n);
-}
-
-void tpd_reply_cstrs(tpd_reply *r, const char *k, char *const *v, size_t n)
-{
-    key(r, k);
-    tp_mp_array(&r->body, (uint32_t)n);
-    for (size_t i = 0; i < n; i++) put_text(&r->body, v[i], strlen(v[i]));
-}
-
-void tpd_reply_ints(tpd_reply *r, const char *k, const int64_t *v, size_t n)
-{
-    key(r, k);
-    tp_mp_array(&r->body, (uint32_t)n);
-    for (size_t i = 0; i < n; i++) tp_mp_int(&r->body, v[i]);
-}
-
-void tpd_reply_cstr(tpd_reply *r, const char *k, const char *s)
-{
-    key(r, k);
-    if (s == NULL)
-        tp_mp_nil(&r->body);
-    else
-        put_text(&r->body, s, strlen(s));
-}
-
-tp_err tpd_reply_fail(tpd_reply *r, tp_err err, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(r->err, sizeof r->err, fmt, ap);
-    va_end(ap);
-    return err;
-}
-
-/* need_int reads a required integer argument or fails the reply. */
-tp_err tpd_req_need_int(const tpd_req *q, tpd_reply *r, const char *k, int64_t *v)
-{
-    tp_err err = tpd_req_int(q, k, v);
-    if (err == TP_ENOENT) return tpd_reply_fail(r, TP_EINVAL, "missing argument '%s'", k);
-    if (err != TP_OK) return tpd_reply_fail(r, TP_EINVAL, "argument '%s' is not an integer", k);
-    return TP_OK;
-}
-
-/* opt_str reads an optional string argument (NULL when absent or nil). */
-tp_err tpd_req_opt_str(const tpd_req *q, tpd_reply *r, const char *k, char **out)
-{
-    tp_err err = tpd_req_strdup(q, k, out);
-    if (err == TP_ENOENT) {
-        *out = NULL;
-        return TP_OK;
-    }
-    if (err == TP_ENOMEM) return tpd_reply_fail(r, err, "out of memory");
-    if (err != TP_OK) return tpd_reply_fail(r, TP_EINVAL, "argument '%s' is not a string", k);
-    return TP_OK;
-}
-
-tp_err tpd_req_need_str(const tpd_req *q, tpd_reply *r, const char *k, char **out)
-{
-    tp_err err = tpd_req_opt_str(q, r, k, out);
-    if (err == TP_OK && *out == NULL)
-        return tpd_reply_fail(r, TP_EINVAL, "missing argument '%s'", k);
-    return err;
-}
 
 /* store_fail words a store error for the reply. */
 static tp_err store_fail(tpd_control *c, tpd_reply *r, tp_err err)
@@ -280,15 +46,6 @@ static tp_err cmd_ping(tpd_control *c, const tpd_req *q, tpd_reply *r)
     tpd_reply_int(r, "pid", (int64_t)getpid());
     tpd_reply_int(r, "attached", tpd_lease_count(c->lease));
     return TP_OK;
-}
-
-/* opt_int reads an optional integer into *v, setting *has. */
-static tp_err opt_int(const tpd_req *q, tpd_reply *r, const char *k, int64_t *v, bool *has)
-{
-    tp_err err = tpd_req_int(q, k, v);
-    *has = err == TP_OK;
-    if (err == TP_OK || err == TP_ENOENT) return TP_OK;
-    return tpd_reply_fail(r, TP_EINVAL, "argument '%s' is not an integer", k);
 }
 
 /* cmd_run_create makes a run.  Its created_ns is the check's start (the
@@ -318,7 +75,7 @@ static tp_err cmd_run_create(tpd_control *c, const tpd_req *q, tpd_reply *r)
             goto out;
         }
     }
-    if ((err = opt_int(q, r, "started_ago_ns", &ago, &has_ago)) != TP_OK) goto out;
+    if ((err = tpd_req_opt_int(q, r, "started_ago_ns", &ago, &has_ago)) != TP_OK) goto out;
     if (ago < 0 || ago > now) {
         err = tpd_reply_fail(r, TP_EINVAL, "argument 'started_ago_ns' is out of range");
         goto out;
@@ -351,7 +108,7 @@ static tp_err cmd_run_find(tpd_control *c, const tpd_req *q, tpd_reply *r)
     bool has_run;
     tp_err err;
     int rc;
-    if ((err = opt_int(q, r, "run", &run, &has_run)) != TP_OK) return err;
+    if ((err = tpd_req_opt_int(q, r, "run", &run, &has_run)) != TP_OK) return err;
     if ((err = tpd_req_opt_str(q, r, "name", &name)) != TP_OK) goto out;
     if ((err = tpd_req_opt_str(q, r, "check", &check)) != TP_OK) goto out;
     if (has_run == (name != NULL)) {
@@ -480,9 +237,9 @@ static tp_err cmd_exec_finish(tpd_control *c, const tpd_req *q, tpd_reply *r)
     tpd_exec_state st;
     tp_err err;
     if ((err = tpd_req_need_int(q, r, "exec", &exec)) != TP_OK) return err;
-    if ((err = opt_int(q, r, "status", &status, &has_status)) != TP_OK) return err;
-    if ((err = opt_int(q, r, "signal", &sig, &has_sig)) != TP_OK) return err;
-    if ((err = opt_int(q, r, "wait_ms", &wait_ms, &has_wait)) != TP_OK) return err;
+    if ((err = tpd_req_opt_int(q, r, "status", &status, &has_status)) != TP_OK) return err;
+    if ((err = tpd_req_opt_int(q, r, "signal", &sig, &has_sig)) != TP_OK) return err;
+    if ((err = tpd_req_opt_int(q, r, "wait_ms", &wait_ms, &has_wait)) != TP_OK) return err;
     err = tpd_store_exec_state(c->store, exec, &st);
     if (err == TP_ENOENT) return tpd_reply_fail(r, err, "no execution %lld", (long long)exec);
     if (err != TP_OK) return store_fail(c, r, err);
@@ -549,7 +306,7 @@ static tp_err cmd_ingest(tpd_control *c, const tpd_req *q, tpd_reply *r)
     tpd_spool_result res;
     tp_err err;
     if (c->ingest == NULL) return tpd_reply_fail(r, TP_EINVAL, "this daemon cannot ingest");
-    if (!q->local)
+    if (!tpd_req_local(q))
         return tpd_reply_fail(r, TP_EINVAL,
                               "ingest is served on a local control socket only; run "
                               "trainparity-daemon ingest FILE on the daemon's host");
@@ -578,7 +335,7 @@ static tp_err cmd_query(tpd_control *c, const tpd_req *q, tpd_reply *r)
     tpd_str out;
     tp_err err;
     if ((err = tpd_req_need_str(q, r, "what", &what)) != TP_OK) return err;
-    if ((err = opt_int(q, r, "id", &id, &has_id)) != TP_OK) goto out;
+    if ((err = tpd_req_opt_int(q, r, "id", &id, &has_id)) != TP_OK) goto out;
     if (!has_id && strcmp(what, "runs") != 0) {
         err = tpd_reply_fail(r, TP_EINVAL, "missing argument 'id'");
         goto out;
@@ -604,23 +361,6 @@ out:
     return err;
 }
 
-/* opt_f64 reads an optional number (float or integer) into *v. */
-static tp_err opt_f64(const tpd_req *q, tpd_reply *r, const char *k, double *v, bool *has)
-{
-    tp_mpr f;
-    tp_mptype t;
-    int64_t i;
-    *has = false;
-    if (tpd_req_find(q, k, &f) != TP_OK) return TP_OK;
-    if (tp_mpr_peek(&f, &t) == TP_OK && t == TP_MP_INT && tp_mpr_int(&f, &i) == TP_OK) {
-        *v = (double)i;
-    } else if (tp_mpr_f64(&f, v) != TP_OK) {
-        return tpd_reply_fail(r, TP_EINVAL, "argument '%s' is not a number", k);
-    }
-    *has = true;
-    return TP_OK;
-}
-
 /* cmd_verdict judges a run (rtol, atol: a declared tolerance).  With plan
  * true, a verdict that asks for a narrowing (result.h) is not stored: the
  * reply says which steps to rerun with full digests (narrow_from,
@@ -636,8 +376,8 @@ static tp_err cmd_verdict(tpd_control *c, const tpd_req *q, tpd_reply *r)
     char why[512];
     tp_err err;
     if ((err = tpd_req_need_int(q, r, "run", &run)) != TP_OK) return err;
-    if ((err = opt_f64(q, r, "rtol", &o.rtol, &has_r)) != TP_OK) return err;
-    if ((err = opt_f64(q, r, "atol", &o.atol, &has_a)) != TP_OK) return err;
+    if ((err = tpd_req_opt_f64(q, r, "rtol", &o.rtol, &has_r)) != TP_OK) return err;
+    if ((err = tpd_req_opt_f64(q, r, "atol", &o.atol, &has_a)) != TP_OK) return err;
     err = tpd_req_bool(q, "plan", &plan);
     if (err != TP_OK && err != TP_ENOENT)
         return tpd_reply_fail(r, TP_EINVAL, "argument 'plan' is not a boolean");
@@ -839,23 +579,28 @@ static bool evidence_of(const char *cmd, uint32_t n, char *check, size_t len)
     return strlen(check) == n - k && tpd_judge_has_evidence(check);
 }
 
-/* run_command checks the request and runs its handler. */
-static tp_err run_command(tpd_control *c, const void *buf, size_t len, bool local, bool *proven,
-                          tpd_req *q, tpd_reply *r)
+/* The request's context while it is handled (tpd_reqrep_answer's arg). */
+typedef struct handling {
+    tpd_control *c;
+    bool *proven;
+} handling;
+
+/* run_command checks the request's token and runs its handler. */
+static tp_err run_command(void *arg, const tpd_req *q, tpd_reply *r)
 {
+    handling *h = arg;
+    tpd_control *c = h->c;
     char check[64];
     const char *cmd;
     uint32_t n;
-    tp_err err = parse_req(buf, len, q, r->err, sizeof r->err);
-    if (err != TP_OK) return err;
-    q->local = local;
-    if (c->token && !local) {
+    tp_err err;
+    if (c->token && !tpd_req_local(q)) {
         const char *tok;
         uint32_t tlen;
         if (tpd_req_str(q, "tok", &tok, &tlen) != TP_OK ||
             !tpd_secret_eq(tok, tlen, c->token, strlen(c->token)))
             return tpd_reply_fail(r, TP_EINVAL, "missing or wrong token");
-        *proven = true;
+        *h->proven = true;
     }
     err = tpd_req_str(q, "cmd", &cmd, &n);
     if (err == TP_ENOENT) return tpd_reply_fail(r, TP_EINVAL, "missing 'cmd'");
@@ -869,33 +614,7 @@ static tp_err run_command(tpd_control *c, const void *buf, size_t len, bool loca
 tp_err tpd_control_handle(tpd_control *c, const void *req, size_t len, bool local, bool *proven,
                           tp_buf *reply)
 {
-    tpd_reply *r = calloc(1, sizeof *r);
-    tpd_req *q = calloc(1, sizeof *q);
-    tp_err err = TP_ENOMEM;
-    tp_buf_reset(reply);
-    if (r == NULL || q == NULL) goto out;
-    tp_buf_init(&r->body);
+    handling h = {c, proven};
     *proven = false;
-    err = run_command(c, req, len, local, proven, q, r);
-    if (err == TP_OK && !r->body.oom) {
-        tp_mp_map(reply, r->n + 1);
-        tp_mp_cstr(reply, "ok");
-        tp_mp_bool(reply, true);
-        tp_buf_append(reply, r->body.data, r->body.len);
-    } else {
-        if (err == TP_OK || r->body.oom) snprintf(r->err, sizeof r->err, "out of memory");
-        if (!r->err[0]) snprintf(r->err, sizeof r->err, "%s", tp_strerror(err));
-        tp_buf_reset(reply);
-        tp_mp_map(reply, 2);
-        tp_mp_cstr(reply, "ok");
-        tp_mp_bool(reply, false);
-        tp_mp_cstr(reply, "error");
-        put_text(reply, r->err, strlen(r->err)); /* it may quote the request */
-    }
-    err = reply->oom ? TP_ENOMEM : TP_OK;
-    tp_buf_free(&r->body);
-out:
-    free(r);
-    free(q);
-    return err;
+    return tpd_reqrep_answer(req, len, local, run_command, &h, reply);
 }
