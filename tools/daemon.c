@@ -582,6 +582,11 @@ const char *tpt_daemon_control(const tpt_daemon *d)
     return d->net_ingest[0] != '\0' ? d->net_control : d->control;
 }
 
+bool tpt_daemon_on_network(const tpt_daemon *d)
+{
+    return !tp_url_local(tpt_daemon_ingest(d));
+}
+
 const char *tpt_daemon_token(const tpt_daemon *d)
 {
     return d->token;

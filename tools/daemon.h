@@ -79,6 +79,11 @@ tpt_client *tpt_daemon_client(tpt_daemon *d);
  * network ones under tpt_daemon_listen. */
 const char *tpt_daemon_ingest(const tpt_daemon *d);
 const char *tpt_daemon_control(const tpt_daemon *d);
+/* tpt_daemon_on_network says whether the agents reach the daemon over the
+ * network (--listen, or an external daemon's tcp:// URL): the check's
+ * executions are then also for other hosts to follow (trainparity-run
+ * join). */
+bool tpt_daemon_on_network(const tpt_daemon *d);
 /* The token the agents are to carry ("" when none; owned by d). */
 const char *tpt_daemon_token(const tpt_daemon *d);
 /* The database path the daemon reported in its ping ("" if none). */

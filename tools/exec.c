@@ -91,14 +91,14 @@ static char **make_env(tpt_session *s, int64_t run, int64_t exec, const char *ke
 /* shared_env returns what the agents of every host need, for the hosts
  * that follow the check (trainparity-run join): spec's variables and the
  * tool's pid space, in a NULL-terminated array whose last string only is
- * owned; NULL when the check is not on the network (no token) or out of
- * memory (*oom). */
+ * owned; NULL when the check is not on the network (tpt_daemon_on_network)
+ * or out of memory (*oom). */
 static char **shared_env(tpt_session *s, const tpt_exec_spec *spec, bool *oom)
 {
     size_t n = 0, i;
     char pidns[160], **env;
     *oom = false;
-    if (tpt_daemon_token(tpt_session_daemon(s))[0] == '\0') return NULL;
+    if (!tpt_daemon_on_network(tpt_session_daemon(s))) return NULL;
     while (spec->env != NULL && spec->env[n] != NULL) n++;
     if ((env = calloc(n + 2, sizeof *env)) == NULL) goto oom;
     for (i = 0; i < n; i++) env[i] = spec->env[i];
@@ -192,7 +192,7 @@ tp_err tpt_exec_run(tpt_session *s, int64_t run, const tpt_exec_spec *spec, tpt_
     tpt_agent_env_free(env, nown);
     if (rc != TP_OK) goto finish;
     res->launched = true;
-    if (tpt_daemon_token(w.d)[0] != '\0') wait_followers(s, res->exec, &res->exit);
+    if (tpt_daemon_on_network(w.d)) wait_followers(s, res->exec, &res->exit);
     if (w.rc != TP_OK) { /* no daemon: the spool files stay for a later ingest */
         rc = tpt_seterr(err, w.rc, "%s", w.err);
         goto finish;

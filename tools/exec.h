@@ -63,10 +63,10 @@ void tpt_agent_env_free(char **env, size_t n);
  * command with LD_PRELOAD=<agent>[:<old LD_PRELOAD>], TRAINPARITY_DAEMON,
  * _CONTROL, _RUN, _EXEC, _ROLE, _SPOOL and spec->env (which win over these)
  * in its environment, forwarded signals (tpt_launch); on the network
- * (--listen) exec.create also carries spec->env and the tool's pid space for
- * the hosts that follow the check, and their commands are waited for
- * (TPT_FOLLOWERS_WAIT_MS; one that failed is the execution's exit when
- * this host's succeeded); then the spool files
+ * (tpt_daemon_on_network) exec.create also carries spec->env and the
+ * tool's pid space for the hosts that follow the check, and their commands
+ * are waited for (TPT_FOLLOWERS_WAIT_MS; one that failed is the
+ * execution's exit when this host's succeeded); then the spool files
  * (tpt_spool_ingest), then exec.finish until the daemon is no longer
  * pending.  While the command runs the daemon is watched
  * (tpt_daemon_check): a private one that dies is restarted at once, so the

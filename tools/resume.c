@@ -110,7 +110,7 @@ static int aside(tpt_session *s, int64_t run, const char *role, int64_t exec,
     char err[TPT_ERR_LEN];
     if (tpt_set_aside(tpt_session_client(s), "resume", run, role, exec, tool, before) != 0)
         return -1;
-    if (tpt_daemon_token(tpt_session_daemon(s))[0] == '\0') return 0;
+    if (!tpt_daemon_on_network(tpt_session_daemon(s))) return 0;
     if (tpt_follow_aside(tpt_session_client(s), run, exec, err) == TP_OK) return 0;
     tpt_error("%s: cannot have the hosts that follow the check move its checkpoints aside: %s",
               role, err);

@@ -53,7 +53,7 @@ static void end_followers(tpt_session *s)
     long long until = tpt_now_ms() + TPT_FOLLOWERS_END_MS;
     char err[TPT_ERR_LEN];
     int64_t untold = 0;
-    if (s->run <= 0 || s->daemon == NULL || tpt_daemon_token(s->daemon)[0] == '\0') return;
+    if (s->run <= 0 || s->daemon == NULL || !tpt_daemon_on_network(s->daemon)) return;
     for (;;) {
         if (tpt_follow_end(tpt_session_client(s), s->run, &untold, err) != TP_OK) {
             tpt_error("cannot tell the hosts that follow run %lld that it ended: %s",

@@ -33,8 +33,8 @@ tp_err tpt_session_close(tpt_session *s, char *err);
 #define TPT_FOLLOWERS_END_MS 30000
 
 /* tpt_session_ran records the run of the session's executions: on the
- * network (--listen), tpt_session_close tells the hosts that follow it
- * that it ended. */
+ * network (tpt_daemon_on_network), tpt_session_close tells the hosts that
+ * follow it that it ended. */
 void tpt_session_ran(tpt_session *s, int64_t run);
 
 /* The daemon's control client (owned by s). */
