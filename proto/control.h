@@ -6,7 +6,9 @@
  * {"ok": bool, ["error": str,] ...results}.  Commands:
  *   ping                                   -> version, db, pid, attached
  *   run.create  name check params [started_ago_ns]
- *                                          -> run (started_ago_ns: how long ago the
+ *                                          -> run (params: a JSON object of the keys
+ *                                             proto/params.def declares for check;
+ *                                             started_ago_ns: how long ago the
  *                                             check began, a duration so that the
  *                                             daemon's clock places it)
  *   run.find    run | name [check]         -> found; run, check, name when found (the

@@ -6,17 +6,25 @@
  *   schema_gen markdown         the key tables of proto/SCHEMA.md, to stdout
  *   schema_gen check SCHEMA.md  exit 1 when the page's tables are stale
  *   schema_gen update SCHEMA.md rewrite them in place
+ * and what proto/params.def declares in docs/params.md's table:
+ *   schema_gen params-check PAGE, params-update PAGE  (as check and update)
  * The tables sit between the BEGIN and END marker lines of the page; the
  * prose around them is the page's own. */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <math.h>
+
 #include "proto/event.h"
+#include "proto/params.h"
 
 #define BEGIN "<!-- BEGIN tables generated from proto/events.def: edit that file, not these -->\n"
 #define END   "<!-- END generated tables -->\n"
+#define BEGIN_PARAMS                                                                               \
+    "<!-- BEGIN table generated from proto/params.def: edit that file, not this -->\n"
 
 /* ---- growable text ---- */
 
@@ -102,6 +110,27 @@ static void markdown(text *t)
     puts_(t, "\n" END);
 }
 
+/* params_markdown writes docs/params.md's table: one row per parameter,
+ * grouped by check. */
+static void params_markdown(text *t)
+{
+    static const char *const types[] = {"", "integer", "number", "bool", "string", "JSON"};
+    puts_(t, BEGIN_PARAMS);
+    puts_(t, "\n| check | key | type | default | meaning |\n| --- | --- | --- | --- | --- |\n");
+    for (int i = 0; i < TPP_COUNT; i++) {
+        const tp_param_info *p = &tp_params[i];
+        printf_(t, "| %s | `%s` | %s | ", p->check, p->key, types[p->type]);
+        if (isnan(p->dflt))
+            puts_(t, "none");
+        else if (p->type == TP_P_BOOL)
+            puts_(t, p->dflt != 0 ? "true" : "false");
+        else
+            printf_(t, "%g", p->dflt);
+        printf_(t, " | %s |\n", p->meaning);
+    }
+    puts_(t, "\n" END);
+}
+
 /* ---- python ---- */
 
 static void python(text *t)
@@ -181,27 +210,28 @@ static void spill(const char *path, const char *s, size_t n)
     }
 }
 
-/* page splices the generated tables into the page at path: *out is the
- * page as it should be; returns whether it differs from the file. */
-static int page(const char *path, text *out)
+/* page splices the tables gen writes (from begin to END) into the page at
+ * path: *out is the page as it should be; returns whether it differs from
+ * the file. */
+static int page(const char *path, const char *begin, void (*gen)(text *), text *out)
 {
     size_t n;
-    char *old = slurp(path, &n), *b = strstr(old, BEGIN), *e = b ? strstr(b, END) : NULL;
-    text gen;
+    char *old = slurp(path, &n), *b = strstr(old, begin), *e = b ? strstr(b, END) : NULL;
+    text gen_;
     int stale;
     if (b == NULL || e == NULL) {
         fprintf(stderr, "schema_gen: %s lacks the marker lines of the generated tables\n", path);
         exit(2);
     }
-    tp_buf_init(&gen);
-    markdown(&gen);
+    tp_buf_init(&gen_);
+    gen(&gen_);
     put(out, old, (size_t)(b - old));
-    put(out, (char *)gen.data, gen.len);
+    put(out, (char *)gen_.data, gen_.len);
     e += strlen(END);
     put(out, e, n - (size_t)(e - old));
     stale = out->len != n || memcmp((char *)out->data, old, n) != 0;
     free(old);
-    tp_buf_free(&gen);
+    tp_buf_free(&gen_);
     return stale;
 }
 
@@ -209,25 +239,30 @@ int main(int argc, char **argv)
 {
     text t;
     const char *cmd = argc > 1 ? argv[1] : "";
+    bool params = strncmp(cmd, "params-", 7) == 0;
+    const char *what = params ? "proto/params.def" : "proto/events.def";
     tp_buf_init(&t);
-    if (strcmp(cmd, "python") == 0 && argc == 3) {
+    if (params) cmd += 7;
+    if (!params && strcmp(cmd, "python") == 0 && argc == 3) {
         python(&t);
         spill(argv[2], (char *)t.data, t.len);
-    } else if (strcmp(cmd, "markdown") == 0 && argc == 2) {
+    } else if (!params && strcmp(cmd, "markdown") == 0 && argc == 2) {
         markdown(&t);
         fputs((char *)t.data, stdout);
     } else if (strcmp(cmd, "check") == 0 && argc == 3) {
-        if (page(argv[2], &t)) {
+        if (page(argv[2], params ? BEGIN_PARAMS : BEGIN, params ? params_markdown : markdown, &t)) {
             fprintf(stderr,
-                    "%s: the tables are stale: they differ from proto/events.def; run "
+                    "%s: the tables are stale: they differ from %s; run "
                     "`cmake --build BUILD --target schema-doc` to rewrite them\n",
-                    argv[2]);
+                    argv[2], what);
             return 1;
         }
     } else if (strcmp(cmd, "update") == 0 && argc == 3) {
-        if (page(argv[2], &t)) spill(argv[2], (char *)t.data, t.len);
+        if (page(argv[2], params ? BEGIN_PARAMS : BEGIN, params ? params_markdown : markdown, &t))
+            spill(argv[2], (char *)t.data, t.len);
     } else {
-        fputs("usage: schema_gen python OUT | markdown | check SCHEMA.md | update SCHEMA.md\n",
+        fputs("usage: schema_gen python OUT | markdown | check SCHEMA.md | update SCHEMA.md |\n"
+              "       params-check PAGE | params-update PAGE\n",
               stderr);
         return 2;
     }

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/params.h"
 #include "tools/cli.h"
 #include "tools/cmds.h"
 #include "tools/ctl.h"
@@ -116,9 +117,10 @@ static int run_one(tpt_session *s, int64_t run, const char *role, char **argv, c
  * malloc'ed; NULL when out of memory. */
 static char *params_json(const plan *p)
 {
-    json_t *o = json_pack("{s:I, s:I, s:b, s:f, s:f}", "micro", (json_int_t)p->micro, "updates",
-                          (json_int_t)p->updates, "disable_dropout", no_dropout != NULL, "rtol",
-                          p->rtol, "atol", p->atol);
+    json_t *o = json_pack("{s:I, s:I, s:b, s:f, s:f}", TPP_KEY(TPP_accum_micro),
+                          (json_int_t)p->micro, TPP_KEY(TPP_accum_updates), (json_int_t)p->updates,
+                          TPP_KEY(TPP_accum_disable_dropout), no_dropout != NULL,
+                          TPP_KEY(TPP_accum_rtol), p->rtol, TPP_KEY(TPP_accum_atol), p->atol);
     char *s = o != NULL ? json_dumps(o, JSON_PRESERVE_ORDER) : NULL;
     json_decref(o);
     return s;

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/params.h"
 #include "tools/cli.h"
 #include "tools/cmds.h"
 #include "tools/ctl.h"
@@ -103,9 +104,11 @@ static int resolve(tpt_session *s, const char *against, tpt_run_info *g)
  * malloc'ed; NULL when out of memory. */
 static char *params_json(const tpt_opts *o, int64_t against, bool once)
 {
-    json_t *p = json_pack("{s:I, s:s, s:b, s:b, s:f, s:f}", "against", (json_int_t)against,
-                          "capture", o->capture, "once", once, "tolerance",
-                          o->rtol_set || o->atol_set, "rtol", o->rtol, "atol", o->atol);
+    json_t *p = json_pack("{s:I, s:s, s:b, s:b, s:f, s:f}", TPP_KEY(TPP_compare_against),
+                          (json_int_t)against, TPP_KEY(TPP_compare_capture), o->capture,
+                          TPP_KEY(TPP_compare_once), once, TPP_KEY(TPP_compare_tolerance),
+                          o->rtol_set || o->atol_set, TPP_KEY(TPP_compare_rtol), o->rtol,
+                          TPP_KEY(TPP_compare_atol), o->atol);
     char *s = p != NULL ? json_dumps(p, JSON_PRESERVE_ORDER) : NULL;
     json_decref(p);
     return s;

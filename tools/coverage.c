@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/params.h"
 #include "tools/cli.h"
 #include "tools/client.h"
 #include "tools/cmds.h"
@@ -185,19 +186,29 @@ static int params(const char *policy, const char *sample_id, long long universe,
 {
     json_t *o = json_object(), *r;
     int st = TPT_EXIT_ERROR, bad = o == NULL;
-    if (!bad && (st = set_str(o, "policy", "--policy", policy)) != 0) goto out;
-    if (loader >= 0) bad = bad || json_object_set_new(o, "loader", json_integer(loader));
-    if (epochs > 0) bad = bad || json_object_set_new(o, "epochs", json_integer(epochs));
-    if (universe >= 0) bad = bad || json_object_set_new(o, "universe", json_integer(universe));
-    if (padding >= 0) bad = bad || json_object_set_new(o, "padding", json_integer(padding));
-    if (exact_s) bad = bad || json_object_set_new(o, "padding_exact", json_true());
-    if (examples >= 0) bad = bad || json_object_set_new(o, "examples", json_integer(examples));
-    if (!bad && sample_id && (st = set_str(o, "sample_id", "--sample-id", sample_id)) != 0)
+    if (!bad && (st = set_str(o, TPP_KEY(TPP_coverage_policy), "--policy", policy)) != 0) goto out;
+    if (loader >= 0)
+        bad = bad || json_object_set_new(o, TPP_KEY(TPP_coverage_loader), json_integer(loader));
+    if (epochs > 0)
+        bad = bad || json_object_set_new(o, TPP_KEY(TPP_coverage_epochs), json_integer(epochs));
+    if (universe >= 0)
+        bad = bad || json_object_set_new(o, TPP_KEY(TPP_coverage_universe), json_integer(universe));
+    if (padding >= 0)
+        bad = bad || json_object_set_new(o, TPP_KEY(TPP_coverage_padding), json_integer(padding));
+    if (exact_s)
+        bad = bad || json_object_set_new(o, TPP_KEY(TPP_coverage_padding_exact), json_true());
+    if (examples >= 0)
+        bad = bad || json_object_set_new(o, TPP_KEY(TPP_coverage_examples), json_integer(examples));
+    if (!bad && sample_id &&
+        (st = set_str(o, TPP_KEY(TPP_coverage_sample_id), "--sample-id", sample_id)) != 0)
         goto out;
     if (!bad && ids != NULL) {
-        if ((st = set_str(o, "universe_file", "--universe-file", universe_file)) != 0) goto out;
+        if ((st = set_str(o, TPP_KEY(TPP_coverage_universe_file), "--universe-file",
+                          universe_file)) != 0)
+            goto out;
         /* sorted ranges: a dense universe costs a few bytes, whatever its size */
-        bad = (r = json_array()) == NULL || json_object_set_new(o, "universe_ranges", r);
+        bad = (r = json_array()) == NULL ||
+              json_object_set_new(o, TPP_KEY(TPP_coverage_universe_ranges), r);
         for (size_t i = 0; !bad && i < nids;) {
             size_t j = i;
             while (j + 1 < nids && ids[j + 1] == ids[j] + 1) j++;

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/params.h"
 #include "proto/control.h"
 #include "tools/cli.h"
 #include "tools/cmds.h"
@@ -99,15 +100,16 @@ static char *params_json(const bounds *b)
     json_t *o = json_object();
     char *s = NULL;
     bool bad = o == NULL;
-    if (b->has_max) bad = set(o, "max_grad_norm", json_real(b->max), bad);
-    if (b->has_skipped) bad = set(o, "max_skipped", json_real(b->skipped), bad);
-    if (b->has_decrease) bad = set(o, "min_loss_decrease", json_real(b->decrease), bad);
+    if (b->has_max) bad = set(o, TPP_KEY(TPP_health_max_grad_norm), json_real(b->max), bad);
+    if (b->has_skipped) bad = set(o, TPP_KEY(TPP_health_max_skipped), json_real(b->skipped), bad);
+    if (b->has_decrease)
+        bad = set(o, TPP_KEY(TPP_health_min_loss_decrease), json_real(b->decrease), bad);
     if (b->lrs != NULL) {
         json_t *name = json_string(lr_file);
-        bad = set(o, "lr_expect", tpt_lr_json(b->lrs), bad);
-        if (name != NULL) bad = set(o, "lr_expect_file", name, bad);
+        bad = set(o, TPP_KEY(TPP_health_lr_expect), tpt_lr_json(b->lrs), bad);
+        if (name != NULL) bad = set(o, TPP_KEY(TPP_health_lr_expect_file), name, bad);
     }
-    if (b->every > 0) bad = set(o, "every", json_integer(b->every), bad);
+    if (b->every > 0) bad = set(o, TPP_KEY(TPP_health_every), json_integer(b->every), bad);
     if (!bad) s = json_dumps(o, JSON_PRESERVE_ORDER | JSON_COMPACT);
     json_decref(o);
     return s;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/params.h"
 #include "tools/cli.h"
 #include "tools/cmds.h"
 #include "tools/ctl.h"
@@ -187,7 +188,7 @@ static int code(const tpt_exec_result *r, int failed)
  * memory. */
 static char *params_json(const char *capture)
 {
-    json_t *o = json_pack("{s:s}", "capture", capture);
+    json_t *o = json_pack("{s:s}", TPP_KEY(TPP_record_capture), capture);
     char *s = o != NULL ? json_dumps(o, JSON_PRESERVE_ORDER) : NULL;
     json_decref(o);
     return s;

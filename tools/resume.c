@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "proto/params.h"
 #include "tools/follow.h"
 #include "tools/setaside.h"
 #include "tools/cli.h"
@@ -184,9 +185,10 @@ static int parse_plan(plan *p, int argc, char **argv)
  * memory. */
 static char *params_json(const plan *p)
 {
-    json_t *o = json_pack("{s:I, s:s, s:b, s:f, s:f}", "at", (json_int_t)p->at, "capture",
-                          p->o.capture, "tolerance", p->o.rtol_set || p->o.atol_set, "rtol",
-                          p->o.rtol, "atol", p->o.atol);
+    json_t *o = json_pack("{s:I, s:s, s:b, s:f, s:f}", TPP_KEY(TPP_resume_at), (json_int_t)p->at,
+                          TPP_KEY(TPP_resume_capture), p->o.capture, TPP_KEY(TPP_resume_tolerance),
+                          p->o.rtol_set || p->o.atol_set, TPP_KEY(TPP_resume_rtol), p->o.rtol,
+                          TPP_KEY(TPP_resume_atol), p->o.atol);
     char *s = o != NULL ? json_dumps(o, JSON_PRESERVE_ORDER) : NULL;
     json_decref(o);
     return s;

@@ -3,11 +3,14 @@
  * run.create (the check's options: accum's "micro" and tolerances, the
  * coverage declaration of coverage/decl.h), parsed once and read by key.
  *
- * The params come over the control socket, so they are checked, not
- * trusted: run.create refuses what does not parse here (serve/control.c),
- * and a reader gets its default for a key that is absent or of another
- * type.  The struct is the caller's to embed (on the stack, for the time of
- * one verdict); its tree is jansson's, which coverage/decl.c walks. */
+ * Every key is declared once, in proto/params.def, and named through its
+ * identifier (TPP_<check>_<key>).  The params come over the control
+ * socket, so they are checked, not trusted: run.create refuses what does
+ * not parse here or does not hold to the declaration (serve/control.c), and
+ * a reader gets the declared default for a key that is absent or of
+ * another type (a database written before the declaration).  The struct is the caller's to embed
+ * (on the stack, for the time of one verdict); its tree is jansson's, which coverage/decl.c walks.
+ */
 #ifndef TP_DAEMON_CHECKS_PARAMS_H
 #define TP_DAEMON_CHECKS_PARAMS_H
 
@@ -15,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "proto/params.h"
 #include "proto/tp_err.h"
 
 struct json_t;
@@ -35,18 +39,25 @@ tp_err tpd_params_parse(tpd_params *p, const char *json, char *why, size_t whyle
  * zeroed p is a no-op. */
 void tpd_params_clear(tpd_params *p);
 
-/* tpd_params_num is key's number (an integer or a real), else dflt. */
-double tpd_params_num(const tpd_params *p, const char *key, double dflt);
+/* tpd_params_check holds p to proto/params.def: every key must be a
+ * parameter of check, its value of the declared type or null (absent).
+ * run.create refuses what fails, so that a misspelt key (a tool and a
+ * daemon of two versions) is an error, never a silent default.  Errors
+ * (why gets a reason naming the key and the check's parameters):
+ * TP_EINVAL. */
+tp_err tpd_params_check(const tpd_params *p, const char *check, char *why, size_t whylen);
 
-/* tpd_params_int is key's integer, or a real's integral part when it fits
- * in int64_t, else dflt. */
-int64_t tpd_params_int(const tpd_params *p, const char *key, int64_t dflt);
-
-/* tpd_params_bool is key's true or false, else dflt. */
-bool tpd_params_bool(const tpd_params *p, const char *key, bool dflt);
-
-/* tpd_params_str is key's string, else NULL; it lives as long as p's
- * tree (until tpd_params_clear). */
-const char *tpd_params_str(const tpd_params *p, const char *key);
+/* The readers: parameter k's value when p has it, of its type, else its
+ * default (proto/params.def; NAN, no default: 0, false).
+ * tpd_param_num reads an integer as a number too; tpd_param_int a real's
+ * integral part when it fits in int64_t. */
+bool tpd_param_has(const tpd_params *p, tp_param k); /* present, not null */
+double tpd_param_num(const tpd_params *p, tp_param k);
+int64_t tpd_param_int(const tpd_params *p, tp_param k);
+bool tpd_param_bool(const tpd_params *p, tp_param k);
+/* tpd_param_str is k's string, else NULL; tpd_param_json k's value, else
+ * NULL; both live as long as p's tree (until tpd_params_clear). */
+const char *tpd_param_str(const tpd_params *p, tp_param k);
+struct json_t *tpd_param_json(const tpd_params *p, tp_param k);
 
 #endif

@@ -69,6 +69,7 @@ static tp_err cmd_run_create(tpd_control *c, const tpd_req *q, tpd_reply *r)
         char why[256];
         tpd_params par;
         err = tpd_params_parse(&par, params, why, sizeof why);
+        if (err == TP_OK) err = tpd_params_check(&par, check, why, sizeof why);
         tpd_params_clear(&par);
         if (err != TP_OK) {
             tpd_reply_fail(r, err, "argument 'params': %s", why);

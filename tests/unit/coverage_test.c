@@ -4,7 +4,7 @@
  * "first", universes of ranges and unknown ones, whole counts and examples
  * past the first violation, exact padding, string IDs, and the verdict's
  * ERROR / ABSTAIN / PASS rules; the declaration read from the run's params
- * (decl.h) and the params reader it is built on (checks/params.h). */
+ * (decl.h; the params reader itself: params_test.c). */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1048,55 +1048,6 @@ START_TEST(test_coverage_decl_refuses_malformed)
 }
 END_TEST
 
-/* ---- the params reader ---- */
-
-START_TEST(test_coverage_params_read_by_key)
-{
-    tpd_params p;
-    char why[256] = "";
-    ck_assert_int_eq(tpd_params_parse(&p,
-                                      "{\"micro\": 4, \"rtol\": 0.0001, \"atol\": "
-                                      "9.9999999999999995e-7, \"big\": 1e300, \"half\": -2.5, "
-                                      "\"on\": true, \"off\": false, \"s\": \"x\", \"n\": null}",
-                                      why, sizeof why),
-                     TP_OK);
-    ck_assert(tpd_params_num(&p, "micro", 1) == 4);
-    ck_assert(tpd_params_num(&p, "rtol", 1) == 1e-4); /* exact: the same double */
-    ck_assert(tpd_params_num(&p, "atol", 1) == 1e-6);
-    ck_assert(tpd_params_num(&p, "s", 7) == 7);
-    ck_assert(tpd_params_num(&p, "n", 7) == 7);
-    ck_assert(tpd_params_num(&p, "absent", 7) == 7);
-    ck_assert_int_eq(tpd_params_int(&p, "micro", 1), 4);
-    ck_assert_int_eq(tpd_params_int(&p, "half", 1), -2); /* truncated, as a cast */
-    ck_assert_int_eq(tpd_params_int(&p, "big", 1), 1);   /* does not fit: the default */
-    ck_assert_int_eq(tpd_params_int(&p, "on", 1), 1);
-    ck_assert(tpd_params_bool(&p, "on", false));
-    ck_assert(!tpd_params_bool(&p, "off", true));
-    ck_assert(tpd_params_bool(&p, "micro", true));
-    ck_assert(!tpd_params_bool(&p, "absent", false));
-    ck_assert_str_eq(tpd_params_str(&p, "s"), "x");
-    ck_assert_ptr_null(tpd_params_str(&p, "micro"));
-    ck_assert_ptr_null(tpd_params_str(&p, "absent"));
-    tpd_params_clear(&p);
-    ck_assert_ptr_null(p.root);
-    tpd_params_clear(&p); /* twice: a no-op */
-    /* what does not parse reads as empty: every getter gives its default */
-    ck_assert_int_eq(tpd_params_parse(&p, "{\"micro\": 4", why, sizeof why), TP_EINVAL);
-    ck_assert_msg(strstr(why, "not JSON"), "%s", why);
-    ck_assert_int_eq(tpd_params_int(&p, "micro", 1), 1);
-    tpd_params_clear(&p);
-    ck_assert_int_eq(tpd_params_parse(&p, "[4]", NULL, 0), TP_EINVAL);
-    ck_assert(tpd_params_num(&p, "micro", 1.5) == 1.5);
-    tpd_params_clear(&p);
-    ck_assert_int_eq(tpd_params_parse(&p, NULL, why, sizeof why), TP_EINVAL);
-    ck_assert(!tpd_params_bool(&p, "on", false));
-    tpd_params_clear(&p);
-    ck_assert_int_eq(tpd_params_parse(&p, "{\"a\": 1, \"a\": 2}", why, sizeof why), TP_EINVAL);
-    ck_assert_msg(strstr(why, "duplicate"), "%s", why);
-    tpd_params_clear(&p);
-}
-END_TEST
-
 static Suite *suite(void)
 {
     Suite *s = suite_create("coverage");
@@ -1128,7 +1079,6 @@ static Suite *suite(void)
     t = tcase_create("decl");
     tcase_add_test(t, test_coverage_decl_reads_every_key);
     tcase_add_test(t, test_coverage_decl_refuses_malformed);
-    tcase_add_test(t, test_coverage_params_read_by_key);
     suite_add_tcase(s, t);
     return s;
 }

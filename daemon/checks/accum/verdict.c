@@ -234,12 +234,12 @@ tp_err tpd_verdict_accum(const tpd_run *r, const tpd_cmp_opts *o, tpd_result *ou
     if (tpd_params_parse(&par, r->params, NULL, 0) == TP_ENOMEM) return TP_ENOMEM;
     if (!x.o.tolerance) {
         x.o.tolerance = true;
-        x.o.rtol = tpd_params_num(&par, "rtol", 1e-4);
-        x.o.atol = tpd_params_num(&par, "atol", 1e-6);
+        x.o.rtol = tpd_param_num(&par, TPP_accum_rtol);
+        x.o.atol = tpd_param_num(&par, TPP_accum_atol);
     }
-    x.N = tpd_params_int(&par, "micro", 1);
-    x.U = tpd_params_int(&par, "updates", 2);
-    x.disable_dropout = tpd_params_bool(&par, "disable_dropout", false);
+    x.N = tpd_param_int(&par, TPP_accum_micro);
+    x.U = tpd_param_int(&par, TPP_accum_updates);
+    x.disable_dropout = tpd_param_bool(&par, TPP_accum_disable_dropout);
     tpd_params_clear(&par);
     if (x.N < 1) x.N = 1;
     if (x.U < 1) x.U = 1;

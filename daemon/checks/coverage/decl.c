@@ -125,7 +125,7 @@ static tp_err value(rd *x, const char *key, json_t *j, tpd_cov_decl *d, bool *po
     bool has;
     const char *s;
     tp_err rc;
-    if (strcmp(key, "policy") == 0) {
+    if (strcmp(key, TPP_KEY(TPP_coverage_policy)) == 0) {
         if (!json_is_null(j) && !json_is_string(j)) return BAD(x, "\"policy\" wants a string");
         s = json_string_value(j);
         if (!tpd_cov_policy_parse(s, &d->policy))
@@ -133,20 +133,26 @@ static tp_err value(rd *x, const char *key, json_t *j, tpd_cov_decl *d, bool *po
         *policy = true;
         return TP_OK;
     }
-    if (strcmp(key, "loader") == 0) return opt_int(x, key, j, 0, &d->loader, &d->has_loader);
-    if (strcmp(key, "epochs") == 0) return opt_int(x, key, j, 1, &d->epochs, &has);
-    if (strcmp(key, "universe") == 0) return opt_int(x, key, j, 0, &d->universe, &d->has_universe);
-    if (strcmp(key, "padding") == 0) return opt_int(x, key, j, 0, &d->padding, &d->has_padding);
-    if (strcmp(key, "padding_exact") == 0) return opt_bool(x, key, j, &d->padding_exact);
-    if (strcmp(key, "examples") == 0) {
+    if (strcmp(key, TPP_KEY(TPP_coverage_loader)) == 0)
+        return opt_int(x, key, j, 0, &d->loader, &d->has_loader);
+    if (strcmp(key, TPP_KEY(TPP_coverage_epochs)) == 0)
+        return opt_int(x, key, j, 1, &d->epochs, &has);
+    if (strcmp(key, TPP_KEY(TPP_coverage_universe)) == 0)
+        return opt_int(x, key, j, 0, &d->universe, &d->has_universe);
+    if (strcmp(key, TPP_KEY(TPP_coverage_padding)) == 0)
+        return opt_int(x, key, j, 0, &d->padding, &d->has_padding);
+    if (strcmp(key, TPP_KEY(TPP_coverage_padding_exact)) == 0)
+        return opt_bool(x, key, j, &d->padding_exact);
+    if (strcmp(key, TPP_KEY(TPP_coverage_examples)) == 0) {
         if ((rc = opt_int(x, key, j, 0, &d->examples, &has)) != TP_OK) return rc;
         if (!has) d->examples = TPD_COV_EXAMPLES;
         if (d->examples > 1000000) return BAD(x, "\"examples\" wants at most 1000000");
         return TP_OK;
     }
-    if (strcmp(key, "universe_file") == 0) return opt_str(x, key, j, &d->universe_file);
-    if (strcmp(key, "sample_id") == 0) return opt_str(x, key, j, &d->sample_id);
-    if (strcmp(key, "universe_ranges") == 0) return ranges(x, j, d);
+    if (strcmp(key, TPP_KEY(TPP_coverage_universe_file)) == 0)
+        return opt_str(x, key, j, &d->universe_file);
+    if (strcmp(key, TPP_KEY(TPP_coverage_sample_id)) == 0) return opt_str(x, key, j, &d->sample_id);
+    if (strcmp(key, TPP_KEY(TPP_coverage_universe_ranges)) == 0) return ranges(x, j, d);
     return unknown(x, key, j);
 }
 

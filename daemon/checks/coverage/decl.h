@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "daemon/base/arena.h"
+#include "proto/params.h"
 #include "proto/tp_err.h"
 
 typedef enum tpd_cov_policy {
@@ -30,7 +31,8 @@ typedef enum tpd_cov_policy {
     TPD_COV_EXPECTED_PADDING,
 } tpd_cov_policy;
 
-#define TPD_COV_EXAMPLES 5 /* examples of each anomaly a report shows by default */
+/* examples of each anomaly a report shows by default (proto/params.def) */
+#define TPD_COV_EXAMPLES ((int64_t)tp_params[TPP_coverage_examples].dflt)
 
 /* tpd_cov_policy_name is "exactly_once", ... */
 const char *tpd_cov_policy_name(tpd_cov_policy p);

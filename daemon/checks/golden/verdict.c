@@ -34,7 +34,7 @@ int64_t tpd_golden_against(const tpd_run *r)
     tpd_params p;
     int64_t id;
     tpd_params_parse(&p, r->params, NULL, 0);
-    id = tpd_params_int(&p, "against", -1);
+    id = tpd_param_int(&p, TPP_compare_against);
     tpd_params_clear(&p);
     return id;
 }
@@ -196,7 +196,7 @@ tp_err tpd_verdict_compare(const tpd_run *r, const tpd_run *g, const char *gwhy,
     x.golden = g;
     x.o = o;
     tpd_params_parse(&params, r->params, NULL, 0);
-    x.once = tpd_params_bool(&params, "once", false);
+    x.once = tpd_param_bool(&params, TPP_compare_once);
     tpd_params_clear(&params);
     x.C = tpd_obs_exec(r, "C");
     x.D = x.once ? NULL : tpd_obs_exec(r, "D");

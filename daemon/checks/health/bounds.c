@@ -90,14 +90,14 @@ static void lr_expect(ctx *x, json_t *a)
 
 void tpd_health_bounds_parse(ctx *x, const struct tpd_params *par)
 {
-    double r = tpd_params_num(par, "min_loss_decrease", NAN);
-    const char *file = tpd_params_str(par, "lr_expect_file");
-    int64_t every = tpd_params_int(par, "every", 1);
+    double r = tpd_param_num(par, TPP_health_min_loss_decrease);
+    const char *file = tpd_param_str(par, TPP_health_lr_expect_file);
+    int64_t every = tpd_param_int(par, TPP_health_every);
     x->has_min_decrease = isfinite(r) && r > 0 && r < 1;
     x->min_decrease = r;
     x->every = every > 1 ? every : 0;
     if (par->root == NULL) return;
-    lr_expect(x, json_object_get(par->root, "lr_expect"));
+    lr_expect(x, tpd_param_json(par, TPP_health_lr_expect));
     if (x->nlr_expect > 0 && file != NULL && (x->lr_file = tpd_arena_strdup(x->a, file)) == NULL)
         x->oom = true;
 }

@@ -208,9 +208,9 @@ tp_err tpd_verdict_health(const tpd_run *r, const tpd_cmp_opts *o, tpd_result *o
     x.run = r;
     /* params that do not parse read as empty: no bound (verdict.h) */
     if (tpd_params_parse(&par, r->params, NULL, 0) == TP_ENOMEM) return TP_ENOMEM;
-    x.max_grad_norm = tpd_params_num(&par, "max_grad_norm", NAN);
+    x.max_grad_norm = tpd_param_num(&par, TPP_health_max_grad_norm);
     x.has_max = !isnan(x.max_grad_norm);
-    x.max_skipped = tpd_params_num(&par, "max_skipped", 0.25);
+    x.max_skipped = tpd_param_num(&par, TPP_health_max_skipped);
     if ((x.a = tpd_arena_create()) == NULL) {
         tpd_params_clear(&par);
         return TP_ENOMEM;
