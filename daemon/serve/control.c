@@ -100,15 +100,10 @@ out:
  * run) resolves what the user named before it runs anything. */
 static tp_err cmd_run_find(tpd_control *c, const tpd_req *q, tpd_reply *r)
 {
-    static const char by_id[] = "SELECT id, check_kind, name FROM runs WHERE id = ?1";
-    static const char by_name[] = "SELECT id, check_kind, name FROM runs WHERE name = ?1 AND "
-                                  "(?2 IS NULL OR check_kind = ?2) ORDER BY id DESC LIMIT 1";
-    char *name = NULL, *check = NULL;
-    sqlite3_stmt *st = NULL;
-    int64_t run = 0;
+    char *name = NULL, *check = NULL, *found_check = NULL, *found_name = NULL;
+    int64_t run = 0, id = 0;
     bool has_run;
     tp_err err;
-    int rc;
     if ((err = tpd_req_opt_int(q, r, "run", &run, &has_run)) != TP_OK) return err;
     if ((err = tpd_req_opt_str(q, r, "name", &name)) != TP_OK) goto out;
     if ((err = tpd_req_opt_str(q, r, "check", &check)) != TP_OK) goto out;
@@ -116,24 +111,26 @@ static tp_err cmd_run_find(tpd_control *c, const tpd_req *q, tpd_reply *r)
         err = tpd_reply_fail(r, TP_EINVAL, "give one of 'run' and 'name'");
         goto out;
     }
-    rc = sqlite3_prepare_v2(tpd_store_db(c->store), has_run ? by_id : by_name, -1, &st, NULL);
-    if (rc == SQLITE_OK && has_run) rc = sqlite3_bind_int64(st, 1, run);
-    if (rc == SQLITE_OK && !has_run) rc = sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-    if (rc == SQLITE_OK && !has_run && check)
-        rc = sqlite3_bind_text(st, 2, check, -1, SQLITE_STATIC);
-    if (rc == SQLITE_OK) rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
+    /* an id below 1 names no run (ids start at 1) */
+    err = has_run && run <= 0 ? TP_ENOENT
+                              : tpd_store_run_find(c->store, has_run ? run : 0, name, check, &id,
+                                                   &found_check, &found_name);
+    if (err == TP_OK) {
         tpd_reply_bool(r, "found", true);
-        tpd_reply_int(r, "run", sqlite3_column_int64(st, 0));
-        tpd_reply_cstr(r, "check", (const char *)sqlite3_column_text(st, 1));
-        tpd_reply_cstr(r, "name", (const char *)sqlite3_column_text(st, 2));
-    } else if (rc == SQLITE_DONE) {
+        tpd_reply_int(r, "run", id);
+        tpd_reply_cstr(r, "check", found_check);
+        tpd_reply_cstr(r, "name", found_name);
+    } else if (err == TP_ENOENT) {
         tpd_reply_bool(r, "found", false);
+        err = TP_OK;
+    } else if (err == TP_ENOMEM) {
+        tpd_reply_fail(r, err, "out of memory");
     } else {
-        err = store_fail(c, r, tpd_sqlite_err(rc));
+        store_fail(c, r, err);
     }
 out:
-    sqlite3_finalize(st);
+    free(found_check);
+    free(found_name);
     free(name);
     free(check);
     return err;
@@ -207,19 +204,7 @@ out:
  * store has (tpd_backlog_stored_fn). */
 static int64_t stored_in(void *store, int64_t exec, int64_t pid, int64_t lo, int64_t hi)
 {
-    static const char sql[] =
-        "SELECT count(*) FROM events WHERE exec_id = ?1 AND pid = ?2 AND seq BETWEEN ?3 AND ?4";
-    sqlite3_stmt *st = NULL;
-    int64_t n = -1;
-    if (sqlite3_prepare_v2(tpd_store_db(store), sql, -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_int64(st, 1, exec);
-        sqlite3_bind_int64(st, 2, pid);
-        sqlite3_bind_int64(st, 3, lo);
-        sqlite3_bind_int64(st, 4, hi);
-        if (sqlite3_step(st) == SQLITE_ROW) n = sqlite3_column_int64(st, 0);
-    }
-    sqlite3_finalize(st);
-    return n;
+    return tpd_store_events_in(store, exec, pid, lo, hi);
 }
 
 /* cmd_exec_finish records how exec's command ended and answers pending

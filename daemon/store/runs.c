@@ -3,6 +3,7 @@
  * the verdict engines create, and the state of an execution as exec.finish
  * sees it. */
 #define _POSIX_C_SOURCE 200809L
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,6 +60,62 @@ tp_err tpd_store_run_create_at(tpd_store *s, const char *name, const char *check
     sqlite3_finalize(st);
     if (err == TP_OK) *run = id;
     return err;
+}
+
+/* dup_col copies column i's text, or leaves *out NULL when it is NULL;
+ * false when out of memory. */
+static bool dup_col(sqlite3_stmt *st, int i, char **out)
+{
+    const char *t = (const char *)sqlite3_column_text(st, i);
+    *out = t != NULL ? strdup(t) : NULL;
+    return t == NULL || *out != NULL;
+}
+
+tp_err tpd_store_run_find(tpd_store *s, int64_t run, const char *name, const char *check,
+                          int64_t *id, char **check_out, char **name_out)
+{
+    static const char by_id[] = "SELECT id, check_kind, name FROM runs WHERE id = ?1";
+    static const char by_name[] = "SELECT id, check_kind, name FROM runs WHERE name = ?1 AND "
+                                  "(?2 IS NULL OR check_kind = ?2) ORDER BY id DESC LIMIT 1";
+    sqlite3_stmt *st = NULL;
+    tp_err err = TP_OK;
+    int rc = sqlite3_prepare_v2(tpd_store_db(s), run > 0 ? by_id : by_name, -1, &st, NULL);
+    *check_out = *name_out = NULL;
+    if (rc == SQLITE_OK && run > 0) rc = sqlite3_bind_int64(st, 1, run);
+    if (rc == SQLITE_OK && run <= 0) rc = sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK && run <= 0 && check)
+        rc = sqlite3_bind_text(st, 2, check, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK) rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        *id = sqlite3_column_int64(st, 0);
+        if (!dup_col(st, 1, check_out) || !dup_col(st, 2, name_out)) {
+            free(*check_out);
+            free(*name_out);
+            *check_out = *name_out = NULL;
+            err = TP_ENOMEM;
+        }
+    } else {
+        err = rc == SQLITE_DONE ? TP_ENOENT : dberr(rc);
+    }
+    sqlite3_finalize(st);
+    return err;
+}
+
+int64_t tpd_store_events_in(tpd_store *s, int64_t exec, int64_t pid, int64_t lo, int64_t hi)
+{
+    static const char sql[] =
+        "SELECT count(*) FROM events WHERE exec_id = ?1 AND pid = ?2 AND seq BETWEEN ?3 AND ?4";
+    sqlite3_stmt *st = NULL;
+    int64_t n = -1;
+    if (sqlite3_prepare_v2(tpd_store_db(s), sql, -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, exec);
+        sqlite3_bind_int64(st, 2, pid);
+        sqlite3_bind_int64(st, 3, lo);
+        sqlite3_bind_int64(st, 4, hi);
+        if (sqlite3_step(st) == SQLITE_ROW) n = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+    return n;
 }
 
 tp_err tpd_store_run_exists(tpd_store *s, int64_t run)

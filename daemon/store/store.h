@@ -102,6 +102,17 @@ tp_err tpd_store_run_create_at(tpd_store *s, const char *name, const char *check
 /* tpd_store_run_exists: TP_OK when run exists, TP_ENOENT when not, TP_EDB. */
 tp_err tpd_store_run_exists(tpd_store *s, int64_t run);
 
+/* tpd_store_run_find finds the run run (when run > 0), or else the latest
+ * called name whose check is check (NULL: any): its id, check and name
+ * (malloc'ed; *name NULL when it has none).  TP_ENOENT when there is none;
+ * TP_ENOMEM, TP_EDB. */
+tp_err tpd_store_run_find(tpd_store *s, int64_t run, const char *name, const char *check,
+                          int64_t *id, char **check_out, char **name_out);
+
+/* tpd_store_events_in counts the events of (exec, pid) stored with a seq in
+ * lo..hi; -1 when the database cannot say. */
+int64_t tpd_store_events_in(tpd_store *s, int64_t exec, int64_t pid, int64_t lo, int64_t hi);
+
 /* tpd_store_exec_create inserts an execution of run; argv_json is a JSON
  * array of strings (or NULL).  Errors: TP_ENOENT (no such run), TP_EDB. */
 tp_err tpd_store_exec_create(tpd_store *s, int64_t run, const char *role, const char *argv_json,
