@@ -7,6 +7,7 @@
  * events count the connections, for tpt_client_silence. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -372,6 +373,21 @@ tp_err tpt_reply_bool(const tp_buf *rep, const char *key, bool *v)
 tp_err tpt_reply_str(const tp_buf *rep, const char *key, const char **s, uint32_t *n)
 {
     return tp_mp_map_str(rep->data, rep->len, key, s, n);
+}
+
+void tpt_reply_copy(const tp_buf *rep, const char *key, char *out, size_t n)
+{
+    const char *s;
+    uint32_t len;
+    out[0] = '\0';
+    if (tpt_reply_str(rep, key, &s, &len) == TP_OK) snprintf(out, n, "%.*s", (int)len, s);
+}
+
+tp_err tpt_client_ask(tpt_client *c, tp_buf *req, tp_buf *rep, char *err)
+{
+    tp_err rc = tpt_client_call(c, req, rep, err);
+    tp_buf_free(req);
+    return rc;
 }
 
 tp_err tpt_reply_strdup(const tp_buf *rep, const char *key, char **out)

@@ -79,6 +79,10 @@ long long tpt_client_silence(tpt_client *c);
  * TP_EPROTO (not a reply map), TP_EINVAL. */
 tp_err tpt_client_call(tpt_client *c, const tp_buf *req, tp_buf *rep, char *err);
 
+/* tpt_client_ask is tpt_client_call that frees req afterwards, as a
+ * request built for one call is. */
+tp_err tpt_client_ask(tpt_client *c, tp_buf *req, tp_buf *rep, char *err);
+
 /* ---- requests ---- */
 
 /* tpt_req_begin resets b and starts the request map for cmd, to be followed
@@ -95,6 +99,9 @@ tp_err tpt_reply_int(const tp_buf *rep, const char *key, int64_t *v);
 tp_err tpt_reply_bool(const tp_buf *rep, const char *key, bool *v);
 /* tpt_reply_str points *s (not NUL-terminated, n bytes) into rep. */
 tp_err tpt_reply_str(const tp_buf *rep, const char *key, const char **s, uint32_t *n);
+/* tpt_reply_copy writes the string under key into out (n bytes, cut to
+ * fit); "" when absent or not a string. */
+void tpt_reply_copy(const tp_buf *rep, const char *key, char *out, size_t n);
 /* tpt_reply_strdup returns a NUL-terminated copy in *out (free() it). */
 tp_err tpt_reply_strdup(const tp_buf *rep, const char *key, char **out);
 

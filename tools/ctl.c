@@ -15,26 +15,9 @@
 #define FINISH_POLL_MS    20
 #define FINISH_SLACK_MS   10000
 
-/* call sends req, frees it, and leaves the reply in rep. */
-static tp_err call(tpt_client *c, tp_buf *req, tp_buf *rep, char *err)
-{
-    tp_err rc = tpt_client_call(c, req, rep, err);
-    tp_buf_free(req);
-    return rc;
-}
-
 static tp_err missing(char *err, const char *cmd, const char *key)
 {
     return tpt_seterr(err, TP_EPROTO, "daemon's reply to %s lacks \"%s\"", cmd, key);
-}
-
-static void copy_str(const tp_buf *rep, const char *key, char *out, size_t n)
-{
-    const char *s;
-    uint32_t len;
-    out[0] = '\0';
-    if (tpt_reply_str(rep, key, &s, &len) != TP_OK) return;
-    snprintf(out, n, "%.*s", (int)len, s);
 }
 
 tp_err tpt_ping(tpt_client *c, tpt_ping_info *out, char *err)
@@ -46,9 +29,9 @@ tp_err tpt_ping(tpt_client *c, tpt_ping_info *out, char *err)
     tp_buf_init(&req);
     tp_buf_init(&rep);
     tpt_req_begin(&req, "ping", 0);
-    if ((rc = call(c, &req, &rep, err)) != TP_OK) goto fail;
-    copy_str(&rep, "version", pi.version, sizeof(pi.version));
-    copy_str(&rep, "db", pi.db, sizeof(pi.db));
+    if ((rc = tpt_client_ask(c, &req, &rep, err)) != TP_OK) goto fail;
+    tpt_reply_copy(&rep, "version", pi.version, sizeof(pi.version));
+    tpt_reply_copy(&rep, "db", pi.db, sizeof(pi.db));
     if (tpt_reply_int(&rep, "pid", &pi.pid) != TP_OK) pi.pid = -1;
     if (out != NULL) *out = pi;
 fail:
@@ -76,7 +59,7 @@ tp_err tpt_run_create(tpt_client *c, const char *name, const char *check, const 
         tp_mp_cstr(&req, "started_ago_ns");
         tp_mp_int(&req, ago);
     }
-    if ((rc = call(c, &req, &rep, err)) != TP_OK) goto fail;
+    if ((rc = tpt_client_ask(c, &req, &rep, err)) != TP_OK) goto fail;
     if (tpt_reply_int(&rep, "run", run) != TP_OK) rc = missing(err, "run.create", "run");
 fail:
     tp_buf_free(&rep);
@@ -105,7 +88,7 @@ tp_err tpt_run_find(tpt_client *c, int64_t run, const char *name, const char *ch
             tp_mp_cstr(&req, check);
         }
     }
-    if ((rc = call(c, &req, &rep, err)) != TP_OK) goto fail;
+    if ((rc = tpt_client_ask(c, &req, &rep, err)) != TP_OK) goto fail;
     if (tpt_reply_bool(&rep, "found", &ri.found) != TP_OK) {
         rc = missing(err, "run.find", "found");
         goto fail;
@@ -114,8 +97,8 @@ tp_err tpt_run_find(tpt_client *c, int64_t run, const char *name, const char *ch
         rc = missing(err, "run.find", "run");
         goto fail;
     }
-    copy_str(&rep, "check", ri.check, sizeof ri.check);
-    copy_str(&rep, "name", ri.name, sizeof ri.name);
+    tpt_reply_copy(&rep, "check", ri.check, sizeof ri.check);
+    tpt_reply_copy(&rep, "name", ri.name, sizeof ri.name);
     *out = ri;
 fail:
     tp_buf_free(&rep);
@@ -148,7 +131,7 @@ tp_err tpt_exec_create(tpt_client *c, int64_t run, const char *role, char *const
         tp_mp_array(&req, ne);
         for (i = 0; i < ne; i++) tp_mp_cstr(&req, env[i]);
     }
-    if ((rc = call(c, &req, &rep, err)) != TP_OK) goto fail;
+    if ((rc = tpt_client_ask(c, &req, &rep, err)) != TP_OK) goto fail;
     if (tpt_reply_int(&rep, "exec", &id) != TP_OK) {
         rc = missing(err, "exec.create", "exec");
         goto fail;
@@ -221,7 +204,7 @@ tp_err tpt_exec_finish(tpt_client *c, int64_t exec, int status, int sig, int wai
     if (tpt_reply_int(&rep, "gaps", &f.gaps) != TP_OK) f.gaps = 0;
     if (tpt_reply_int(&rep, "dropped", &f.dropped) != TP_OK) f.dropped = 0;
     if (tpt_reply_int(&rep, "unstored", &f.unstored) != TP_OK) f.unstored = 0;
-    copy_str(&rep, "unstored_why", f.unstored_why, sizeof(f.unstored_why));
+    tpt_reply_copy(&rep, "unstored_why", f.unstored_why, sizeof(f.unstored_why));
     if (f.unstored > 0 && f.unstored_why[0] == '\0')
         snprintf(f.unstored_why, sizeof(f.unstored_why), "no reason given");
     *out = f;
@@ -244,7 +227,7 @@ tp_err tpt_seen(tpt_client *c, int64_t exec, int64_t pid, tpt_seen_info *out, ch
     tp_mp_int(&req, exec);
     tp_mp_cstr(&req, "pid");
     tp_mp_int(&req, pid);
-    if ((rc = call(c, &req, &rep, err)) != TP_OK) goto fail;
+    if ((rc = tpt_client_ask(c, &req, &rep, err)) != TP_OK) goto fail;
     if (tpt_reply_int(&rep, "seq", &s.seq) != TP_OK) s.seq = -1;
     if (tpt_reply_bool(&rep, "bye", &s.bye) != TP_OK) s.bye = false;
     *out = s;
@@ -267,7 +250,7 @@ tp_err tpt_ingest(tpt_client *c, const char *path, tpt_ingest_info *out, char *e
     tp_mp_cstr(&req, "path");
     tp_mp_cstr(&req, path);
     old = tpt_client_timeout(c, INGEST_TIMEOUT_MS);
-    rc = call(c, &req, &rep, err);
+    rc = tpt_client_ask(c, &req, &rep, err);
     tpt_client_timeout(c, old);
     if (rc != TP_OK) goto fail;
     if (tpt_reply_int(&rep, "events", &in.events) != TP_OK) {
@@ -304,7 +287,7 @@ static tp_err query(tpt_client *c, const char *what, int64_t id, bool json, char
         tp_mp_cstr(&req, "json");
         tp_mp_bool(&req, true);
     }
-    if ((rc = call(c, &req, &rep, err)) != TP_OK) goto fail;
+    if ((rc = tpt_client_ask(c, &req, &rep, err)) != TP_OK) goto fail;
     rc = tpt_reply_strdup(&rep, "text", text);
     if (rc == TP_ENOMEM)
         tpt_seterr(err, rc, "out of memory");
@@ -348,7 +331,7 @@ static tp_err verdict(tpt_client *c, int64_t run, const tpt_tolerance *tol, bool
         tp_mp_cstr(&req, "atol");
         tp_mp_f64(&req, tol->atol);
     }
-    if ((rc = call(c, &req, &rep, err)) != TP_OK) goto fail;
+    if ((rc = tpt_client_ask(c, &req, &rep, err)) != TP_OK) goto fail;
     if ((rc = tpt_reply_strdup(&rep, "outcome", &v.outcome)) != TP_OK) {
         if (rc != TP_ENOMEM) rc = missing(err, "verdict", "outcome");
         goto fail;
@@ -403,7 +386,7 @@ tp_err tpt_shutdown(tpt_client *c, char *err)
     tp_buf_init(&req);
     tp_buf_init(&rep);
     tpt_req_begin(&req, "shutdown", 0);
-    rc = call(c, &req, &rep, err);
+    rc = tpt_client_ask(c, &req, &rep, err);
     tp_buf_free(&rep);
     return rc;
 }
@@ -421,7 +404,7 @@ tp_err tpt_attach(tpt_client *c, int64_t pid, bool owner, int64_t *attached, cha
     tp_mp_int(&req, pid);
     tp_mp_cstr(&req, "owner");
     tp_mp_bool(&req, owner);
-    if ((rc = call(c, &req, &rep, err)) != TP_OK) goto fail;
+    if ((rc = tpt_client_ask(c, &req, &rep, err)) != TP_OK) goto fail;
     if (tpt_reply_int(&rep, "attached", &n) != TP_OK) {
         rc = missing(err, "attach", "attached");
         goto fail;
@@ -444,7 +427,7 @@ tp_err tpt_detach(tpt_client *c, int64_t pid, int64_t *attached, bool *exiting, 
     tpt_req_begin(&req, "detach", 1);
     tp_mp_cstr(&req, "pid");
     tp_mp_int(&req, pid);
-    if ((rc = call(c, &req, &rep, err)) != TP_OK) goto fail;
+    if ((rc = tpt_client_ask(c, &req, &rep, err)) != TP_OK) goto fail;
     if (tpt_reply_int(&rep, "attached", &n) != TP_OK) {
         rc = missing(err, "detach", "attached");
         goto fail;

@@ -2,20 +2,11 @@
  * follow.c -- the control calls of followers and of the leader that waits
  * for them (follow.h). */
 #define _POSIX_C_SOURCE 200809L
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tools/errbuf.h"
 #include "tools/follow.h"
-
-/* call sends req (freed) and leaves the reply in rep (the caller frees it). */
-static tp_err call(tpt_client *c, tp_buf *req, tp_buf *rep, char *err)
-{
-    tp_err rc = tpt_client_call(c, req, rep, err);
-    tp_buf_free(req);
-    return rc;
-}
 
 static void who(tp_buf *req, const char *host, int64_t pid)
 {
@@ -62,14 +53,6 @@ static tp_err ints(const tp_buf *rep, const char *key, int64_t **out, size_t *n)
     return TP_OK;
 }
 
-static void copy(const tp_buf *rep, const char *key, char *out, size_t n)
-{
-    const char *s;
-    uint32_t len;
-    out[0] = '\0';
-    if (tpt_reply_str(rep, key, &s, &len) == TP_OK) snprintf(out, n, "%.*s", (int)len, s);
-}
-
 void tpt_next_free(tpt_next *n)
 {
     for (size_t i = 0; n->argv != NULL && n->argv[i] != NULL; i++) free(n->argv[i]);
@@ -96,8 +79,8 @@ tp_err tpt_follow_next(tpt_client *c, const char *host, int64_t pid, int64_t run
     tp_mp_int(&req, after);
     tp_mp_cstr(&req, "asided");
     tp_mp_int(&req, asided);
-    if ((rc = call(c, &req, &rep, err)) != TP_OK) goto out;
-    copy(&rep, "state", out->state, sizeof out->state);
+    if ((rc = tpt_client_ask(c, &req, &rep, err)) != TP_OK) goto out;
+    tpt_reply_copy(&rep, "state", out->state, sizeof out->state);
     if (tpt_reply_int(&rep, "run", &out->run) == TP_EPROTO ||
         (rc = ints(&rep, "aside", &out->aside, &out->naside)) != TP_OK) {
         rc = tpt_seterr(err, TP_EPROTO, "malformed reply to exec.next");
@@ -115,7 +98,7 @@ tp_err tpt_follow_next(tpt_client *c, const char *host, int64_t pid, int64_t run
             goto out;
         }
         memcpy(out->key, k, klen);
-        copy(&rep, "role", out->role, sizeof out->role);
+        tpt_reply_copy(&rep, "role", out->role, sizeof out->role);
     } else if (strcmp(out->state, "wait") != 0 && strcmp(out->state, "end") != 0) {
         rc = tpt_seterr(err, TP_EPROTO, "exec.next answered the state '%s'", out->state);
     }
@@ -140,7 +123,7 @@ tp_err tpt_follow_done(tpt_client *c, const char *host, int64_t pid, int64_t exe
     tp_mp_int(&req, e->status);
     tp_mp_cstr(&req, "signal");
     tp_mp_int(&req, e->signal);
-    rc = call(c, &req, &rep, err);
+    rc = tpt_client_ask(c, &req, &rep, err);
     tp_buf_free(&rep);
     return rc;
 }
@@ -156,7 +139,7 @@ tp_err tpt_follow_aside(tpt_client *c, int64_t run, int64_t exec, char *err)
     tp_mp_int(&req, run);
     tp_mp_cstr(&req, "exec");
     tp_mp_int(&req, exec);
-    rc = call(c, &req, &rep, err);
+    rc = tpt_client_ask(c, &req, &rep, err);
     tp_buf_free(&rep);
     return rc;
 }
@@ -172,13 +155,13 @@ tp_err tpt_follow_followers(tpt_client *c, int64_t exec, tpt_followers *out, cha
     tpt_req_begin(&req, "exec.followers", 1);
     tp_mp_cstr(&req, "exec");
     tp_mp_int(&req, exec);
-    if ((rc = call(c, &req, &rep, err)) == TP_OK &&
+    if ((rc = tpt_client_ask(c, &req, &rep, err)) == TP_OK &&
         (tpt_reply_int(&rep, "running", &out->running) != TP_OK ||
          tpt_reply_int(&rep, "status", &st) != TP_OK ||
          tpt_reply_int(&rep, "signal", &sig) != TP_OK))
         rc = tpt_seterr(err, TP_EPROTO, "malformed reply to exec.followers");
-    copy(&rep, "waiting", out->waiting, sizeof out->waiting);
-    copy(&rep, "failed", out->failed, sizeof out->failed);
+    tpt_reply_copy(&rep, "waiting", out->waiting, sizeof out->waiting);
+    tpt_reply_copy(&rep, "failed", out->failed, sizeof out->failed);
     out->first.status = (int)st;
     out->first.signal = (int)sig;
     tp_buf_free(&rep);
@@ -194,7 +177,8 @@ tp_err tpt_follow_end(tpt_client *c, int64_t run, int64_t *untold, char *err)
     tpt_req_begin(&req, "run.end", 1);
     tp_mp_cstr(&req, "run");
     tp_mp_int(&req, run);
-    if ((rc = call(c, &req, &rep, err)) == TP_OK && tpt_reply_int(&rep, "untold", untold) != TP_OK)
+    if ((rc = tpt_client_ask(c, &req, &rep, err)) == TP_OK &&
+        tpt_reply_int(&rep, "untold", untold) != TP_OK)
         rc = tpt_seterr(err, TP_EPROTO, "malformed reply to run.end");
     tp_buf_free(&rep);
     return rc;
