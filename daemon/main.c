@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon/checks/golden/diff.h"
+#include "daemon/checks/compare/diff.h"
 #include "daemon/ingest/ingest.h"
 #include "daemon/serve/serve.h"
 #include "daemon/store/export.h"

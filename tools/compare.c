@@ -6,7 +6,7 @@
  * the agent (executions C and D; once with --once), and the daemon compares
  * C with the golden run's execution step by step from step 0, and C with D
  * to tell a regression from a script that differs from itself
- * (daemon/checks/golden/verdict.c).  The golden run is resolved before
+ * (daemon/checks/compare/verdict.c).  The golden run is resolved before
  * anything runs: a name or id that names no run is a usage error (64), a
  * run that is not a record run an ERROR (3). */
 #define _GNU_SOURCE
@@ -100,7 +100,7 @@ static int resolve(tpt_session *s, const char *against, tpt_run_info *g)
     return -1;
 }
 
-/* params_json is the run's params (daemon/checks/golden/verdict.h) as JSON,
+/* params_json is the run's params (daemon/checks/compare/verdict.h) as JSON,
  * malloc'ed; NULL when out of memory. */
 static char *params_json(const tpt_opts *o, int64_t against, bool once)
 {

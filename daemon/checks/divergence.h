@@ -16,7 +16,7 @@
 
 #include "daemon/base/json.h"
 #include "daemon/base/text.h"
-#include "daemon/checks/compare.h"
+#include "daemon/checks/lockstep.h"
 #include "daemon/obs/obs.h"
 #include "proto/tp_err.h"
 

@@ -8,7 +8,7 @@
 
 #include "daemon/checks/accum/verdict.h"
 #include "daemon/checks/coverage/verdict.h"
-#include "daemon/checks/golden/verdict.h"
+#include "daemon/checks/compare/verdict.h"
 #include "daemon/checks/health/verdict.h"
 #include "daemon/checks/judge.h"
 #include "daemon/checks/resume/verdict.h"
@@ -60,7 +60,7 @@ static tp_err pair(tpd_store *s, const struct engine *e, const tpd_run *r, const
     int64_t id = e->against(r);
     tpd_run *ref = NULL;
     tp_err err = TP_OK;
-    if (id >= 0 && (err = tpd_obs_load(tpd_store_db(s), id, &ref, why, sizeof why)) == TP_OK)
+    if (id >= 0 && (err = tpd_obs_load(s, id, &ref, why, sizeof why)) == TP_OK)
         err = tpd_values_locate(ref, tpd_store_path(s));
     if (err == TP_ENOMEM) {
         tpd_obs_free(ref);
@@ -84,7 +84,7 @@ tp_err tpd_judge(tpd_store *s, int64_t run, const tpd_cmp_opts *o, bool plan, tp
     tpd_verdict v;
     tpd_cmp_opts with;
     const struct engine *e;
-    tp_err err = tpd_obs_load(tpd_store_db(s), run, &r, why, whylen);
+    tp_err err = tpd_obs_load(s, run, &r, why, whylen);
     if (err != TP_OK) return err;
     /* engines that compare within a tolerance read captured values */
     if ((err = tpd_values_locate(r, tpd_store_path(s))) != TP_OK) {

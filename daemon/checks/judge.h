@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "daemon/checks/compare.h"
+#include "daemon/checks/lockstep.h"
 #include "daemon/checks/result.h"
 #include "daemon/obs/obs.h"
 #include "daemon/store/store.h"

@@ -7,8 +7,8 @@
  * per new event: hello and bye fill the process row, blob bytes go to the
  * blob store (every other body is stored as it came: the one copy, which
  * readers decode); finally the process's nevents and max_seq, and RELEASE.
- * All statements are prepared once; strings are bound straight from the
- * message buffer (SQLITE_STATIC), which outlives each step.
+ * The rows are written by daemon/store/writer.c, whose statements are
+ * prepared once and bound straight from the message buffer.
  *
  * Before any of that a batch must name an execution the daemon created, of
  * the run it names, and carry that execution's key (exec.create made it);
@@ -24,51 +24,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/base/text.h"
 #include "daemon/ingest/ingest.h"
 #include "daemon/store/blob.h"
 #include "daemon/store/secret.h"
+#include "daemon/store/writer.h"
 #include "proto/control.h"
 #include "proto/event.h"
-
-enum {
-    S_SAVEPOINT,
-    S_RELEASE,
-    S_ROLLBACK_TO,
-    S_PROC,
-    S_PROC_COUNT,
-    S_EVENT,
-    S_HELLO,
-    S_BYE,
-    S_BLOB,
-    S_EXEC,
-    S_FINISHED,
-    S__COUNT
-};
-
-static const char *const sqls[S__COUNT] = {
-    [S_SAVEPOINT] = "SAVEPOINT ingest",
-    [S_RELEASE] = "RELEASE ingest",
-    [S_ROLLBACK_TO] = "ROLLBACK TO ingest",
-    [S_PROC] = "INSERT INTO processes(exec_id, pid, rank) VALUES(?1, ?2, ?3)"
-               " ON CONFLICT(exec_id, pid) DO NOTHING",
-    [S_PROC_COUNT] = "UPDATE processes SET nevents = nevents + ?3,"
-                     " max_seq = max(coalesce(max_seq, -1), ?4)"
-                     " WHERE exec_id = ?1 AND pid = ?2",
-    [S_EVENT] = "INSERT INTO events(exec_id, pid, seq, time_ns, step, kind, body)"
-                " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT(exec_id, pid, seq) DO NOTHING",
-    [S_HELLO] = "UPDATE processes SET ppid = ?3, rank = ?4, world = ?5, local_rank = ?6,"
-                " role = ?7, agent = ?8, python = ?9, torch = ?10, numpy = ?11, argv = ?12,"
-                " cwd = ?13, exe = ?14, capture = ?15, cxx = ?16, interrupt_at = ?17,"
-                " hello_ns = ?18 WHERE exec_id = ?1 AND pid = ?2",
-    [S_BYE] = "UPDATE processes SET bye_reason = ?3, bye_code = ?4, sent = ?5, dropped = ?6,"
-              " errors = ?7, spooled = ?8, bye_exc = ?9, bye_ns = ?10"
-              " WHERE exec_id = ?1 AND pid = ?2",
-    [S_BLOB] = "INSERT INTO blobs(digest, size, dtype, shape) VALUES(?1, ?2, ?3, ?4)"
-               " ON CONFLICT(digest) DO NOTHING",
-    [S_EXEC] = "SELECT run_id, key FROM executions WHERE id = ?1",
-    [S_FINISHED] = "SELECT finished_ns IS NOT NULL FROM executions WHERE id = ?1",
-};
 
 #define EXEC_CACHE 256 /* executions whose run and key are kept; a power of 2 */
 
@@ -80,21 +41,13 @@ typedef struct exec_entry {
 
 struct tpd_ingest {
     tpd_store *store;
-    sqlite3 *db;
-    sqlite3_stmt *st[S__COUNT];
+    tpd_writer *w;
     char *token; /* NULL: none */
     size_t token_len;
     tpd_blobs *blobs;
-    tpd_str json;   /* scratch: argv as JSON */
     tp_buf scratch; /* scratch: rewritten blob bodies */
     exec_entry execs[EXEC_CACHE];
 };
-
-static tp_err dberr(int rc)
-{
-    tp_err e = tpd_sqlite_err(rc);
-    return e == TP_OK ? TP_EDB : e;
-}
 
 tp_err tpd_ingest_create(tpd_ingest **ip, tpd_store *s, const char *token)
 {
@@ -105,8 +58,6 @@ tp_err tpd_ingest_create(tpd_ingest **ip, tpd_store *s, const char *token)
     in = calloc(1, sizeof *in);
     if (in == NULL) return TP_ENOMEM;
     in->store = s;
-    in->db = tpd_store_db(s);
-    tpd_str_init(&in->json);
     tp_buf_init(&in->scratch);
     if (token && token[0]) {
         if ((in->token = strdup(token)) == NULL) goto fail;
@@ -114,14 +65,7 @@ tp_err tpd_ingest_create(tpd_ingest **ip, tpd_store *s, const char *token)
     }
     if ((err = tpd_blobs_dir_for(tpd_store_path(s), dir, sizeof dir)) != TP_OK) goto fail;
     if ((err = tpd_blobs_open(&in->blobs, dir)) != TP_OK) goto fail;
-    for (int i = 0; i < S__COUNT; i++) {
-        int rc =
-            sqlite3_prepare_v3(in->db, sqls[i], -1, SQLITE_PREPARE_PERSISTENT, &in->st[i], NULL);
-        if (rc != SQLITE_OK) {
-            err = dberr(rc);
-            goto fail;
-        }
-    }
+    if ((err = tpd_writer_open(&in->w, s)) != TP_OK) goto fail;
     *ip = in;
     return TP_OK;
 fail:
@@ -132,9 +76,8 @@ fail:
 void tpd_ingest_destroy(tpd_ingest *in)
 {
     if (in == NULL) return;
-    for (int i = 0; i < S__COUNT; i++) sqlite3_finalize(in->st[i]);
+    tpd_writer_close(in->w);
     tpd_blobs_close(in->blobs);
-    tpd_str_free(&in->json);
     tp_buf_free(&in->scratch);
     free(in->token);
     free(in);
@@ -143,68 +86,6 @@ void tpd_ingest_destroy(tpd_ingest *in)
 tpd_store *tpd_ingest_store(tpd_ingest *in)
 {
     return in->store;
-}
-
-/* ---- binding helpers ---- */
-
-/* stmt resets statement i for a new use. */
-static sqlite3_stmt *stmt(tpd_ingest *in, int i)
-{
-    sqlite3_reset(in->st[i]);
-    return in->st[i];
-}
-
-/* step runs a statement that returns no rows. */
-static int step(sqlite3_stmt *st)
-{
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE || rc == SQLITE_ROW ? SQLITE_OK : rc;
-}
-
-static void bind_str(sqlite3_stmt *st, int i, const char *s, uint32_t n)
-{
-    if (s)
-        sqlite3_bind_text(st, i, s, (int)n, SQLITE_STATIC);
-    else
-        sqlite3_bind_null(st, i);
-}
-
-static void bind_body_str(sqlite3_stmt *st, int i, const tp_event *e, tp_field key)
-{
-    const char *s = NULL;
-    uint32_t n = 0;
-    if (tp_body_str(e, key, &s, &n) != TP_OK) s = NULL;
-    bind_str(st, i, s, n);
-}
-
-static void bind_body_int(sqlite3_stmt *st, int i, const tp_event *e, tp_field key)
-{
-    int64_t v;
-    if (tp_body_int(e, key, &v) == TP_OK)
-        sqlite3_bind_int64(st, i, v);
-    else
-        sqlite3_bind_null(st, i);
-}
-
-/* bind_body_uint binds an unsigned field, clamped to INT64_MAX. */
-static void bind_body_uint(sqlite3_stmt *st, int i, const tp_event *e, tp_field key)
-{
-    tp_mpr f;
-    uint64_t v;
-    if (tp_body_find(e, key, &f) == TP_OK && tp_mpr_uint(&f, &v) == TP_OK)
-        sqlite3_bind_int64(st, i, v > INT64_MAX ? INT64_MAX : (int64_t)v);
-    else
-        sqlite3_bind_null(st, i);
-}
-
-static void bind_body_bool(sqlite3_stmt *st, int i, const tp_event *e, tp_field key)
-{
-    bool v;
-    if (tp_body_bool(e, key, &v) == TP_OK)
-        sqlite3_bind_int(st, i, v);
-    else
-        sqlite3_bind_null(st, i);
 }
 
 /* shape_text writes "[3,4]" into out (at least TP_MAX_DIMS * 21 + 3 bytes). */
@@ -230,50 +111,11 @@ static const char *shape_text(char *out, size_t n, const int64_t *shape, uint32_
 
 /* ---- per-kind work ---- */
 
-static int store_hello(tpd_ingest *in, const tp_batch *b, const tp_event *e)
+/* dbfail says "database: <the store's last error>" in why and returns err. */
+static tp_err dbfail(tpd_ingest *in, tp_err err, char *why, size_t whylen)
 {
-    sqlite3_stmt *st = stmt(in, S_HELLO);
-    tp_mpr f;
-    sqlite3_bind_int64(st, 1, b->hdr.exec);
-    sqlite3_bind_int64(st, 2, b->hdr.pid);
-    bind_body_int(st, 3, e, TPF_hello_ppid);
-    bind_body_int(st, 4, e, TPF_hello_rank);
-    bind_body_int(st, 5, e, TPF_hello_world);
-    bind_body_int(st, 6, e, TPF_hello_local_rank);
-    bind_body_str(st, 7, e, TPF_hello_role);
-    bind_body_str(st, 8, e, TPF_hello_agent);
-    bind_body_str(st, 9, e, TPF_hello_python);
-    bind_body_str(st, 10, e, TPF_hello_torch);
-    bind_body_str(st, 11, e, TPF_hello_numpy);
-    tpd_str_reset(&in->json);
-    if (tp_body_find(e, TPF_hello_argv, &f) == TP_OK && tpd_json_strs(&in->json, &f) == TP_OK &&
-        !in->json.oom)
-        sqlite3_bind_text(st, 12, tpd_str_cstr(&in->json), (int)in->json.len, SQLITE_STATIC);
-    else
-        sqlite3_bind_null(st, 12);
-    bind_body_str(st, 13, e, TPF_hello_cwd);
-    bind_body_str(st, 14, e, TPF_hello_exe);
-    bind_body_str(st, 15, e, TPF_hello_capture);
-    bind_body_str(st, 16, e, TPF_hello_cxx);
-    bind_body_int(st, 17, e, TPF_hello_interrupt_at);
-    sqlite3_bind_int64(st, 18, (int64_t)e->time_ns);
-    return step(st);
-}
-
-static int store_bye(tpd_ingest *in, const tp_batch *b, const tp_event *e)
-{
-    sqlite3_stmt *st = stmt(in, S_BYE);
-    sqlite3_bind_int64(st, 1, b->hdr.exec);
-    sqlite3_bind_int64(st, 2, b->hdr.pid);
-    bind_body_str(st, 3, e, TPF_bye_reason);
-    bind_body_int(st, 4, e, TPF_bye_code);
-    bind_body_uint(st, 5, e, TPF_bye_sent);
-    bind_body_uint(st, 6, e, TPF_bye_dropped);
-    bind_body_uint(st, 7, e, TPF_bye_errors);
-    bind_body_bool(st, 8, e, TPF_bye_spooled);
-    bind_body_str(st, 9, e, TPF_bye_exc);
-    sqlite3_bind_int64(st, 10, (int64_t)e->time_ns);
-    return step(st);
+    snprintf(why, whylen, "database: %s", tpd_store_errmsg(in->store));
+    return err;
 }
 
 /* blob_body rewrites a blob event's body without its bytes:
@@ -323,9 +165,7 @@ static tp_err store_blob(tpd_ingest *in, const tp_event *e, const char *shape_tx
     const uint8_t *data = NULL;
     uint32_t size = 0;
     tp_mpr f;
-    sqlite3_stmt *st;
     tp_err err;
-    int rc;
     if (tp_body_digest(e, TPF_blob_digest, d) != TP_OK ||
         tp_body_find(e, TPF_blob_data, &f) != TP_OK || tp_mpr_bin(&f, &data, &size) != TP_OK)
         return TP_EPROTO; /* validated: cannot be */
@@ -333,18 +173,8 @@ static tp_err store_blob(tpd_ingest *in, const tp_event *e, const char *shape_tx
         snprintf(why, whylen, "cannot write a blob file: %s", tp_strerror(err));
         return err;
     }
-    st = stmt(in, S_BLOB);
-    sqlite3_bind_blob(st, 1, d, sizeof d, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(st, 2, size);
-    bind_body_str(st, 3, e, TPF_blob_dtype);
-    if (shape_txt[0])
-        sqlite3_bind_text(st, 4, shape_txt, -1, SQLITE_TRANSIENT);
-    else
-        sqlite3_bind_null(st, 4);
-    if ((rc = step(st)) != SQLITE_OK) {
-        snprintf(why, whylen, "database: %s", sqlite3_errmsg(in->db));
-        return dberr(rc);
-    }
+    if ((err = tpd_writer_blob(in->w, d, size, e, shape_txt)) != TP_OK)
+        return dbfail(in, err, why, whylen);
     return TP_OK;
 }
 
@@ -353,44 +183,34 @@ static tp_err store_blob(tpd_ingest *in, const tp_event *e, const char *shape_tx
 static tp_err store_event(tpd_ingest *in, const tp_batch *b, const tp_event *e, bool *fresh,
                           char *why, size_t whylen)
 {
-    sqlite3_stmt *st = stmt(in, S_EVENT);
-    const char *kname = tp_kind_name(e->kind);
     char shape_txt[TP_MAX_DIMS * 24 + 4] = "";
-    int rc = SQLITE_OK;
+    const void *body = e->body;
+    size_t body_len = e->body_len;
+    tp_err err;
     *fresh = false;
-    sqlite3_bind_int64(st, 1, b->hdr.exec);
-    sqlite3_bind_int64(st, 2, b->hdr.pid);
-    sqlite3_bind_int64(st, 3, (int64_t)e->seq);
-    sqlite3_bind_int64(st, 4, (int64_t)e->time_ns);
-    sqlite3_bind_int64(st, 5, e->step);
-    sqlite3_bind_text(st, 6, kname, -1, SQLITE_STATIC);
     if (e->kind == TP_K_BLOB) {
         blob_body(in, e, shape_txt, sizeof shape_txt);
         if (in->scratch.oom) return TP_ENOMEM;
-        sqlite3_bind_blob(st, 7, in->scratch.data, (int)in->scratch.len, SQLITE_STATIC);
-    } else {
-        sqlite3_bind_blob64(st, 7, e->body, e->body_len, SQLITE_STATIC);
+        body = in->scratch.data;
+        body_len = in->scratch.len;
     }
-    if ((rc = step(st)) != SQLITE_OK) goto dbfail;
-    if (sqlite3_changes(in->db) == 0) return TP_OK; /* duplicate */
-    *fresh = true;
+    err = tpd_writer_event(in->w, b->hdr.exec, b->hdr.pid, e, body, body_len, fresh);
+    if (err != TP_OK) return dbfail(in, err, why, whylen);
+    if (!*fresh) return TP_OK; /* duplicate */
     switch (e->kind) {
     case TP_K_HELLO:
-        rc = store_hello(in, b, e);
+        err = tpd_writer_hello(in->w, b->hdr.exec, b->hdr.pid, e);
         break;
     case TP_K_BYE:
-        rc = store_bye(in, b, e);
+        err = tpd_writer_bye(in->w, b->hdr.exec, b->hdr.pid, e);
         break;
     case TP_K_BLOB:
         return store_blob(in, e, shape_txt, why, whylen);
     default:
         break;
     }
-    if (rc != SQLITE_OK) goto dbfail;
+    if (err != TP_OK) return dbfail(in, err, why, whylen);
     return TP_OK;
-dbfail:
-    snprintf(why, whylen, "database: %s", sqlite3_errmsg(in->db));
-    return dberr(rc);
 }
 
 #define SEQ_LIMIT ((uint64_t)1 << 62)
@@ -410,27 +230,20 @@ static const exec_entry *find_exec(tpd_ingest *in, int64_t exec, tp_err *err, ch
                                    size_t whylen)
 {
     exec_entry *e = &in->execs[(uint64_t)exec & (EXEC_CACHE - 1)];
-    sqlite3_stmt *st;
-    int rc;
+    int64_t run;
+    char key[TP_EXEC_KEY_LEN];
+    tp_err rc;
     *err = TP_OK;
     if (exec <= 0) return NULL;
     if (e->exec == exec) return e;
-    st = stmt(in, S_EXEC);
-    sqlite3_bind_int64(st, 1, exec);
-    rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW && sqlite3_column_bytes(st, 1) == TP_EXEC_KEY_LEN &&
-        sqlite3_column_type(st, 1) == SQLITE_TEXT) {
+    rc = tpd_writer_exec_key(in->w, exec, &run, key);
+    if (rc == TP_OK) {
         e->exec = exec;
-        e->run = sqlite3_column_int64(st, 0);
-        memcpy(e->key, sqlite3_column_text(st, 1), TP_EXEC_KEY_LEN);
-        sqlite3_reset(st);
+        e->run = run;
+        memcpy(e->key, key, TP_EXEC_KEY_LEN);
         return e;
     }
-    sqlite3_reset(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-        snprintf(why, whylen, "database: %s", sqlite3_errmsg(in->db));
-        *err = dberr(rc);
-    }
+    if (rc != TP_ENOENT) *err = dbfail(in, rc, why, whylen);
     return NULL;
 }
 
@@ -467,27 +280,18 @@ static tp_err check_batch(tpd_ingest *in, const tp_batch *b, bool check_token, c
 static tp_err write_batch(tpd_ingest *in, const tp_batch *b, tpd_ingest_result *res, char *why,
                           size_t whylen)
 {
-    sqlite3_stmt *st;
     int64_t max_seq = -1;
-    tp_err err = TP_OK;
-    int rc;
-    if ((rc = step(stmt(in, S_SAVEPOINT))) != SQLITE_OK) goto dbfail;
-    st = stmt(in, S_PROC);
-    sqlite3_bind_int64(st, 1, b->hdr.exec);
-    sqlite3_bind_int64(st, 2, b->hdr.pid);
-    sqlite3_bind_int64(st, 3, b->hdr.rank);
-    if ((rc = step(st)) != SQLITE_OK) goto dbundo;
-    if (sqlite3_changes(in->db) > 0) { /* a new process: its execution must be running */
-        st = stmt(in, S_FINISHED);
-        sqlite3_bind_int64(st, 1, b->hdr.exec);
-        rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW && sqlite3_column_int(st, 0)) {
-            sqlite3_reset(st);
+    bool added, finished;
+    tp_err err;
+    if ((err = tpd_writer_savepoint(in->w)) != TP_OK) return dbfail(in, err, why, whylen);
+    err = tpd_writer_process(in->w, b->hdr.exec, b->hdr.pid, b->hdr.rank, &added);
+    if (err != TP_OK) goto dbundo;
+    if (added) { /* a new process: its execution must be running */
+        if ((err = tpd_writer_exec_finished(in->w, b->hdr.exec, &finished)) != TP_OK) goto dbundo;
+        if (finished) {
             err = refuse(in, why, whylen, "batch from a new process of a finished execution");
             goto undo;
         }
-        sqlite3_reset(st);
-        if (rc != SQLITE_ROW && rc != SQLITE_DONE) goto dbundo;
     }
     for (size_t i = 0; i < b->n; i++) {
         bool fresh;
@@ -499,26 +303,16 @@ static tp_err write_batch(tpd_ingest *in, const tp_batch *b, tpd_ingest_result *
             res->dup++;
         }
     }
-    if (res->events > 0) {
-        st = stmt(in, S_PROC_COUNT);
-        sqlite3_bind_int64(st, 1, b->hdr.exec);
-        sqlite3_bind_int64(st, 2, b->hdr.pid);
-        sqlite3_bind_int64(st, 3, (int64_t)res->events);
-        sqlite3_bind_int64(st, 4, max_seq);
-        if ((rc = step(st)) != SQLITE_OK) goto dbundo;
-    }
-    if ((rc = step(stmt(in, S_RELEASE))) != SQLITE_OK) goto dbundo;
+    if (res->events > 0 && (err = tpd_writer_counts(in->w, b->hdr.exec, b->hdr.pid,
+                                                    (int64_t)res->events, max_seq)) != TP_OK)
+        goto dbundo;
+    if ((err = tpd_writer_release(in->w)) != TP_OK) goto dbundo;
     return TP_OK;
 dbundo:
-    snprintf(why, whylen, "database: %s", sqlite3_errmsg(in->db));
-    err = dberr(rc);
+    dbfail(in, err, why, whylen);
 undo:
-    step(stmt(in, S_ROLLBACK_TO));
-    step(stmt(in, S_RELEASE));
+    tpd_writer_undo(in->w);
     return err;
-dbfail:
-    snprintf(why, whylen, "database: %s", sqlite3_errmsg(in->db));
-    return dberr(rc);
 }
 
 /* ingest_one is tpd_ingest_message inside an open transaction. */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "daemon/obs/obs.h"
+#include "daemon/store/rows.h"
 #include "daemon/store/store.h"
 
 static const struct {
@@ -501,159 +502,132 @@ void tpd_proc_finish(tpd_proc *p)
 
 #define WHY(...) (why ? (void)snprintf(why, whylen, __VA_ARGS__) : (void)0)
 
-static const char *col_text(tpd_arena *a, sqlite3_stmt *st, int i)
+/* The loader's state for one process's events. */
+typedef struct events_ctx {
+    tpd_arena *a;
+    int64_t exec;
+    tpd_proc *p;
+    char *why;
+    size_t whylen;
+} events_ctx;
+
+static tp_err on_event(void *arg, const tp_event *e)
 {
-    const unsigned char *s = sqlite3_column_text(st, i);
-    return s ? tpd_arena_strdup(a, (const char *)s) : NULL;
+    events_ctx *c = arg;
+    char *why = c->why;
+    size_t whylen = c->whylen;
+    tp_err rc;
+    if (e->kind == TP_K_BLOB || e->kind == TP_K_NONE || e->body == NULL) return TP_OK;
+    rc = tpd_proc_add_event(c->a, c->p, e);
+    if (rc != TP_OK)
+        WHY("execution %lld, process %lld, event %llu (%s): unreadable", (long long)c->exec,
+            (long long)c->p->pid, (unsigned long long)e->seq, tp_kind_name(e->kind));
+    return rc;
 }
 
-static tp_err load_events(sqlite3 *db, tpd_arena *a, int64_t exec, tpd_proc *p, char *why,
+static tp_err load_events(tpd_store *db, tpd_arena *a, int64_t exec, tpd_proc *p, char *why,
                           size_t whylen)
 {
-    sqlite3_stmt *st = NULL;
-    tp_err rc = TP_OK;
-    int src;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT seq, time_ns, step, kind, body FROM events "
-                           "WHERE exec_id = ? AND pid = ? ORDER BY seq",
-                           -1, &st, NULL) != SQLITE_OK) {
-        WHY("%s", sqlite3_errmsg(db));
-        return TP_EDB;
-    }
-    sqlite3_bind_int64(st, 1, exec);
-    sqlite3_bind_int64(st, 2, p->pid);
-    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-        tp_event e;
-        const char *k = (const char *)sqlite3_column_text(st, 3);
-        memset(&e, 0, sizeof e);
-        e.seq = (uint64_t)sqlite3_column_int64(st, 0);
-        e.time_ns = (uint64_t)sqlite3_column_int64(st, 1);
-        e.step = sqlite3_column_int64(st, 2);
-        e.kind = k ? tp_kind_parse(k, strlen(k)) : TP_K_NONE;
-        e.body = sqlite3_column_blob(st, 4);
-        e.body_len = (size_t)sqlite3_column_bytes(st, 4);
-        if (e.kind == TP_K_BLOB || e.kind == TP_K_NONE || e.body == NULL) continue;
-        rc = tpd_proc_add_event(a, p, &e);
-        if (rc != TP_OK) {
-            WHY("execution %lld, process %lld, event %llu (%s): unreadable", (long long)exec,
-                (long long)p->pid, (unsigned long long)e.seq, k);
-            break;
-        }
-    }
-    if (rc == TP_OK && src != SQLITE_DONE) {
-        WHY("%s", sqlite3_errmsg(db));
-        rc = TP_EDB;
-    }
-    sqlite3_finalize(st);
+    events_ctx c = {a, exec, p, why, whylen};
+    tp_err rc = tpd_rows_events(db, exec, p->pid, on_event, &c, why, whylen);
     if (rc == TP_OK) rc = save_anchors(a, p);
     tpd_proc_finish(p);
     return rc;
 }
 
-static tp_err load_procs(sqlite3 *db, tpd_arena *a, tpd_exec *e, char *why, size_t whylen)
+/* The loader's state for one execution's processes. */
+typedef struct procs_ctx {
+    tpd_arena *a;
+    tpd_exec *e;
+    size_t cap;
+} procs_ctx;
+
+static tp_err on_proc(void *arg, const tpd_proc_row *row)
 {
-    sqlite3_stmt *st = NULL;
-    tp_err rc = TP_OK;
-    size_t cap = 0;
-    int src;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT pid, ppid, rank, world, role, python, torch, nevents, max_seq "
-                           "FROM processes WHERE exec_id = ? ORDER BY id",
-                           -1, &st, NULL) != SQLITE_OK) {
-        WHY("%s", sqlite3_errmsg(db));
-        return TP_EDB;
-    }
-    sqlite3_bind_int64(st, 1, e->id);
-    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-        tpd_proc *p = tpd_arena_grow(a, e->procs, &cap, e->nprocs + 1, sizeof *p);
-        if (p == NULL) {
-            rc = TP_ENOMEM;
-            break;
-        }
-        e->procs = p;
-        p = &e->procs[e->nprocs++];
-        memset(p, 0, sizeof *p);
-        p->pid = sqlite3_column_int64(st, 0);
-        p->ppid = sqlite3_column_int64(st, 1);
-        p->rank = sqlite3_column_type(st, 2) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 2);
-        p->world = sqlite3_column_int64(st, 3);
-        p->role = col_text(a, st, 4);
-        p->python = col_text(a, st, 5);
-        p->torch = col_text(a, st, 6);
-        p->nevents = sqlite3_column_int64(st, 7);
-        p->max_seq = sqlite3_column_type(st, 8) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 8);
-    }
-    if (rc == TP_OK && src != SQLITE_DONE) {
-        WHY("%s", sqlite3_errmsg(db));
-        rc = TP_EDB;
-    }
-    sqlite3_finalize(st);
+    procs_ctx *c = arg;
+    tpd_exec *e = c->e;
+    tpd_proc *p = tpd_arena_grow(c->a, e->procs, &c->cap, e->nprocs + 1, sizeof *p);
+    if (p == NULL) return TP_ENOMEM;
+    e->procs = p;
+    p = &e->procs[e->nprocs++];
+    memset(p, 0, sizeof *p);
+    p->pid = row->pid;
+    p->ppid = row->ppid;
+    p->rank = row->rank;
+    p->world = row->world;
+    p->role = tpd_arena_strdup(c->a, row->role);
+    p->python = tpd_arena_strdup(c->a, row->python);
+    p->torch = tpd_arena_strdup(c->a, row->torch);
+    p->nevents = row->nevents;
+    p->max_seq = row->max_seq;
+    return TP_OK;
+}
+
+static tp_err load_procs(tpd_store *db, tpd_arena *a, tpd_exec *e, char *why, size_t whylen)
+{
+    procs_ctx c = {a, e, 0};
+    tp_err rc = tpd_rows_procs(db, e->id, on_proc, &c, why, whylen);
     for (size_t i = 0; rc == TP_OK && i < e->nprocs; i++)
         rc = load_events(db, a, e->id, &e->procs[i], why, whylen);
     return rc;
 }
 
-tp_err tpd_obs_load(sqlite3 *db, int64_t run, tpd_run **out, char *why, size_t whylen)
+static tp_err on_run(void *arg, const tpd_run_row *row)
 {
-    sqlite3_stmt *st = NULL;
+    tpd_run *r = arg;
+    r->name = tpd_arena_strdup(r->arena, row->name);
+    r->check = tpd_arena_strdup(r->arena, row->check);
+    r->params = tpd_arena_strdup(r->arena, row->params);
+    r->created_ns = row->created_ns;
+    return TP_OK;
+}
+
+/* The loader's state for a run's executions. */
+typedef struct execs_ctx {
+    tpd_run *r;
+    size_t cap;
+} execs_ctx;
+
+static tp_err on_exec(void *arg, const tpd_exec_row *row)
+{
+    execs_ctx *c = arg;
+    tpd_run *r = c->r;
+    tpd_exec *e = tpd_arena_grow(r->arena, r->execs, &c->cap, r->nexecs + 1, sizeof *e);
+    if (e == NULL) return TP_ENOMEM;
+    r->execs = e;
+    e = &r->execs[r->nexecs++];
+    memset(e, 0, sizeof *e);
+    e->id = row->id;
+    e->role = tpd_arena_strdup(r->arena, row->role);
+    e->argv_json = tpd_arena_strdup(r->arena, row->argv_json);
+    e->created_ns = row->created_ns;
+    e->finished = row->finished;
+    e->finished_ns = row->finished_ns;
+    e->has_status = row->has_status;
+    e->status = row->status;
+    e->has_signal = row->has_signal;
+    e->signal = row->signal;
+    e->run = r;
+    return TP_OK;
+}
+
+tp_err tpd_obs_load(tpd_store *db, int64_t run, tpd_run **out, char *why, size_t whylen)
+{
     tpd_run *r;
     tpd_arena *a = tpd_arena_create();
-    tp_err rc = TP_OK;
-    size_t cap = 0;
-    int src;
+    execs_ctx c;
+    tp_err rc;
     if (a == NULL || (r = tpd_arena_alloc(a, sizeof *r)) == NULL) {
         tpd_arena_destroy(a);
         return TP_ENOMEM;
     }
     r->arena = a;
     r->id = run;
-    if (sqlite3_prepare_v2(db, "SELECT name, check_kind, params, created_ns FROM runs WHERE id = ?",
-                           -1, &st, NULL) != SQLITE_OK)
-        goto dberr;
-    sqlite3_bind_int64(st, 1, run);
-    src = sqlite3_step(st);
-    if (src != SQLITE_ROW) {
-        sqlite3_finalize(st);
-        if (src != SQLITE_DONE) goto dberr;
-        WHY("no run %lld", (long long)run);
-        tpd_arena_destroy(a);
-        return TP_ENOENT;
-    }
-    r->name = col_text(a, st, 0);
-    r->check = col_text(a, st, 1);
-    r->params = col_text(a, st, 2);
-    r->created_ns = sqlite3_column_int64(st, 3);
-    sqlite3_finalize(st);
-    if (sqlite3_prepare_v2(
-            db,
-            "SELECT id, role, argv, created_ns, finished_ns, exit_status, exit_signal "
-            "FROM executions WHERE run_id = ? ORDER BY id",
-            -1, &st, NULL) != SQLITE_OK)
-        goto dberr;
-    sqlite3_bind_int64(st, 1, run);
-    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-        tpd_exec *e = tpd_arena_grow(a, r->execs, &cap, r->nexecs + 1, sizeof *e);
-        if (e == NULL) {
-            rc = TP_ENOMEM;
-            break;
-        }
-        r->execs = e;
-        e = &r->execs[r->nexecs++];
-        memset(e, 0, sizeof *e);
-        e->id = sqlite3_column_int64(st, 0);
-        e->role = col_text(a, st, 1);
-        e->argv_json = col_text(a, st, 2);
-        e->created_ns = sqlite3_column_int64(st, 3);
-        e->finished = sqlite3_column_type(st, 4) != SQLITE_NULL;
-        e->finished_ns = sqlite3_column_int64(st, 4);
-        e->has_status = sqlite3_column_type(st, 5) != SQLITE_NULL;
-        e->status = sqlite3_column_int64(st, 5);
-        e->has_signal = sqlite3_column_type(st, 6) != SQLITE_NULL;
-        e->signal = sqlite3_column_int64(st, 6);
-        e->run = r;
-    }
-    sqlite3_finalize(st);
-    if (rc == TP_OK && src != SQLITE_DONE) goto dberr;
+    c.r = r;
+    c.cap = 0;
+    rc = tpd_rows_run(db, run, on_run, r, why, whylen);
+    if (rc == TP_ENOENT) WHY("no run %lld", (long long)run);
+    if (rc == TP_OK) rc = tpd_rows_execs(db, run, on_exec, &c, why, whylen);
     for (size_t i = 0; rc == TP_OK && i < r->nexecs; i++)
         rc = load_procs(db, a, &r->execs[i], why, whylen);
     if (rc != TP_OK) {
@@ -664,10 +638,6 @@ tp_err tpd_obs_load(sqlite3 *db, int64_t run, tpd_run **out, char *why, size_t w
     r->judged_ns = tpd_now_ns();
     *out = r;
     return TP_OK;
-dberr:
-    WHY("%s", sqlite3_errmsg(db));
-    tpd_arena_destroy(a);
-    return TP_EDB;
 }
 
 void tpd_obs_free(tpd_run *r)

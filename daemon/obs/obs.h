@@ -12,12 +12,12 @@
 #ifndef TP_DAEMON_OBS_OBS_H
 #define TP_DAEMON_OBS_OBS_H
 
-#include <sqlite3.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "daemon/base/arena.h"
+#include "daemon/store/store.h"
 #include "proto/event.h"
 
 /* Component groups, in the order that decides "first" within one step. */
@@ -156,7 +156,7 @@ typedef struct tpd_tensor_ref {
     int64_t group; /* the param group, for an optimizer's tensor; -1 otherwise */
 } tpd_tensor_ref;
 
-/* A cover event (filed by cover.c): optimizer opt's tensors, in group order,
+/* A cover event (filed by optcover.c): optimizer opt's tensors, in group order,
  * and the parameters of the live modules that held a gradient, just before
  * its first step (and when its param groups changed, or a parameter first
  * held a gradient). */
@@ -303,10 +303,10 @@ typedef struct tpd_run {
     tpd_arena *arena;
 } tpd_run;
 
-/* tpd_obs_load reads run from db.  On success *out owns everything (free with
+/* tpd_obs_load reads run from the store db.  On success *out owns everything (free with
  * tpd_obs_free).  Errors: TP_ENOENT (no such run), TP_ENOMEM, TP_EDB,
  * TP_EPROTO (a stored body the schema rejects); why gets a reason. */
-tp_err tpd_obs_load(sqlite3 *db, int64_t run, tpd_run **out, char *why, size_t whylen);
+tp_err tpd_obs_load(tpd_store *db, int64_t run, tpd_run **out, char *why, size_t whylen);
 /* tpd_obs_free releases r.  NULL is a no-op. */
 void tpd_obs_free(tpd_run *r);
 

@@ -403,19 +403,16 @@ void tpd_serve_stop(tpd_serve *sv)
  * err: SQLite's own message, unless a rollback since has cleared it. */
 static void db_reason(tpd_serve *sv, tp_err err, char *why, size_t whylen)
 {
-    sqlite3 *db = tpd_store_db(sv->store);
-    snprintf(why, whylen, "database: %s",
-             sqlite3_errcode(db) != SQLITE_OK ? sqlite3_errmsg(db) : tp_strerror(err));
+    const char *last = tpd_store_lasterr(sv->store);
+    snprintf(why, whylen, "database: %s", last ? last : tp_strerror(err));
 }
 
 /* settle ends a transaction SQLite still has open while the store has none
  * (a failed rollback), so that the next begin can succeed. */
 static void settle(tpd_serve *sv)
 {
-    sqlite3 *db = tpd_store_db(sv->store);
-    if (tpd_store_in_txn(sv->store) || sqlite3_get_autocommit(db)) return;
-    if (sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL) != SQLITE_OK)
-        log_once(sv, "cannot roll back", sqlite3_errmsg(db));
+    if (tpd_store_settle(sv->store) != TP_OK)
+        log_once(sv, "cannot roll back", tpd_store_errmsg(sv->store));
 }
 
 /* abandon rolls the open transaction back, whatever state the failure left
@@ -468,8 +465,7 @@ static bool begin(tpd_serve *sv, char *why, size_t whylen)
 static bool curable(tp_err err, const char *why)
 {
     if (err == TP_EIO || err == TP_ENOMEM) return true;
-    return err == TP_EDB &&
-           (strstr(why, sqlite3_errstr(SQLITE_BUSY)) || strstr(why, sqlite3_errstr(SQLITE_LOCKED)));
+    return err == TP_EDB && tpd_store_busy(why);
 }
 
 /* keep has m wait behind every message received before it; reason: why

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT
  * export.c -- writing an export: one run of a store as a self-contained
  * file (export.h).  The design, shared with reading one (import.c), is in
- * xport.h. */
+ * exchange.h. */
 #define _XOPEN_SOURCE 700 /* P_tmpdir */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,14 +16,14 @@
 #include "daemon/base/text.h"
 #include "daemon/store/blob.h"
 #include "daemon/store/export.h"
-#include "daemon/store/xport.h"
+#include "daemon/store/exchange.h"
 
 #include "tp_version.h"
 
 /* daemon/store/schema.sql, embedded (daemon/CMakeLists.txt) */
 extern const char tpd_schema[];
 
-/* What an export adds to the schema.  checksum: see xport.h. */
+/* What an export adds to the schema.  checksum: see exchange.h. */
 static const char export_ddl[] =
     "CREATE TABLE blob_bytes (digest BLOB PRIMARY KEY, bytes BLOB NOT NULL);"
     "CREATE TABLE export_info (format INTEGER NOT NULL, schema INTEGER NOT NULL,"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT
  * import.c -- reading an export: opening and checking all of it, then
  * adding it to another database as a new run (export.h).  The design,
- * shared with writing one (export.c), is in xport.h. */
+ * shared with writing one (export.c), is in exchange.h. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <fcntl.h>
@@ -17,7 +17,7 @@
 #include "daemon/base/text.h"
 #include "daemon/store/blob.h"
 #include "daemon/store/export.h"
-#include "daemon/store/xport.h"
+#include "daemon/store/exchange.h"
 #include "proto/event.h"
 
 struct tpd_export {

@@ -337,6 +337,16 @@ const char *tpd_store_errmsg(tpd_store *s)
     return sqlite3_errmsg(s->db);
 }
 
+const char *tpd_store_lasterr(tpd_store *s)
+{
+    return sqlite3_errcode(s->db) != SQLITE_OK ? sqlite3_errmsg(s->db) : NULL;
+}
+
+bool tpd_store_busy(const char *why)
+{
+    return strstr(why, sqlite3_errstr(SQLITE_BUSY)) || strstr(why, sqlite3_errstr(SQLITE_LOCKED));
+}
+
 bool tpd_store_readonly(const tpd_store *s)
 {
     return (s->flags & TPD_STORE_READONLY) != 0;
@@ -399,6 +409,15 @@ void tpd_store_rollback(tpd_store *s)
 bool tpd_store_in_txn(const tpd_store *s)
 {
     return s->in_txn;
+}
+
+tp_err tpd_store_settle(tpd_store *s)
+{
+    int rc;
+    if (s->in_txn || sqlite3_get_autocommit(s->db)) return TP_OK;
+    rc = sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    if (rc != SQLITE_OK) return tpd_sqlite_err(rc) == TP_OK ? TP_EDB : tpd_sqlite_err(rc);
+    return TP_OK;
 }
 
 /* ---- counters ---- */

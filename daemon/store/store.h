@@ -4,10 +4,11 @@
  * One database file per daemon, in WAL mode, versioned with PRAGMA
  * user_version and marked with PRAGMA application_id; daemon/store/schema.sql is
  * version 2 and names the tables (runs, executions, processes, events, gaps,
- * blobs, verdicts, counters) that verdict engines read with plain SQL through
- * tpd_store_db().  What an event says is in events.body alone (MessagePack,
- * read with proto's tp_body_* and tp_leaf_read).  Every statement binds its
- * parameters.
+ * blobs, verdicts, counters).  Every SQL statement of the daemon is in
+ * daemon/store/: the observations read a run through rows.h, ingest writes
+ * a batch through writer.h.  What an event says is in events.body alone
+ * (MessagePack, read with proto's tp_body_* and tp_leaf_read).  Every
+ * statement binds its parameters.
  *
  * A database this code creates is 0600 (and so are its -wal and -shm).
  *
@@ -51,13 +52,20 @@ tp_err tpd_store_open(tpd_store **sp, const char *path, unsigned flags, char *wh
  * prepared on tpd_store_db(s) must be finalized first.  NULL is a no-op. */
 void tpd_store_close(tpd_store *s);
 
-/* tpd_store_db is s's connection, for reading with SQL (verdict engines,
- * queries) and for modules that prepare their own statements.  Owned by s. */
+/* tpd_store_db is s's connection, for the modules of daemon/store/ that
+ * prepare their own statements, and for tpd_obs_load (daemon/obs/obs.h),
+ * which reads it through rows.h.  Owned by s. */
 sqlite3 *tpd_store_db(tpd_store *s);
 /* tpd_store_path is the path s was opened with.  Owned by s. */
 const char *tpd_store_path(const tpd_store *s);
 /* tpd_store_errmsg is SQLite's message for the last failed call on s. */
 const char *tpd_store_errmsg(tpd_store *s);
+/* tpd_store_lasterr is tpd_store_errmsg while the connection's last call
+ * failed, NULL once a call since (a rollback) has succeeded. */
+const char *tpd_store_lasterr(tpd_store *s);
+/* tpd_store_busy tells whether why holds SQLite's words for a database
+ * busy or locked by another connection: a failure a retry may cure. */
+bool tpd_store_busy(const char *why);
 /* tpd_store_readonly reports whether s was opened TPD_STORE_READONLY. */
 bool tpd_store_readonly(const tpd_store *s);
 
@@ -79,6 +87,10 @@ tp_err tpd_store_commit(tpd_store *s);
 void tpd_store_rollback(tpd_store *s);
 /* tpd_store_in_txn reports whether a transaction opened by begin is open. */
 bool tpd_store_in_txn(const tpd_store *s);
+/* tpd_store_settle ends a transaction SQLite still has open while s has
+ * none (a failed rollback), so that the next begin can succeed; a no-op
+ * otherwise.  Errors: TP_EDB and the like (tpd_store_errmsg says why). */
+tp_err tpd_store_settle(tpd_store *s);
 
 /* tpd_store_counter_add adds delta to counters.name (created at 0).  Inside a
  * transaction the delta is kept in memory and written by commit; outside one

@@ -12,7 +12,7 @@
 #include "daemon/base/json.h"
 #include "daemon/base/text.h"
 #include "daemon/checks/accum/windows.h"
-#include "daemon/checks/compare.h"
+#include "daemon/checks/lockstep.h"
 #include "daemon/checks/result.h"
 #include "daemon/obs/obs.h"
 

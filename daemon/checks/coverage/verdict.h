@@ -23,7 +23,7 @@
 #ifndef TP_DAEMON_CHECKS_COVERAGE_VERDICT_H
 #define TP_DAEMON_CHECKS_COVERAGE_VERDICT_H
 
-#include "daemon/checks/compare.h"
+#include "daemon/checks/lockstep.h"
 #include "daemon/checks/result.h"
 #include "daemon/obs/obs.h"
 

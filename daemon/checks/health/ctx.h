@@ -129,12 +129,12 @@ void tpd_hctx_found(tpd_hctx *x, size_t row, int64_t step, const char *path);
  * (telemetry.c). */
 tpd_hrow *tpd_hctx_row_of(tpd_hctx *x, uint64_t seq);
 
-/* tpd_health_cover runs the optimizer coverage checks (cover.c); true when
+/* tpd_health_cover runs the optimizer coverage checks (optcover.c); true when
  * one failed (x->found). */
 bool tpd_health_cover(tpd_hctx *x);
 
 /* tpd_health_cover_at: optimizer opt's last cover event before event seq,
- * or NULL (cover.c). */
+ * or NULL (optcover.c). */
 const tpd_cover *tpd_health_cover_at(const tpd_hctx *x, int64_t opt, uint64_t seq);
 
 /* tpd_health_amp_scan marks each row's GradScaler misuse (amp.c). */
@@ -180,7 +180,7 @@ bool tpd_hrow_skipped(const tpd_hrow *w);
 /* tpd_hrow_lrs_zero: every param group's learning rate was 0 (telemetry.c). */
 bool tpd_hrow_lrs_zero(const tpd_hrow *w);
 
-/* tpd_health_cover_first: cover event i is its optimizer's first (cover.c). */
+/* tpd_health_cover_first: cover event i is its optimizer's first (optcover.c). */
 bool tpd_health_cover_first(const tpd_hctx *x, size_t i);
 
 /* tpd_hjson_num is v as the health report writes a number: null when not

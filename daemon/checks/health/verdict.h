@@ -9,7 +9,7 @@
  * "lr_expect" and "lr_expect_file", "every" (bounds.c).
  *
  * The telemetry is one row per optimizer step per optimizer (telemetry.c).
- * First, optimizer coverage from the cover events (cover.c):
+ * First, optimizer coverage from the cover events (optcover.c):
  * optimizer[K].params, then a parameter never updated, then one updated
  * twice.  Then step by step, and within a step in this order:
  *   scaler.step, scaler.scale, clip
@@ -39,7 +39,7 @@
 #ifndef TP_DAEMON_CHECKS_HEALTH_VERDICT_H
 #define TP_DAEMON_CHECKS_HEALTH_VERDICT_H
 
-#include "daemon/checks/compare.h"
+#include "daemon/checks/lockstep.h"
 #include "daemon/checks/result.h"
 #include "daemon/obs/obs.h"
 

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "daemon/base/text.h"
-#include "daemon/checks/compare.h"
+#include "daemon/checks/lockstep.h"
 #include "daemon/checks/result.h"
 #include "daemon/checks/resume/stream.h"
 #include "daemon/obs/obs.h"

@@ -2,7 +2,7 @@
  * provenance.c -- where a restore's content came from (see provenance.h). */
 #include <string.h>
 
-#include "daemon/checks/compare.h"
+#include "daemon/checks/lockstep.h"
 #include "daemon/checks/resume/provenance.h"
 
 /* suffix reports whether path q ends with p at a name boundary ("optimizer.

@@ -334,7 +334,7 @@ static const tpd_exec *standing(const tpd_run *r, const char *role, const char *
  * equality (a declared tolerance with --capture values can). */
 
 /* the gradients at that step: their statistics within this part of their
- * scale (stats_prove_diff's bounds, compare.c); a reordered sum of a few
+ * scale (stats_prove_diff's bounds, lockstep.c); a reordered sum of a few
  * float32 terms is a few ulps (6e-8) of the largest term */
 #define RO_RTOL 1e-5
 /* the tensors from the step after: rounding compounds over the steps */

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "daemon/checks/golden/pair.h"
+#include "daemon/checks/compare/pair.h"
 #include "daemon/checks/render.h"
 
 /* What an explanation is built from: the comparison, its rules, and the

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT
  * pair.h -- two executions' trainers compared in lockstep from step 0, by
- * the resume check's rules: the timelines (checks/compare.h), the training
+ * the resume check's rules: the timelines (checks/lockstep.h), the training
  * data streams (checks/resume/stream.h) and the number of optimizer steps.
  *
  * What the compare verdict (verdict.c: G against C, C against D) and the
@@ -9,14 +9,14 @@
  * text report gives it, and what the observations show of it (why.c).
  * Nothing is interrupted, so step k of one side is step k of the other.
  * Pure functions of loaded observations (obs/obs.h). */
-#ifndef TP_DAEMON_CHECKS_GOLDEN_PAIR_H
-#define TP_DAEMON_CHECKS_GOLDEN_PAIR_H
+#ifndef TP_DAEMON_CHECKS_COMPARE_PAIR_H
+#define TP_DAEMON_CHECKS_COMPARE_PAIR_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "daemon/base/text.h"
-#include "daemon/checks/compare.h"
+#include "daemon/checks/lockstep.h"
 #include "daemon/checks/divergence.h"
 #include "daemon/checks/result.h"
 #include "daemon/checks/resume/stream.h"

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT
- * compare.c -- lockstep comparison of two timelines (see compare.h). */
+ * lockstep.c -- lockstep comparison of two timelines (see lockstep.h). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/checks/compare.h"
+#include "daemon/checks/lockstep.h"
 #include "daemon/obs/values.h"
 
 /* stats_prove_diff: with |a_i - b_i| <= atol + rtol |b_i| for every element,

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT
- * compare_test.c -- tpd_val_eq on tensors whose digests are of different
+ * lockstep_test.c -- tpd_val_eq on tensors whose digests are of different
  * kinds (the host's XXH3, a GPU's "dev1", none made), with and without
  * captured values, and how reports word it. */
 #define _DEFAULT_SOURCE
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "daemon/checks/compare.h"
+#include "daemon/checks/lockstep.h"
 #include "daemon/checks/render.h"
 #include "daemon/obs/obs.h"
 #include "tests/unit/testdir.h"
@@ -220,7 +220,7 @@ END_TEST
 
 static Suite *suite(void)
 {
-    Suite *s = suite_create("compare");
+    Suite *s = suite_create("lockstep");
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_compare_same_kind_digests_decide);

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT
- * cover_test.c -- the daemon's decoding of cover events (obs/cover.c) and of
- * backward's "scaled" (obs/marks.c), from batches built with the tests'
- * encoder and decoded by the wire decoder: every field of a cover, several
+ * optcover_test.c -- the daemon's decoding of cover events (obs/optcover.c)
+ * and of backward's "scaled" (obs/marks.c), from batches built with the
+ * tests' encoder and decoded by the wire decoder: every field of a cover, several
  * covers in seq order, empty arrays, parallel arrays of unequal lengths and
  * bodies the schema would refuse (TP_EPROTO), scaled true, false and absent;
- * and the health check's coverage verdict (checks/health/cover.c) over
+ * and the health check's coverage verdict (checks/health/optcover.c) over
  * covers built by hand: a parameter in no optimizer that starts to receive
  * gradients at a later cover (unfrozen), the same one added to the
  * optimizer, and one left out from the first step. */
@@ -520,7 +520,7 @@ END_TEST
 
 static Suite *suite(void)
 {
-    Suite *s = suite_create("cover");
+    Suite *s = suite_create("optcover");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_cover_every_field);
     tcase_add_test(tc, test_cover_among_every_kind);

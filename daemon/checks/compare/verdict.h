@@ -6,7 +6,7 @@
  * The compare run holds C and, unless its params say {"once": true}, D: the
  * same command run twice, each a fresh process.  C is compared with G step
  * by step from step 0 (no interruption, so step k of one is step k of the
- * other) by the resume check's rules (checks/compare.h, the training data
+ * other) by the resume check's rules (checks/lockstep.h, the training data
  * stream, the number of steps); C with D likewise, to tell a regression
  * from a script that differs from itself.
  *
@@ -18,12 +18,12 @@
  * justified from statistics.
  * FAIL: the first divergence of C from G, what else differs at that step,
  * and what the observations show of it.  PASS otherwise. */
-#ifndef TP_DAEMON_CHECKS_GOLDEN_VERDICT_H
-#define TP_DAEMON_CHECKS_GOLDEN_VERDICT_H
+#ifndef TP_DAEMON_CHECKS_COMPARE_VERDICT_H
+#define TP_DAEMON_CHECKS_COMPARE_VERDICT_H
 
 #include <stdint.h>
 
-#include "daemon/checks/compare.h"
+#include "daemon/checks/lockstep.h"
 #include "daemon/checks/result.h"
 #include "daemon/obs/obs.h"
 

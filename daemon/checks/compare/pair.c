@@ -4,7 +4,7 @@
  * divergence.  Shared by the compare verdict and the offline diff. */
 #include <string.h>
 
-#include "daemon/checks/golden/pair.h"
+#include "daemon/checks/compare/pair.h"
 #include "daemon/checks/render.h"
 
 tp_err tpd_golden_pair(tpd_gpair *p, const char *la, const tpd_proc *a, const char *lb,

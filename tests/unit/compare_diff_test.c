@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT
- * golden_diff_test.c -- the offline diff of two stored runs (query diff)
+ * compare_diff_test.c -- the offline diff of two stored runs (query diff)
  * from hand-built observations: which executions it compares by default
  * and when asked, what it refuses, a match, a first divergence and a
  * different number of steps, as text and as JSON. */
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/checks/golden/diff.h"
+#include "daemon/checks/compare/diff.h"
 
 /* ---- building runs by hand ---- */
 
@@ -276,7 +276,7 @@ END_TEST
 
 static Suite *suite(void)
 {
-    Suite *s = suite_create("golden_diff");
+    Suite *s = suite_create("compare_diff");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_golden_diff_match);
     tcase_add_test(tc, test_golden_diff_lr);

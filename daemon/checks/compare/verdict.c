@@ -8,8 +8,8 @@
 
 #include "daemon/base/json.h"
 #include "daemon/checks/divergence.h"
-#include "daemon/checks/golden/ctx.h"
-#include "daemon/checks/golden/verdict.h"
+#include "daemon/checks/compare/ctx.h"
+#include "daemon/checks/compare/verdict.h"
 #include "daemon/checks/params.h"
 #include "daemon/checks/render.h"
 #include "daemon/checks/trust.h"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT
- * cli_test.c -- the trainparity-daemon program as a user meets it: exit
+ * daemon_cli_test.c -- the trainparity-daemon program as a user meets it: exit
  * statuses (0, 1, 64), help, the corrupt-database message with the file left
  * alone, offline ingest then query, serve stopped by SIGTERM and by the
  * shutdown command, and run.create refusing params that are not a JSON

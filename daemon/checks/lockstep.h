@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT
- * compare.h -- the first divergence between two timelines.
+ * lockstep.h -- the first divergence between two timelines.
  *
  * Two processes' timelines are walked in lockstep from aligned steps; within
  * a step, groups go in the order data, model, optimizer, scheduler, scaler,
@@ -18,8 +18,8 @@
  * the host's, or one the agent could not make: tpd_digests_comparable) are
  * unsure too, with or without a tolerance, unless their values were
  * captured. */
-#ifndef TP_DAEMON_CHECKS_COMPARE_H
-#define TP_DAEMON_CHECKS_COMPARE_H
+#ifndef TP_DAEMON_CHECKS_LOCKSTEP_H
+#define TP_DAEMON_CHECKS_LOCKSTEP_H
 
 #include <stdbool.h>
 #include <stdint.h>

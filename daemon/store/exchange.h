@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT
- * xport.h -- what writing an export (export.c) and reading one (import.c)
- * share: the table of exported columns, the checksum, digest sets and small
- * helpers.  Internal to daemon/store/: only export.c, import.c and xport.c
- * include it; the API is export.h.  Everything here is prefixed tpd_x.
+ * exchange.h -- what writing an export (export.c) and reading one
+ * (import.c) share: the table of exported columns, the checksum, digest sets
+ * and small helpers: the exchange format of one run.  Internal to
+ * daemon/store/: only export.c, import.c and exchange.c include it; the API
+ * is export.h.  Everything here is prefixed tpd_x.
  *
  * One table (tpd_xtables[]) names every exported column with its type and
  * role.  It drives the export's SELECTs and INSERTs, the checks on reading
@@ -27,8 +28,8 @@
  * text and blobs with an 8-byte length), then the number of rows.  It is
  * computed from the values as the export writes them and as the reader reads
  * them, so it is independent of SQLite's page layout. */
-#ifndef TP_DAEMON_STORE_XPORT_H
-#define TP_DAEMON_STORE_XPORT_H
+#ifndef TP_DAEMON_STORE_EXCHANGE_H
+#define TP_DAEMON_STORE_EXCHANGE_H
 
 #include <sqlite3.h>
 #include <stdbool.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT
- * cover.c -- files a process's cover events: which tensors each optimizer
+ * optcover.c -- files a process's cover events: which tensors each optimizer
  * steps and which parameters of the live modules held a gradient, just
  * before its first step, when its param groups change and when a parameter
  * first holds a gradient (the health check's optimizer coverage). */

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "daemon/base/json.h"
-#include "daemon/checks/golden/diff.h"
-#include "daemon/checks/golden/pair.h"
+#include "daemon/checks/compare/diff.h"
+#include "daemon/checks/compare/pair.h"
 #include "daemon/checks/render.h"
 #include "daemon/obs/values.h"
 
@@ -216,8 +216,8 @@ tp_err tpd_golden_diff(tpd_store *s, tpd_diff_side a, tpd_diff_side b, bool json
 {
     tpd_run *ra = NULL, *rb = NULL;
     tp_err rc;
-    if ((rc = tpd_obs_load(tpd_store_db(s), a.run, &ra, why, whylen)) != TP_OK ||
-        (rc = tpd_obs_load(tpd_store_db(s), b.run, &rb, why, whylen)) != TP_OK)
+    if ((rc = tpd_obs_load(s, a.run, &ra, why, whylen)) != TP_OK ||
+        (rc = tpd_obs_load(s, b.run, &rb, why, whylen)) != TP_OK)
         goto done;
     /* the errors of captured values: the blob store beside the database */
     if ((rc = tpd_values_locate(ra, tpd_store_path(s))) != TP_OK) {

@@ -11,8 +11,8 @@
  * then that they match at every step, or their first divergence, what else
  * differs at that step and what the observations show of it (why.c).
  * Read-only: nothing is judged or stored. */
-#ifndef TP_DAEMON_CHECKS_GOLDEN_DIFF_H
-#define TP_DAEMON_CHECKS_GOLDEN_DIFF_H
+#ifndef TP_DAEMON_CHECKS_COMPARE_DIFF_H
+#define TP_DAEMON_CHECKS_COMPARE_DIFF_H
 
 #include <stdbool.h>
 #include <stddef.h>

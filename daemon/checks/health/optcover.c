@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT
- * cover.c -- optimizer coverage, from the cover events (obs/cover.c): which
- * tensors each optimizer steps, and which parameters of the live modules
- * held a gradient just before its first step, when its param groups
+ * optcover.c -- optimizer coverage, from the cover events (obs/optcover.c):
+ * which tensors each optimizer steps, and which parameters of the live
+ * modules held a gradient just before its first step, when its param groups
  * changed, and when a parameter first held a gradient.  Checked in this
  * order, the first one found is the failure (verdict.h):
  *   optimizer[K].params  at its first step none of optimizer K's tensors

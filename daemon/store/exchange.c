@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT
- * xport.c -- the table of exported columns, the checksum, digest sets and
+ * exchange.c -- the table of exported columns, the checksum, digest sets and
  * the helpers that writing (export.c) and reading (import.c) an export
- * share (xport.h, which holds the design). */
+ * share (exchange.h, which holds the design). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/store/xport.h"
+#include "daemon/store/exchange.h"
 #include "proto/event.h"
 #include "proto/mp.h"
 

@@ -3,15 +3,15 @@
  * of one compare run (verdict.c: preconditions, the comparisons, the
  * report); the comparisons themselves and the explanation of a FAIL are
  * pair.h's.  Internal to the compare verdict. */
-#ifndef TP_DAEMON_CHECKS_GOLDEN_CTX_H
-#define TP_DAEMON_CHECKS_GOLDEN_CTX_H
+#ifndef TP_DAEMON_CHECKS_COMPARE_CTX_H
+#define TP_DAEMON_CHECKS_COMPARE_CTX_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "daemon/base/text.h"
-#include "daemon/checks/compare.h"
-#include "daemon/checks/golden/pair.h"
+#include "daemon/checks/lockstep.h"
+#include "daemon/checks/compare/pair.h"
 #include "daemon/checks/result.h"
 #include "daemon/obs/obs.h"
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT
- * verdict_golden_test.c -- the golden-run verdict (compare) from
+ * verdict_compare_test.c -- the golden-run verdict (compare) from
  * hand-built observations: every outcome, C against D before C against G,
  * --once, the number of steps, tolerances, and the report's shape. */
 #include <check.h>
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/checks/golden/verdict.h"
+#include "daemon/checks/compare/verdict.h"
 
 /* ---- building runs by hand ---- */
 
@@ -347,7 +347,7 @@ END_TEST
 
 static Suite *suite(void)
 {
-    Suite *s = suite_create("verdict_golden");
+    Suite *s = suite_create("verdict_compare");
     TCase *tc = tcase_create("golden");
     tcase_add_test(tc, test_golden_pass);
     tcase_add_test(tc, test_golden_fail_lr);
