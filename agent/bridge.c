@@ -15,9 +15,7 @@
 #include <unistd.h>
 
 #include "agent/bridge.h"
-#include "agent/ckpt.h"
 #include "agent/config.h"
-#include "agent/cxx.h"
 #include "agent/emit.h"
 #include "agent/flatten.h"
 #include "agent/job.h"
@@ -25,7 +23,9 @@
 #include "agent/pyapi.h"
 #include "agent/send.h"
 #include "agent/team.h"
+#include "agent/torchser.h"
 #include "agent/update.h"
+#include "digest/ckpt.h"
 #include "proto/control.h"
 #include "tp_version.h"
 
@@ -261,10 +261,10 @@ static PyObject *py_rec_begin(PyObject *self, PyObject *args)
     if (collect_depth++ > 0) return none();
     io_begin();
     collector = calloc(1, sizeof *collector);
-    if (collector) collector->recs = calloc(MAX_RECORDS, sizeof(tpa_record));
+    if (collector) collector->recs = calloc(MAX_RECORDS, sizeof(tp_record));
     if (collector && collector->recs) {
         collector->max = MAX_RECORDS;
-        tpa_cxx_collect(collector);
+        tpa_torchser_collect(collector);
     } else if (collector) {
         free(collector);
         collector = NULL;
@@ -277,7 +277,7 @@ static PyObject *digest_bytes(const uint8_t d[16])
     return P.PyBytes_FromStringAndSize((const char *)d, 16);
 }
 
-static PyObject *records_list(const tpa_record *r, size_t n)
+static PyObject *records_list(const tp_record *r, size_t n)
 {
     PyObject *l = P.PyList_New(0);
     for (size_t i = 0; l && i < n; i++) {
@@ -302,9 +302,9 @@ static PyObject *py_rec_end(PyObject *self, PyObject *args)
     bool have;
     (void)self, (void)args;
     if (collect_depth == 0 || --collect_depth > 0 || c == NULL) return none();
-    tpa_cxx_collect(NULL);
+    tpa_torchser_collect(NULL);
     collector = NULL;
-    have = tpa_records_digest(c->recs, c->n, d);
+    have = tp_records_digest(c->recs, c->n, d);
     r = P.PyTuple_New(3);
     P.PyTuple_SetItem(r, 0, have && !c->overflow ? digest_bytes(d) : none());
     P.PyTuple_SetItem(r, 1, records_list(c->recs, c->n));
@@ -314,7 +314,7 @@ static PyObject *py_rec_end(PyObject *self, PyObject *args)
     return r;
 }
 
-static PyObject *ckpt_result(tpa_ckpt_digest *cd)
+static PyObject *ckpt_result(tp_ckpt_digest *cd)
 {
     PyObject *r = P.PyTuple_New(4);
     P.PyTuple_SetItem(r, 0, digest_bytes(cd->out));
@@ -330,7 +330,7 @@ static PyObject *py_ckpt_file(PyObject *self, PyObject *o)
 {
     Py_ssize_t n;
     const char *path = text(o, &n);
-    tpa_ckpt_digest cd;
+    tp_ckpt_digest cd;
     PyThreadState *ts;
     char buf[4096];
     int rc;
@@ -341,7 +341,7 @@ static PyObject *py_ckpt_file(PyObject *self, PyObject *o)
     }
     memcpy(buf, path, (size_t)n + 1);
     ts = P.PyEval_SaveThread();
-    rc = tpa_ckpt_digest_file(buf, &cd);
+    rc = tp_ckpt_digest_file(buf, &cd);
     P.PyEval_RestoreThread(ts);
     return rc == 0 ? ckpt_result(&cd) : none();
 }
@@ -351,14 +351,14 @@ static PyObject *py_ckpt_bytes(PyObject *self, PyObject *o)
 {
     char *p;
     Py_ssize_t n;
-    tpa_ckpt_digest cd;
+    tp_ckpt_digest cd;
     (void)self;
     if (!is(o, P.Bytes_Type) || P.PyBytes_AsStringAndSize(o, &p, &n) != 0) {
         P.PyErr_Clear();
         type_error("ckpt_bytes(b: bytes)");
         return NULL;
     }
-    tpa_ckpt_digest_mem((const uint8_t *)p, (size_t)n, &cd);
+    tp_ckpt_digest_mem((const uint8_t *)p, (size_t)n, &cd);
     return ckpt_result(&cd);
 }
 
@@ -615,7 +615,7 @@ static PyObject *py_log(PyObject *self, PyObject *o)
 static PyObject *py_cxx_status(PyObject *self, PyObject *args)
 {
     (void)self, (void)args;
-    return P.PyUnicode_FromString(tpa_cxx_status());
+    return P.PyUnicode_FromString(tpa_torchser_status());
 }
 
 /* hash_threads(): how many threads hash a snapshot's large tensors (team.h). */

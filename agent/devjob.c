@@ -12,19 +12,19 @@
 
 #define P tpa_py
 
-/* devdigest.h numbers the element kinds as digest.h does (NVRTC cannot
- * include digest.h): tpa_dev_enqueue hands one to the other. */
-#define SAME(k) ((int)TPD_##k == (int)TPA_DT_##k)
+/* devdigest.h numbers the element kinds as digest/digest.h does (NVRTC cannot
+ * include it): tpa_dev_enqueue hands one to the other. */
+#define SAME(k) ((int)TPA_DEV1_##k == (int)TP_DT_##k)
 _Static_assert(SAME(OTHER) && SAME(F32) && SAME(F64) && SAME(F16) && SAME(BF16) && SAME(I8) &&
                    SAME(I16) && SAME(I32) && SAME(I64) && SAME(U8) && SAME(U16) && SAME(U32) &&
                    SAME(U64) && SAME(BOOL),
-               "devdigest.h's element kinds are tpa_dtype's");
+               "devdigest.h's element kinds are tp_dtype's");
 #undef SAME
 
 static struct {
     int (*open)(char *, size_t);
     int (*enqueue)(const void *, size_t, int, int, void *, char *, size_t);
-    int (*collect)(tpd_part *, size_t, char *, size_t);
+    int (*collect)(tpa_dev1_part *, size_t, char *, size_t);
 } L;
 static int state; /* 0: not tried, 1: on, -1: off */
 /* The thread that digests on the device: the first to meet a CUDA tensor.
@@ -105,7 +105,7 @@ int tpa_dev_stream(int dev, void **stream)
     return 0;
 }
 
-int tpa_dev_enqueue(const void *p, size_t nbytes, tpa_dtype dt, int dev, void *stream)
+int tpa_dev_enqueue(const void *p, size_t nbytes, tp_dtype dt, int dev, void *stream)
 {
     char why[256];
     int slot;
@@ -116,7 +116,7 @@ int tpa_dev_enqueue(const void *p, size_t nbytes, tpa_dtype dt, int dev, void *s
     return slot;
 }
 
-int tpa_dev_collect(tpd_part *out, size_t n)
+int tpa_dev_collect(tpa_dev1_part *out, size_t n)
 {
     char why[256];
     if (state <= 0 || !pthread_equal(owner, pthread_self())) return -1;
@@ -127,10 +127,10 @@ int tpa_dev_collect(tpd_part *out, size_t n)
 }
 
 void tpa_dev_finish(const char *dtype_name, const int64_t *shape, int ndim, size_t nbytes,
-                    tpa_dtype dt, const tpd_part *r, uint8_t out[16], tp_stats *st)
+                    tp_dtype dt, const tpa_dev1_part *r, uint8_t out[16], tp_stats *st)
 {
-    tpa_digest_device(dtype_name, shape, ndim, nbytes, r->lane, out);
-    if (dt == TPA_DT_OTHER) {
+    tp_digest_device(dtype_name, shape, ndim, nbytes, r->lane, out);
+    if (dt == TP_DT_OTHER) {
         st->sum = st->l2 = st->maxabs = NAN;
         st->nonfinite = 0;
         return;

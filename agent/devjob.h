@@ -16,8 +16,8 @@
 #include <stddef.h>
 
 #include "agent/cuda/devdigest.h"
-#include "agent/digest.h"
 #include "agent/pyapi.h"
+#include "digest/digest.h"
 
 /* tpa_dev_ready opens the library and the CUDA runtime on the first call
  * and answers whether device digests are on.  GIL held. */
@@ -29,15 +29,15 @@ int tpa_dev_stream(int dev, void **stream);
 
 /* tpa_dev_enqueue launches the digest of nbytes at device pointer p:
  * its slot, or -1 (then the caller digests a host copy). */
-int tpa_dev_enqueue(const void *p, size_t nbytes, tpa_dtype dt, int dev, void *stream);
+int tpa_dev_enqueue(const void *p, size_t nbytes, tp_dtype dt, int dev, void *stream);
 
 /* tpa_dev_collect waits for the slots enqueued since the last collect and
  * writes them to out[0..n).  0, or -1 when none is valid. */
-int tpa_dev_collect(tpd_part *out, size_t n);
+int tpa_dev_collect(tpa_dev1_part *out, size_t n);
 
 /* tpa_dev_finish turns a slot's result into the leaf's digest and
- * statistics (tpa_digest_device). */
+ * statistics (tp_digest_device). */
 void tpa_dev_finish(const char *dtype_name, const int64_t *shape, int ndim, size_t nbytes,
-                    tpa_dtype dt, const tpd_part *r, uint8_t out[16], tp_stats *st);
+                    tp_dtype dt, const tpa_dev1_part *r, uint8_t out[16], tp_stats *st);
 
 #endif

@@ -3,14 +3,15 @@
  *
  * tpa_flat_add walks a Python object: dicts and objects' __dict__ by key,
  * lists and tuples by index, tensors and NumPy arrays to tensor leaves
- * (digest + statistics over their memory, see digest.h), scalars to value
+ * (digest + statistics over their memory, see digest/digest.h), scalars to value
  * leaves.  A list or tuple of more than 16 scalars becomes one digest leaf;
  * in a manifest every tuple also gets a digest leaf of its own, so an RNG
  * state saved inside a checkpoint can be recognised, and a list, tuple,
  * NumPy uint8 vector or bytes of exactly a torch RNG state's length also the
  * tensor leaf of those bytes as that state.  Each node's canonical
  * digest is computed bottom-up on the way.  Called with the GIL held; it
- * releases the GIL while hashing large tensors. */
+ * releases the GIL while hashing large tensors.  The walk is flatten.c, its
+ * tensor leaves tensorleaf.c, its RNG states rngstate.c (flatten_int.h). */
 #ifndef TP_AGENT_FLATTEN_H
 #define TP_AGENT_FLATTEN_H
 

@@ -106,8 +106,7 @@ static void hash_share(void *arg)
     while ((k = atomic_fetch_add_explicit(&c->next, 1, memory_order_relaxed)) < c->n) {
         tpa_deferred *d = &c->items[c->order ? c->order[k] : k];
         if (d->done) continue;
-        tpa_digest_tensor(d->dtype, d->shape, d->ndim, d->data, d->nbytes, d->dt, d->digest,
-                          &d->st);
+        tp_digest_tensor(d->dtype, d->shape, d->ndim, d->data, d->nbytes, d->dt, d->digest, &d->st);
     }
 }
 
@@ -138,8 +137,8 @@ static void host_fallback(tpa_deferred *d, tp_buf *body)
         d->st.nonfinite = 0;
         kind = TP_DKIND_NONE;
     } else {
-        tpa_digest_tensor(d->dtype, d->shape, d->ndim, (const void *)(uintptr_t)ptr, d->nbytes,
-                          d->dt, d->digest, &d->st);
+        tp_digest_tensor(d->dtype, d->shape, d->ndim, (const void *)(uintptr_t)ptr, d->nbytes,
+                         d->dt, d->digest, &d->st);
     }
     if (h) P.Py_DecRef(h);
     if (!body->oom && d->at_kind + 5 <= body->len) memcpy(body->data + d->at_kind + 1, kind, 4);
@@ -149,7 +148,7 @@ static void host_fallback(tpa_deferred *d, tp_buf *body)
  * the GPU is made with the GIL released. */
 static void collect_device(tpa_job *j, tp_buf *body)
 {
-    tpd_part *r = calloc((size_t)j->slots, sizeof *r);
+    tpa_dev1_part *r = calloc((size_t)j->slots, sizeof *r);
     PyThreadState *ts = P.PyEval_SaveThread();
     bool ok = r != NULL && tpa_dev_collect(r, (size_t)j->slots) == 0;
     if (r == NULL) tpa_dev_collect(NULL, 0);
@@ -178,7 +177,7 @@ void tpa_job_run(tpa_job *j, tp_buf *body)
 
     if (j->n == 0) return;
     if (j->slots > 0) collect_device(j, body);
-    /* copies were hashed when met (flatten.c); only the rest counts here */
+    /* copies were hashed when met (tensorleaf.c); only the rest counts here */
     for (size_t i = 0; i < j->n; i++)
         if (!j->items[i].done) total += j->items[i].nbytes, pending++;
     if (total >= PARALLEL_BYTES && pending > 1) {

@@ -15,15 +15,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/digest.h"
 #include "agent/pyapi.h"
+#include "digest/digest.h"
 #include "proto/event.h"
 #include "proto/mp.h"
 
 typedef struct tpa_deferred {
     const void *data;
     size_t nbytes;
-    tpa_dtype dt;
+    tp_dtype dt;
     char dtype[40];
     int64_t shape[TP_MAX_DIMS];
     int ndim;
@@ -49,7 +49,7 @@ size_t tpa_job_count(const tpa_job *j);
 /* tpa_job_gnorm asks for the gradient norm to be patched at offset at of the
  * body (a float64 placeholder), from sync_sq (the sum of squared norms of the
  * leaves hashed at once) plus the deferred ones, added in the order they
- * were deferred (as flatten.c adds them when nothing is deferred). */
+ * were deferred (as tensorleaf.c adds them when nothing is deferred). */
 void tpa_job_gnorm(tpa_job *j, size_t at, double sync_sq);
 /* tpa_job_run hashes every tensor of j and patches the placeholders in body.
  * Device digests are collected first, in one wait; one that cannot be is

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/digest.h"
 #include "agent/flatten.h"
 #include "agent/update.h"
+#include "digest/digest.h"
 
 #define P tpa_py
 
@@ -17,19 +17,19 @@ static uint8_t *arena;
 static size_t arena_cap, arena_len;
 static Py_ssize_t count;
 
-/* dtype_code reads str(t.dtype) into a tpa_dtype. */
-static tpa_dtype dtype_code(PyObject *t)
+/* dtype_code reads str(t.dtype) into a tp_dtype. */
+static tp_dtype dtype_code(PyObject *t)
 {
     PyObject *d = P.PyObject_GetAttrString(t, "dtype"), *s;
     Py_ssize_t n;
     const char *u;
-    tpa_dtype dt = TPA_DT_OTHER;
+    tp_dtype dt = TP_DT_OTHER;
     if (d == NULL) return dt;
     s = P.PyObject_Str(d);
     P.Py_DecRef(d);
     if (s == NULL) return dt;
     u = P.PyUnicode_AsUTF8AndSize(s, &n);
-    if (u) dt = tpa_dtype_parse(u);
+    if (u) dt = tp_dtype_parse(u);
     P.Py_DecRef(s);
     return dt;
 }
@@ -70,11 +70,11 @@ int tpa_update_begin(PyObject *params)
  * the result is the same on every run. */
 #define LANES 8
 
-static double sq_diff(tpa_dtype dt, const void *a, const void *b, size_t nb)
+static double sq_diff(tp_dtype dt, const void *a, const void *b, size_t nb)
 {
     double s[LANES] = {0}, t = 0;
     size_t i = 0, n;
-    if (dt == TPA_DT_F32) {
+    if (dt == TP_DT_F32) {
         const float *x = a, *y = b;
         n = nb / 4;
         for (; i + LANES <= n; i += LANES)
@@ -86,7 +86,7 @@ static double sq_diff(tpa_dtype dt, const void *a, const void *b, size_t nb)
             double d = (double)x[i] - (double)y[i];
             t += d * d;
         }
-    } else if (dt == TPA_DT_F64) {
+    } else if (dt == TP_DT_F64) {
         const double *x = a, *y = b;
         n = nb / 8;
         for (; i + LANES <= n; i += LANES)

@@ -38,7 +38,7 @@ import torch
 TARGET = 0.8  # copy time / digest time
 BIG = 1 << 30  # bytes of the large tensors timed
 WARM, REPS = 3, 20
-CHUNK = 16384  # bytes per block of the kernels (TPD_CHUNK)
+CHUNK = 16384  # bytes per block of the kernels (TPA_DEV1_CHUNK)
 KINDS = [("float32", 1), ("float64", 2), ("float16", 3), ("bfloat16", 4), ("int8", 5),
          ("int16", 6), ("int32", 7), ("int64", 8), ("uint8", 9), ("uint16", 10),
          ("uint32", 11), ("uint64", 12), ("bool", 13)]
@@ -47,7 +47,7 @@ DEV = "cuda"
 
 
 class Part(ctypes.Structure):
-    """tpd_part: 48 bytes."""
+    """tpa_dev1_part: 48 bytes."""
     _fields_ = [("lane", ctypes.c_ulonglong * 2), ("sum", ctypes.c_double),
                 ("sq", ctypes.c_double), ("mx", ctypes.c_double), ("nf", ctypes.c_ulonglong)]
 

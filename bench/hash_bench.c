@@ -22,7 +22,7 @@
 
 #include <xxhash.h>
 
-#include "agent/digest.h"
+#include "digest/digest.h"
 
 static double now_s(void)
 {
@@ -49,17 +49,17 @@ __attribute__((noinline)) static void read_all(const uint64_t *p, size_t n)
 __attribute__((noinline)) static void xxh_all(const void *p, size_t n)
 {
     uint8_t d[TP_DIGEST_LEN]; /* the agent's XXH3-128: its AVX2 build where the CPU has one */
-    tpa_digest_bytes(p, n, d);
+    tp_digest_bytes(p, n, d);
     sink += d[0];
 }
 
-__attribute__((noinline)) static void digest_all(const char *dtype, tpa_dtype dt, const void *p,
+__attribute__((noinline)) static void digest_all(const char *dtype, tp_dtype dt, const void *p,
                                                  size_t bytes)
 {
-    int64_t shape[1] = {(int64_t)(bytes / (dt == TPA_DT_F32 ? 4 : 2))};
+    int64_t shape[1] = {(int64_t)(bytes / (dt == TP_DT_F32 ? 4 : 2))};
     uint8_t d[16];
     tp_stats st;
-    tpa_digest_tensor(dtype, shape, 1, p, bytes, dt, d, &st);
+    tp_digest_tensor(dtype, shape, 1, p, bytes, dt, d, &st);
     sink += d[0];
 }
 
@@ -76,37 +76,37 @@ static int by_value(const void *a, const void *b)
 /* A row: what is timed, as a ratio to the read. */
 typedef struct row {
     const char *label;
-    tpa_kernel kernel; /* the kernels it may use */
-    tpa_dtype dt;      /* TPA_DT_OTHER: XXH3-128 alone */
+    tp_kernel kernel; /* the kernels it may use */
+    tp_dtype dt;      /* TP_DT_OTHER: XXH3-128 alone */
     double best;
     double ratio[REPS]; /* the read's time over the row's, round by round */
 } row;
 
 static void run(const row *r, const float *f32, const uint16_t *bf16, size_t bytes)
 {
-    tpa_digest_use_kernel(r->kernel);
-    if (r->dt == TPA_DT_OTHER)
+    tp_digest_use_kernel(r->kernel);
+    if (r->dt == TP_DT_OTHER)
         xxh_all(f32, bytes);
-    else if (r->dt == TPA_DT_F32)
-        digest_all("torch.float32", TPA_DT_F32, f32, bytes);
+    else if (r->dt == TP_DT_F32)
+        digest_all("torch.float32", TP_DT_F32, f32, bytes);
     else
-        digest_all("torch.bfloat16", TPA_DT_BF16, bf16, bytes);
-    tpa_digest_use_kernel(TPA_KERNEL_AVX512);
+        digest_all("torch.bfloat16", TP_DT_BF16, bf16, bytes);
+    tp_digest_use_kernel(TP_KERNEL_AVX512);
 }
 
 int main(int argc, char **argv)
 {
     size_t mib = argc > 1 ? (size_t)atol(argv[1]) : 256, bytes = mib << 20;
-    tpa_kernel best = tpa_digest_use_kernel(TPA_KERNEL_AVX512);
+    tp_kernel best = tp_digest_use_kernel(TP_KERNEL_AVX512);
     float *f32 = malloc(bytes);
     uint16_t *bf16 = malloc(bytes);
     row rows[4] = {
-        {"XXH3-128", best, TPA_DT_OTHER, 1e9, {0}},
-        {"digest + stats", best, TPA_DT_F32, 1e9, {0}},
-        {"  bfloat16", best, TPA_DT_BF16, 1e9, {0}},
-        {"  AVX2 kernel", TPA_KERNEL_AVX2, TPA_DT_F32, 1e9, {0}},
+        {"XXH3-128", best, TP_DT_OTHER, 1e9, {0}},
+        {"digest + stats", best, TP_DT_F32, 1e9, {0}},
+        {"  bfloat16", best, TP_DT_BF16, 1e9, {0}},
+        {"  AVX2 kernel", TP_KERNEL_AVX2, TP_DT_F32, 1e9, {0}},
     };
-    int nrows = best == TPA_KERNEL_AVX512 ? 4 : 3;
+    int nrows = best == TP_KERNEL_AVX512 ? 4 : 3;
     double read = 1e9;
     if (f32 == NULL || bf16 == NULL || mib == 0) {
         fprintf(stderr, "usage: hash_bench [MiB]\n");

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/ckpt.h"
+#include "digest/ckpt.h"
 #include "tools/aside.h"
 #include "tools/errbuf.h"
 
@@ -147,7 +147,7 @@ static int same_content(const char *path, const struct stat *st, void *arg)
 {
     finder *f = arg;
     const tpt_snapshot *ex = f->a->before_exec;
-    tpa_ckpt_digest cd;
+    tp_ckpt_digest cd;
     char abs[8192];
     int match = 0;
     size_t i;
@@ -157,7 +157,7 @@ static int same_content(const char *path, const struct stat *st, void *arg)
     snprintf(abs, sizeof abs, "%s/%s", f->cwd, path + 2); /* path is "./..." */
     /* only what this execution wrote: created, or modified since it began */
     if (ts_before(&st->st_mtim, &ex->at) && tpt_snapshot_had(ex, abs, st)) return 0;
-    if (tpa_ckpt_digest_file(path, &cd) != 0) return 0;
+    if (tp_ckpt_digest_file(path, &cd) != 0) return 0;
     for (i = 0; i < f->a->ncontents && !match; i++)
         match = cd.have && (uint64_t)st->st_size == f->a->contents[i].size &&
                 memcmp(cd.out, f->a->contents[i].digest, sizeof cd.out) == 0;

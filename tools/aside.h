@@ -13,7 +13,7 @@
  * written to a file by other means (Lightning writes torch.save's bytes
  * through fsspec) is found by its content: a file under the working
  * directory that the execution created or modified, of the buffer's size
- * and with its content digest (agent/ckpt.h).
+ * and with its content digest (digest/ckpt.h).
  *
  * A file that existed before trainparity-run started is never moved (the
  * file stdout is redirected to, a checkpoint left by an earlier run, which

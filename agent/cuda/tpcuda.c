@@ -39,21 +39,22 @@ static struct {
 } R;
 
 static const char *kernel_names[] = {
-    "tpd_chunks_other", "tpd_chunks_f32", "tpd_chunks_f64", "tpd_chunks_f16", "tpd_chunks_bf16",
-    "tpd_chunks_i8",    "tpd_chunks_i16", "tpd_chunks_i32", "tpd_chunks_i64", "tpd_chunks_u8",
-    "tpd_chunks_u16",   "tpd_chunks_u32", "tpd_chunks_u64", "tpd_chunks_bool"};
+    "tpa_dev1_chunks_other", "tpa_dev1_chunks_f32", "tpa_dev1_chunks_f64", "tpa_dev1_chunks_f16",
+    "tpa_dev1_chunks_bf16",  "tpa_dev1_chunks_i8",  "tpa_dev1_chunks_i16", "tpa_dev1_chunks_i32",
+    "tpa_dev1_chunks_i64",   "tpa_dev1_chunks_u8",  "tpa_dev1_chunks_u16", "tpa_dev1_chunks_u32",
+    "tpa_dev1_chunks_u64",   "tpa_dev1_chunks_bool"};
 #define NKINDS (int)(sizeof kernel_names / sizeof kernel_names[0])
 
 typedef struct device {
     bool ready, bad; /* bad: the kernels cannot run here (why) */
     char why[160];
     cudaKernel_t chunks[NKINDS], final;
-    tpd_part *parts; /* device: one tensor's chunk results */
+    tpa_dev1_part *parts; /* device: one tensor's chunk results */
     size_t nparts;
-    tpd_part *res;  /* device: CAP slots */
-    tpd_part *host; /* pinned: CAP slots */
-    void *last;     /* the stream the last launch used, */
-    bool launched;  /* if any */
+    tpa_dev1_part *res;  /* device: CAP slots */
+    tpa_dev1_part *host; /* pinned: CAP slots */
+    void *last;          /* the stream the last launch used, */
+    bool launched;       /* if any */
 } device;
 
 static device D[DEVS];
@@ -181,11 +182,11 @@ static int device_load(device *d, int dev, char *why, size_t whylen)
     for (int k = 0; k < NKINDS; k++)
         if ((e = R.get_kernel(&d->chunks[k], lib, kernel_names[k])) != cudaSuccess)
             return fail(why, whylen, kernel_names[k], e);
-    if ((e = R.get_kernel(&d->final, lib, "tpd_final")) != cudaSuccess)
-        return fail(why, whylen, "tpd_final", e);
-    if ((e = R.malloc_dev((void **)&d->res, CAP * sizeof(tpd_part))) != cudaSuccess)
+    if ((e = R.get_kernel(&d->final, lib, "tpa_dev1_final")) != cudaSuccess)
+        return fail(why, whylen, "tpa_dev1_final", e);
+    if ((e = R.malloc_dev((void **)&d->res, CAP * sizeof(tpa_dev1_part))) != cudaSuccess)
         return fail(why, whylen, "result slots", e);
-    if ((e = R.malloc_host((void **)&d->host, CAP * sizeof(tpd_part))) != cudaSuccess)
+    if ((e = R.malloc_host((void **)&d->host, CAP * sizeof(tpa_dev1_part))) != cudaSuccess)
         return fail(why, whylen, "pinned result slots", e);
     return 0;
 }
@@ -199,7 +200,7 @@ static int room(device *d, size_t n, char *why, size_t whylen)
     if (d->parts) R.free_dev(d->parts);
     d->parts = NULL, d->nparts = 0;
     if (n < 4096) n = 4096;
-    if ((e = R.malloc_dev((void **)&d->parts, n * sizeof(tpd_part))) != cudaSuccess)
+    if ((e = R.malloc_dev((void **)&d->parts, n * sizeof(tpa_dev1_part))) != cudaSuccess)
         return fail(why, whylen, "chunk results", e);
     d->nparts = n;
     return 0;
@@ -221,12 +222,12 @@ static int group_of(int dev, void *stream)
     return ngroups++;
 }
 
-static int launch(device *d, const void *dptr, size_t nbytes, int dt, void *stream, tpd_part *out,
-                  char *why, size_t whylen)
+static int launch(device *d, const void *dptr, size_t nbytes, int dt, void *stream,
+                  tpa_dev1_part *out, char *why, size_t whylen)
 {
-    unsigned long long n = nbytes, nchunks = (n + TPD_CHUNK - 1) / TPD_CHUNK;
+    unsigned long long n = nbytes, nchunks = (n + TPA_DEV1_CHUNK - 1) / TPA_DEV1_CHUNK;
     const void *p = dptr;
-    tpd_part *parts = d->parts;
+    tpa_dev1_part *parts = d->parts;
     void *a1[] = {&p, &n, &parts}, *a2[] = {&parts, &nchunks, &out};
     cudaError_t e;
     /* Another stream of this device may still read the chunk buffer. */
@@ -235,10 +236,10 @@ static int launch(device *d, const void *dptr, size_t nbytes, int dt, void *stre
     d->last = stream;
     d->launched = true;
     if (nchunks > 0 && (e = R.launch((const void *)d->chunks[dt], dim3_of(nchunks),
-                                     dim3_of(TPD_THREADS), a1, 0, stream)) != cudaSuccess)
+                                     dim3_of(TPA_DEV1_THREADS), a1, 0, stream)) != cudaSuccess)
         return fail(why, whylen, "launching the digest", e);
-    if ((e = R.launch((const void *)d->final, dim3_of(1), dim3_of(TPD_THREADS), a2, 0, stream)) !=
-        cudaSuccess)
+    if ((e = R.launch((const void *)d->final, dim3_of(1), dim3_of(TPA_DEV1_THREADS), a2, 0,
+                      stream)) != cudaSuccess)
         return fail(why, whylen, "launching the digest", e);
     return 0;
 }
@@ -251,7 +252,7 @@ int tpcu_enqueue(const void *dptr, size_t nbytes, int dt, int dev, void *stream,
     cudaError_t e;
     if (!opened) return say(why, whylen, "tpcu_open was not called");
     if (dev < 0 || dev >= DEVS) return say(why, whylen, "device index out of range");
-    if (dt < 0 || dt >= NKINDS) dt = TPD_OTHER;
+    if (dt < 0 || dt >= NKINDS) dt = TPA_DEV1_OTHER;
     if (nslots == CAP || per_dev[dev] == CAP) return say(why, whylen, "result slots full");
     if (group_of(dev, stream) < 0) return say(why, whylen, "too many streams in one event");
     if ((e = R.get_device(&cur)) != cudaSuccess) return fail(why, whylen, "current device", e);
@@ -259,7 +260,7 @@ int tpcu_enqueue(const void *dptr, size_t nbytes, int dt, int dev, void *stream,
         return fail(why, whylen, "setting the device", e);
     d = &D[dev];
     if (device_ready(dev, why, whylen) == 0 &&
-        room(d, (nbytes + TPD_CHUNK - 1) / TPD_CHUNK, why, whylen) == 0 &&
+        room(d, (nbytes + TPA_DEV1_CHUNK - 1) / TPA_DEV1_CHUNK, why, whylen) == 0 &&
         launch(d, dptr, nbytes, dt, stream, d->res + per_dev[dev], why, whylen) == 0) {
         S[nslots].dev = dev, S[nslots].at = per_dev[dev]++;
         rc = (int)nslots++;
@@ -275,7 +276,7 @@ static void reset(void)
     memset(per_dev, 0, sizeof per_dev);
 }
 
-int tpcu_collect(tpd_part *out, size_t n, char *why, size_t whylen)
+int tpcu_collect(tpa_dev1_part *out, size_t n, char *why, size_t whylen)
 {
     int cur = 0, rc = 0;
     cudaError_t e;
@@ -292,8 +293,8 @@ int tpcu_collect(tpd_part *out, size_t n, char *why, size_t whylen)
         device *d = &D[dev];
         if (per_dev[dev] == 0) continue;
         if ((e = R.set_device(dev)) != cudaSuccess ||
-            (e = R.copy(d->host, d->res, per_dev[dev] * sizeof(tpd_part), cudaMemcpyDeviceToHost,
-                        d->last)) != cudaSuccess ||
+            (e = R.copy(d->host, d->res, per_dev[dev] * sizeof(tpa_dev1_part),
+                        cudaMemcpyDeviceToHost, d->last)) != cudaSuccess ||
             (e = R.sync(d->last)) != cudaSuccess)
             rc = fail(why, whylen, "copying the digests", e);
     }

@@ -28,7 +28,7 @@
 TPCU_EXPORT int tpcu_open(char *why, size_t whylen);
 
 /* tpcu_enqueue launches the digest of the nbytes at dptr (device memory of
- * device dev, elements of kind dt, TPD_*) on stream (a cudaStream_t; NULL:
+ * device dev, elements of kind dt, TPA_DEV1_*) on stream (a cudaStream_t; NULL:
  * the legacy default stream).  Returns its slot (0, 1, ... since the last
  * collect), or -1 with why. */
 TPCU_EXPORT int tpcu_enqueue(const void *dptr, size_t nbytes, int dt, int dev, void *stream,
@@ -37,10 +37,10 @@ TPCU_EXPORT int tpcu_enqueue(const void *dptr, size_t nbytes, int dt, int dev, v
 /* tpcu_collect waits for every digest enqueued since the last collect and
  * writes slot i's result to out[i] (n slots).  0, or -1 with why (then no
  * result is valid). */
-TPCU_EXPORT int tpcu_collect(tpd_part *out, size_t n, char *why, size_t whylen);
+TPCU_EXPORT int tpcu_collect(tpa_dev1_part *out, size_t n, char *why, size_t whylen);
 
 /* tpcu_reference computes on the host what the kernels compute (ref.c). */
-TPCU_EXPORT void tpcu_reference(const void *data, size_t nbytes, int dt, tpd_part *out);
+TPCU_EXPORT void tpcu_reference(const void *data, size_t nbytes, int dt, tpa_dev1_part *out);
 
 /* tpcu_images names the kernel images built in, e.g. "sm_80 sm_90 compute_80". */
 TPCU_EXPORT const char *tpcu_images(void);

@@ -57,7 +57,7 @@ S = _State
 class Digest:
     """Marks a value to be sent as one digest leaf (RNG states: the digest of
     their content alone, whatever container a checkpoint keeps them in;
-    agent/flatten.c, rng_digest)."""
+    agent/rngstate.c, tpa_rng_digest)."""
 
     __slots__ = ("value",)
 

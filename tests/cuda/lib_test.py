@@ -14,7 +14,7 @@ import sys
 BUILD = sys.argv[1]
 LIB = os.path.join(BUILD, "lib", "libtpagent_cuda.so")
 IMG = os.path.join(BUILD, "agent", "cuda")
-KERNELS = ["tpd_final"] + ["tpd_chunks_" + k for k in (
+KERNELS = ["tpa_dev1_final"] + ["tpa_dev1_chunks_" + k for k in (
     "other", "f32", "f64", "f16", "bf16", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64",
     "bool")]
 

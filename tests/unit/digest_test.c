@@ -13,12 +13,12 @@
 
 #include <xxhash.h>
 
-#include "agent/digest.h"
+#include "digest/digest.h"
 
 static void digest(const char *dt, const int64_t *shape, int nd, const void *p, size_t n,
                    uint8_t d[16], tp_stats *st)
 {
-    tpa_digest_tensor(dt, shape, nd, p, n, tpa_dtype_parse(dt), d, st);
+    tp_digest_tensor(dt, shape, nd, p, n, tp_dtype_parse(dt), d, st);
 }
 
 START_TEST(test_digest_covers_dtype_shape_and_bytes)
@@ -298,15 +298,15 @@ static void fill(void *p, const char *dt, size_t n, int nonfinite, uint32_t seed
 static void same_on_every_kernel(const char *dt, const int64_t *shape, int nd, const void *p,
                                  size_t nbytes)
 {
-    tpa_kernel best = tpa_digest_use_kernel(TPA_KERNEL_AVX512);
+    tp_kernel best = tp_digest_use_kernel(TP_KERNEL_AVX512);
     uint8_t want[16], d[16];
     tp_stats ref, st;
     whole_hash(dt, shape, nd, p, nbytes, want);
-    tpa_digest_use_kernel(TPA_KERNEL_PORTABLE);
+    tp_digest_use_kernel(TP_KERNEL_PORTABLE);
     digest(dt, shape, nd, p, nbytes, d, &ref);
     ck_assert_mem_eq(d, want, 16);
-    for (int k = TPA_KERNEL_AVX2; k <= (int)best; k++) {
-        ck_assert_int_eq(tpa_digest_use_kernel((tpa_kernel)k), k);
+    for (int k = TP_KERNEL_AVX2; k <= (int)best; k++) {
+        ck_assert_int_eq(tp_digest_use_kernel((tp_kernel)k), k);
         digest(dt, shape, nd, p, nbytes, d, &st);
         ck_assert_msg(memcmp(d, want, 16) == 0, "%s %zu bytes kernel %d: digest", dt, nbytes, k);
         ck_assert_msg(memcmp(&st.sum, &ref.sum, 8) == 0 && memcmp(&st.l2, &ref.l2, 8) == 0 &&
@@ -315,7 +315,7 @@ static void same_on_every_kernel(const char *dt, const int64_t *shape, int nd, c
                       nbytes, k, st.sum, ref.sum, st.l2, ref.l2, st.maxabs, ref.maxabs,
                       (unsigned long long)st.nonfinite, (unsigned long long)ref.nonfinite);
     }
-    tpa_digest_use_kernel(TPA_KERNEL_AVX512);
+    tp_digest_use_kernel(TP_KERNEL_AVX512);
 }
 
 /* kernels_agree checks n random elements of dt, with and without non-finite
@@ -401,12 +401,12 @@ static Suite *suite(void)
 int main(void)
 {
     SRunner *sr = srunner_create(suite());
-    tpa_kernel best = tpa_digest_use_kernel(TPA_KERNEL_AVX512);
+    tp_kernel best = tp_digest_use_kernel(TP_KERNEL_AVX512);
     int failed;
     fprintf(stderr, "digest_test: kernels C to %s\n",
-            best == TPA_KERNEL_AVX512 ? "AVX-512"
-            : best == TPA_KERNEL_AVX2 ? "AVX2"
-                                      : "C");
+            best == TP_KERNEL_AVX512 ? "AVX-512"
+            : best == TP_KERNEL_AVX2 ? "AVX2"
+                                     : "C");
     srunner_run_all(sr, CK_NORMAL);
     failed = srunner_ntests_failed(sr);
     srunner_free(sr);

@@ -3,13 +3,13 @@
  * registers, inline: the AVX-512 kernels (stats.c) and the one-loop pass
  * (digest.c) share them.  Nothing here may run before the CPU is known to
  * have AVX-512F. */
-#ifndef TP_AGENT_STATS512_H
-#define TP_AGENT_STATS512_H
+#ifndef TP_DIGEST_STATS512_H
+#define TP_DIGEST_STATS512_H
 
-#include "agent/stats.h"
-#include "agent/xxh3_avx512.h"
+#include "digest/stats.h"
+#include "digest/xxh3_avx512.h"
 
-#ifdef TPA_HAVE_AVX512
+#ifdef TP_HAVE_AVX512
 #include <immintrin.h>
 
 /* The sixteen lanes on AVX-512: sums of lanes 0-7 in s0 and of lanes 8-15 in
@@ -23,14 +23,14 @@ typedef struct lanes512 {
 #define TARGET_AVX512 __attribute__((target("avx512f")))
 #define INLINE_AVX512 __attribute__((target("avx512f"), always_inline)) static inline
 
-INLINE_AVX512 void lanes512_load(lanes512 *l, const tpa_acc *a)
+INLINE_AVX512 void lanes512_load(lanes512 *l, const tp_acc *a)
 {
     l->s0 = _mm512_loadu_pd(&a->sum[0]), l->s1 = _mm512_loadu_pd(&a->sum[8]);
     l->q0 = _mm512_loadu_pd(&a->sq[0]), l->q1 = _mm512_loadu_pd(&a->sq[8]);
     l->mx = _mm512_setzero_ps();
 }
 
-INLINE_AVX512 void lanes512_store(const lanes512 *l, tpa_acc *a)
+INLINE_AVX512 void lanes512_store(const lanes512 *l, tp_acc *a)
 {
     float m = _mm512_reduce_max_ps(l->mx);
     _mm512_storeu_pd(&a->sum[0], l->s0), _mm512_storeu_pd(&a->sum[8], l->s1);

@@ -12,8 +12,8 @@
 
 #include <xxhash.h>
 
-#include "agent/ckpt.h"
-#include "agent/digest.h"
+#include "digest/ckpt.h"
+#include "digest/digest.h"
 
 static int is_content(const char *name)
 {
@@ -25,7 +25,7 @@ static int cmp_name(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-bool tpa_records_digest(const tpa_record *r, size_t n, uint8_t out[16])
+bool tp_records_digest(const tp_record *r, size_t n, uint8_t out[16])
 {
     const char **names;
     XXH3_state_t h;
@@ -43,7 +43,7 @@ bool tpa_records_digest(const tpa_record *r, size_t n, uint8_t out[16])
     XXH3_128bits_reset(&h);
     for (size_t i = 0; i < k; i++) {
         /* the record struct holds the name first, so find it back */
-        const tpa_record *rec = (const tpa_record *)(const void *)names[i];
+        const tp_record *rec = (const tp_record *)(const void *)names[i];
         XXH3_128bits_update(&h, rec->name, strlen(rec->name) + 1);
         XXH3_128bits_update(&h, rec->d, 16);
     }
@@ -101,11 +101,11 @@ static void zip64_extra(const uint8_t *x, size_t xn, uint64_t *usize, uint64_t *
 }
 
 /* zip_scan fills cd->records from a stored-only zip; -1 if p is not one. */
-static int zip_scan(const uint8_t *p, size_t n, tpa_ckpt_digest *cd)
+static int zip_scan(const uint8_t *p, size_t n, tp_ckpt_digest *cd)
 {
     size_t eocd;
     uint64_t entries, cd_off, pos;
-    tpa_record *recs;
+    tp_record *recs;
     if (find_eocd(p, n, &eocd) != 0) return -1;
     entries = le(p + eocd + 10, 2);
     cd_off = le(p + eocd + 16, 4);
@@ -143,10 +143,10 @@ static int zip_scan(const uint8_t *p, size_t n, tpa_ckpt_digest *cd)
             nlen -= (uint64_t)(slash + 1 - name);
             name = slash + 1;
         }
-        if (nlen >= TPA_RECORD_NAME) nlen = TPA_RECORD_NAME - 1;
+        if (nlen >= TP_RECORD_NAME) nlen = TP_RECORD_NAME - 1;
         memcpy(recs[i].name, name, nlen);
         recs[i].size = usize;
-        tpa_digest_bytes(p + data, usize, recs[i].d);
+        tp_digest_bytes(p + data, usize, recs[i].d);
         pos += 46 + le(p + pos + 28, 2) + xlen + clen;
     }
     cd->records = recs;
@@ -157,11 +157,11 @@ bad:
     return -1;
 }
 
-void tpa_ckpt_digest_mem(const uint8_t *p, size_t n, tpa_ckpt_digest *cd)
+void tp_ckpt_digest_mem(const uint8_t *p, size_t n, tp_ckpt_digest *cd)
 {
     memset(cd, 0, sizeof *cd);
     cd->nbytes = n;
-    if (zip_scan(p, n, cd) == 0 && tpa_records_digest(cd->records, cd->nrecords, cd->out)) {
+    if (zip_scan(p, n, cd) == 0 && tp_records_digest(cd->records, cd->nrecords, cd->out)) {
         cd->zip = true;
         cd->have = true;
         return;
@@ -169,11 +169,11 @@ void tpa_ckpt_digest_mem(const uint8_t *p, size_t n, tpa_ckpt_digest *cd)
     free(cd->records);
     cd->records = NULL;
     cd->nrecords = 0;
-    tpa_digest_bytes(p, n, cd->out);
+    tp_digest_bytes(p, n, cd->out);
     cd->have = true;
 }
 
-int tpa_ckpt_digest_file(const char *path, tpa_ckpt_digest *cd)
+int tp_ckpt_digest_file(const char *path, tp_ckpt_digest *cd)
 {
     struct stat st;
     void *m;
@@ -186,13 +186,13 @@ int tpa_ckpt_digest_file(const char *path, tpa_ckpt_digest *cd)
     }
     if (st.st_size == 0) {
         close(fd);
-        tpa_ckpt_digest_mem((const uint8_t *)"", 0, cd);
+        tp_ckpt_digest_mem((const uint8_t *)"", 0, cd);
         return 0;
     }
     m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
     if (m == MAP_FAILED) return -1;
-    tpa_ckpt_digest_mem(m, (size_t)st.st_size, cd);
+    tp_ckpt_digest_mem(m, (size_t)st.st_size, cd);
     munmap(m, (size_t)st.st_size);
     return 0;
 }

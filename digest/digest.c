@@ -15,42 +15,40 @@
 
 #include <xxhash.h>
 
-#include "agent/digest.h"
-#include "agent/stats.h"
-#include "agent/stats512.h"
-#include "agent/xxh3_avx2.h"
-#include "agent/xxh3_avx512.h"
+#include "digest/digest.h"
+#include "digest/stats.h"
+#include "digest/stats512.h"
+#include "digest/xxh3_avx2.h"
+#include "digest/xxh3_avx512.h"
 
 /* hash_update feeds XXH3 through its AVX2 build when the CPU has one, also
  * with AVX-512: xxHash's AVX-512 build read memory at 0.6 of a plain read on
  * AMD Zen 5, its AVX2 build at 0.97. */
 static void hash_update(XXH3_state_t *s, const void *p, size_t n)
 {
-    if (tpa_stats_kernel() >= TPA_KERNEL_AVX2 && tpa_xxh3_avx2_available())
-        tpa_xxh3_128_update_avx2(s, p, n);
+    if (tp_stats_kernel() >= TP_KERNEL_AVX2 && tp_xxh3_avx2_available())
+        tp_xxh3_128_update_avx2(s, p, n);
     else
         XXH3_128bits_update(s, p, n);
 }
 
 static const struct {
     const char *name;
-    tpa_dtype dt;
+    tp_dtype dt;
 } dtypes[] = {
-    {"float32", TPA_DT_F32},   {"float", TPA_DT_F32},   {"float64", TPA_DT_F64},
-    {"double", TPA_DT_F64},    {"float16", TPA_DT_F16}, {"half", TPA_DT_F16},
-    {"bfloat16", TPA_DT_BF16}, {"int8", TPA_DT_I8},     {"int16", TPA_DT_I16},
-    {"short", TPA_DT_I16},     {"int32", TPA_DT_I32},   {"int", TPA_DT_I32},
-    {"int64", TPA_DT_I64},     {"long", TPA_DT_I64},    {"uint8", TPA_DT_U8},
-    {"uint16", TPA_DT_U16},    {"uint32", TPA_DT_U32},  {"uint64", TPA_DT_U64},
-    {"bool", TPA_DT_BOOL},
+    {"float32", TP_DT_F32}, {"float", TP_DT_F32},  {"float64", TP_DT_F64},   {"double", TP_DT_F64},
+    {"float16", TP_DT_F16}, {"half", TP_DT_F16},   {"bfloat16", TP_DT_BF16}, {"int8", TP_DT_I8},
+    {"int16", TP_DT_I16},   {"short", TP_DT_I16},  {"int32", TP_DT_I32},     {"int", TP_DT_I32},
+    {"int64", TP_DT_I64},   {"long", TP_DT_I64},   {"uint8", TP_DT_U8},      {"uint16", TP_DT_U16},
+    {"uint32", TP_DT_U32},  {"uint64", TP_DT_U64}, {"bool", TP_DT_BOOL},
 };
 
-tpa_dtype tpa_dtype_parse(const char *name)
+tp_dtype tp_dtype_parse(const char *name)
 {
     if (strncmp(name, "torch.", 6) == 0) name += 6;
     for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
         if (strcmp(name, dtypes[i].name) == 0) return dtypes[i].dt;
-    return TPA_DT_OTHER;
+    return TP_DT_OTHER;
 }
 
 /* ---- the fused pass ----
@@ -73,21 +71,21 @@ static void prefetch(const uint8_t *p, size_t n)
 }
 
 /* fused hashes and accumulates n bytes (n a multiple of the element size). */
-static void fused(XXH3_state_t *state, tpa_acc *a, tpa_dtype dt, const uint8_t *p, size_t n)
+static void fused(XXH3_state_t *state, tp_acc *a, tp_dtype dt, const uint8_t *p, size_t n)
 {
     const uint8_t *end = p + n, *q = p;
-    int fast = tpa_is_float(dt);
+    int fast = tp_is_float(dt);
     while (q < end) {
         size_t k = (size_t)(end - q) < FUSE_BYTES ? (size_t)(end - q) : FUSE_BYTES;
         hash_update(state, q, k);
         for (size_t s = 0; s < k; s += SLICE_BYTES) {
             size_t m = k - s < SLICE_BYTES ? k - s : SLICE_BYTES;
             if ((size_t)(end - q) - s >= PREFETCH_AHEAD + m) prefetch(q + s + PREFETCH_AHEAD, m);
-            tpa_stats_chunk(a, dt, q + s, m, fast);
+            tp_stats_chunk(a, dt, q + s, m, fast);
         }
         q += k;
     }
-    if (fast) tpa_stats_recheck(a, dt, p, n);
+    if (fast) tp_stats_recheck(a, dt, p, n);
 }
 
 /* put_le64 writes v as int64 little-endian, the way the digest hashes a
@@ -100,7 +98,7 @@ static void put_le64(uint8_t out[8], int64_t v)
 /* streamed digests the tensor through XXH3's streaming API and the fused
  * pass. */
 static XXH128_hash_t streamed(const char *dtype_name, const int64_t *shape, int ndim,
-                              const void *data, size_t nbytes, tpa_dtype dt, tpa_acc *a)
+                              const void *data, size_t nbytes, tp_dtype dt, tp_acc *a)
 {
     XXH3_state_t state;
 
@@ -111,10 +109,10 @@ static XXH128_hash_t streamed(const char *dtype_name, const int64_t *shape, int 
         put_le64(le, shape[i]);
         XXH3_128bits_update(&state, le, 8);
     }
-    if (dt == TPA_DT_OTHER) {
+    if (dt == TP_DT_OTHER) {
         if (nbytes) hash_update(&state, data, nbytes);
     } else {
-        size_t body = nbytes - nbytes % tpa_elem_size(dt);
+        size_t body = nbytes - nbytes % tp_elem_size(dt);
         fused(&state, a, dt, data, body);
         if (nbytes > body) hash_update(&state, (const uint8_t *)data + body, nbytes - body);
     }
@@ -124,7 +122,7 @@ static XXH128_hash_t streamed(const char *dtype_name, const int64_t *shape, int 
 /* ---- the one-loop pass ----
  * With AVX-512, a large float tensor is hashed and its statistics are
  * accumulated in the same loop, 64 bytes of each per turn: the hash is
- * XXH3's long-input loop spelled out (agent/xxh3_avx512.h), and its work
+ * XXH3's long-input loop spelled out (digest/xxh3_avx512.h), and its work
  * fills the cycles the statistics spend waiting on their chains of additions
  * (every lane adds one float per 64 bytes), so the loop keeps up with memory
  * where hashing a piece, then accumulating it, did not (0.7 of a read).  XXH3's stripes start at
@@ -137,7 +135,7 @@ static XXH128_hash_t streamed(const char *dtype_name, const int64_t *shape, int 
 /* The prefetch distance.  On a 2-core Xeon whose memory reads at 11 GB/s a
  * thread (bench/hash_bench.c, 256 MiB, float32): none 0.67 of a read, 2 KiB
  * 0.94-0.96, 4 KiB 0.96-1.00, 8 KiB 0.84-0.96, 16 KiB 0.86-0.92. */
-#define AHEAD_STRIPES (4096 / TPA_XXH3_STRIPE)
+#define AHEAD_STRIPES (4096 / TP_XXH3_STRIPE)
 
 /* header writes what the digest hashes before the tensor's bytes, the dtype
  * name with its NUL and the shape as int64 little-endian, to head when it
@@ -151,21 +149,21 @@ static size_t header(uint8_t *head, const char *dtype_name, const int64_t *shape
     return len;
 }
 
-#ifdef TPA_HAVE_AVX512
+#ifdef TP_HAVE_AVX512
 /* halves512 widens sixteen bfloat16 or float16 at p to float, exactly. */
-INLINE_AVX512 __m512 halves512(const uint8_t *p, tpa_dtype dt)
+INLINE_AVX512 __m512 halves512(const uint8_t *p, tp_dtype dt)
 {
     __m256i h = _mm256_loadu_si256((const __m256i *)(const void *)p);
-    if (dt == TPA_DT_BF16)
+    if (dt == TP_DT_BF16)
         return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
     return _mm512_cvtph_ps(h);
 }
 
 /* step512 accumulates 64 bytes of elements: one float per lane, or two
  * rounds of one half per lane. */
-INLINE_AVX512 void step512(lanes512 *l, const uint8_t *p, tpa_dtype dt)
+INLINE_AVX512 void step512(lanes512 *l, const uint8_t *p, tp_dtype dt)
 {
-    if (dt == TPA_DT_F32) {
+    if (dt == TP_DT_F32) {
         lanes512_add_at(l, (const float *)(const void *)p);
     } else {
         lanes512_add_v(l, halves512(p, dt));
@@ -175,19 +173,19 @@ INLINE_AVX512 void step512(lanes512 *l, const uint8_t *p, tpa_dtype dt)
 
 /* one_loop512 hashes n stripes at in and accumulates n times 64 bytes of
  * elements at p, prefetching AHEAD_STRIPES ahead. */
-INLINE_AVX512 void one_loop512(tpa_xxh3_long *x, const uint8_t *in, const uint8_t *p, size_t n,
-                               tpa_acc *a, tpa_dtype dt)
+INLINE_AVX512 void one_loop512(tp_xxh3_long *x, const uint8_t *in, const uint8_t *p, size_t n,
+                               tp_acc *a, tp_dtype dt)
 {
     __m512i h = _mm512_load_si512(x->acc);
     unsigned pos = x->pos;
     lanes512 l;
     lanes512_load(&l, a);
-    for (size_t i = 0; i < n; i++, in += TPA_XXH3_STRIPE, p += TPA_XXH3_STRIPE) {
-        if (i + AHEAD_STRIPES < n) __builtin_prefetch(in + AHEAD_STRIPES * TPA_XXH3_STRIPE, 0, 3);
-        h = tpa_xxh3_accumulate512(h, in, tpa_xxh3_key512(pos));
+    for (size_t i = 0; i < n; i++, in += TP_XXH3_STRIPE, p += TP_XXH3_STRIPE) {
+        if (i + AHEAD_STRIPES < n) __builtin_prefetch(in + AHEAD_STRIPES * TP_XXH3_STRIPE, 0, 3);
+        h = tp_xxh3_accumulate512(h, in, tp_xxh3_key512(pos));
         step512(&l, p, dt);
-        if (++pos == TPA_XXH3_BLOCK_STRIPES) {
-            h = tpa_xxh3_scramble512(h);
+        if (++pos == TP_XXH3_BLOCK_STRIPES) {
+            h = tp_xxh3_scramble512(h);
             pos = 0;
         }
     }
@@ -197,58 +195,58 @@ INLINE_AVX512 void one_loop512(tpa_xxh3_long *x, const uint8_t *in, const uint8_
 }
 
 /* one_loop512_dt is one_loop512 built once per float dtype. */
-TARGET_AVX512 static void one_loop512_dt(tpa_xxh3_long *x, const uint8_t *in, const uint8_t *p,
-                                         size_t n, tpa_acc *a, tpa_dtype dt)
+TARGET_AVX512 static void one_loop512_dt(tp_xxh3_long *x, const uint8_t *in, const uint8_t *p,
+                                         size_t n, tp_acc *a, tp_dtype dt)
 {
-    if (dt == TPA_DT_F32)
-        one_loop512(x, in, p, n, a, TPA_DT_F32);
-    else if (dt == TPA_DT_BF16)
-        one_loop512(x, in, p, n, a, TPA_DT_BF16);
+    if (dt == TP_DT_F32)
+        one_loop512(x, in, p, n, a, TP_DT_F32);
+    else if (dt == TP_DT_BF16)
+        one_loop512(x, in, p, n, a, TP_DT_BF16);
     else
-        one_loop512(x, in, p, n, a, TPA_DT_F16);
+        one_loop512(x, in, p, n, a, TP_DT_F16);
 }
 
 /* one_loop digests the header (hlen bytes at head, which has room for a
  * stripe more) and the tensor (n bytes at data) to *h and returns 1, or
  * returns 0 when the tensor is not for the one-loop pass. */
-static int one_loop(uint8_t *head, size_t hlen, const uint8_t *data, size_t n, tpa_dtype dt,
-                    tpa_acc *a, XXH128_hash_t *h)
+static int one_loop(uint8_t *head, size_t hlen, const uint8_t *data, size_t n, tp_dtype dt,
+                    tp_acc *a, XXH128_hash_t *h)
 {
-    size_t body = n - n % tpa_elem_size(dt), len = hlen + n, hs, skip, ns, done;
-    tpa_xxh3_long x;
+    size_t body = n - n % tp_elem_size(dt), len = hlen + n, hs, skip, ns, done;
+    tp_xxh3_long x;
 
-    if (tpa_stats_kernel() != TPA_KERNEL_AVX512 || !tpa_is_float(dt) || n < ONE_LOOP_MIN_BYTES ||
+    if (tp_stats_kernel() != TP_KERNEL_AVX512 || !tp_is_float(dt) || n < ONE_LOOP_MIN_BYTES ||
         hlen > HEAD_MAX)
         return 0;
     /* the stripes with header bytes (the tensor's first skip bytes end the
      * last of them), then the tensor's stripes but the very last */
-    hs = (hlen + TPA_XXH3_STRIPE - 1) / TPA_XXH3_STRIPE, skip = hs * TPA_XXH3_STRIPE - hlen;
-    ns = (len - 1) / TPA_XXH3_STRIPE - hs, done = ns * TPA_XXH3_STRIPE;
+    hs = (hlen + TP_XXH3_STRIPE - 1) / TP_XXH3_STRIPE, skip = hs * TP_XXH3_STRIPE - hlen;
+    ns = (len - 1) / TP_XXH3_STRIPE - hs, done = ns * TP_XXH3_STRIPE;
     memcpy(head + hlen, data, skip);
-    tpa_xxh3_long_init(&x);
-    tpa_xxh3_stripes512(&x, head, hs);
+    tp_xxh3_long_init(&x);
+    tp_xxh3_stripes512(&x, head, hs);
     one_loop512_dt(&x, data + skip, data, ns, a, dt);
-    tpa_stats_chunk(a, dt, data + done, body - done, 1);
-    *h = tpa_xxh3_finish512(&x, data + n - TPA_XXH3_STRIPE, len);
-    tpa_stats_recheck(a, dt, data, body);
+    tp_stats_chunk(a, dt, data + done, body - done, 1);
+    *h = tp_xxh3_finish512(&x, data + n - TP_XXH3_STRIPE, len);
+    tp_stats_recheck(a, dt, data, body);
     return 1;
 }
 #else
-static int one_loop(uint8_t *head, size_t hlen, const uint8_t *data, size_t n, tpa_dtype dt,
-                    tpa_acc *a, XXH128_hash_t *h)
+static int one_loop(uint8_t *head, size_t hlen, const uint8_t *data, size_t n, tp_dtype dt,
+                    tp_acc *a, XXH128_hash_t *h)
 {
     return 0;
 }
 #endif
 
-void tpa_digest_tensor(const char *dtype_name, const int64_t *shape, int ndim, const void *data,
-                       size_t nbytes, tpa_dtype dt, uint8_t out[TP_DIGEST_LEN], tp_stats *st)
+void tp_digest_tensor(const char *dtype_name, const int64_t *shape, int ndim, const void *data,
+                      size_t nbytes, tp_dtype dt, uint8_t out[TP_DIGEST_LEN], tp_stats *st)
 {
     uint8_t head[HEAD_MAX + 64];
     size_t hlen = header(head, dtype_name, shape, ndim);
     XXH128_hash_t h;
     XXH128_canonical_t c;
-    tpa_acc a;
+    tp_acc a;
 
     memset(&a, 0, sizeof a);
     if (!one_loop(head, hlen, data, nbytes, dt, &a, &h))
@@ -256,13 +254,13 @@ void tpa_digest_tensor(const char *dtype_name, const int64_t *shape, int ndim, c
     XXH128_canonicalFromHash(&c, h);
     memcpy(out, c.digest, TP_DIGEST_LEN);
 
-    if (dt == TPA_DT_OTHER) {
+    if (dt == TP_DT_OTHER) {
         st->sum = st->l2 = st->maxabs = NAN;
         st->nonfinite = 0;
         return;
     }
     st->sum = 0, st->l2 = 0;
-    for (int j = 0; j < TPA_LANES; j++) {
+    for (int j = 0; j < TP_LANES; j++) {
         st->sum += a.sum[j];
         st->l2 += a.sq[j];
     }
@@ -271,8 +269,8 @@ void tpa_digest_tensor(const char *dtype_name, const int64_t *shape, int ndim, c
     st->nonfinite = a.nf;
 }
 
-void tpa_digest_device(const char *dtype_name, const int64_t *shape, int ndim, size_t nbytes,
-                       const unsigned long long lane[2], uint8_t out[TP_DIGEST_LEN])
+void tp_digest_device(const char *dtype_name, const int64_t *shape, int ndim, size_t nbytes,
+                      const unsigned long long lane[2], uint8_t out[TP_DIGEST_LEN])
 {
     uint8_t le[8];
     XXH3_state_t state;
@@ -293,7 +291,7 @@ void tpa_digest_device(const char *dtype_name, const int64_t *shape, int ndim, s
     memcpy(out, c.digest, TP_DIGEST_LEN);
 }
 
-void tpa_digest_bytes(const void *p, size_t n, uint8_t out[TP_DIGEST_LEN])
+void tp_digest_bytes(const void *p, size_t n, uint8_t out[TP_DIGEST_LEN])
 {
     XXH128_canonical_t c;
     XXH3_state_t state;

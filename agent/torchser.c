@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT
- * cxx.c -- interposed libtorch serialization symbols.
+ * torchser.c -- interposed libtorch serialization symbols (see torchser.h).
  *
  * Defined under both libstdc++ ABIs (std::__cxx11::basic_string and the old
  * COW string) and for both getRecord signatures (torch 1.x takes the name
@@ -15,20 +15,20 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "agent/cxx.h"
-#include "agent/digest.h"
+#include "agent/torchser.h"
+#include "digest/digest.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
 static __thread tpa_reccol *col;
 static volatile int reached_write, reached_read;
 
-void tpa_cxx_collect(tpa_reccol *c)
+void tpa_torchser_collect(tpa_reccol *c)
 {
     col = c;
 }
 
-const char *tpa_cxx_status(void)
+const char *tpa_torchser_status(void)
 {
     if (reached_write && reached_read) return "writer+reader";
     if (reached_write) return "writer";
@@ -60,18 +60,18 @@ typedef struct str11 {
 static void note(const char *name, size_t nlen, const void *data, size_t size)
 {
     tpa_reccol *c = col;
-    tpa_record *r;
+    tp_record *r;
     if (c == NULL) return;
     if (c->n >= c->max) {
         c->overflow = true;
         return;
     }
     r = &c->recs[c->n];
-    if (nlen >= TPA_RECORD_NAME) nlen = TPA_RECORD_NAME - 1;
+    if (nlen >= TP_RECORD_NAME) nlen = TP_RECORD_NAME - 1;
     memcpy(r->name, name, nlen);
     r->name[nlen] = '\0';
     r->size = size;
-    tpa_digest_bytes(data, size, r->d);
+    tp_digest_bytes(data, size, r->d);
     c->n++;
 }
 

@@ -1,18 +1,18 @@
 /* SPDX-License-Identifier: MIT
  * xxh3_avx2.c -- XXH3's streaming update built for AVX2 (see xxh3_avx2.h).
  * The whole file is compiled with AVX2 enabled, so nothing here may run
- * before tpa_xxh3_avx2_available() says the CPU has it. */
+ * before tp_xxh3_avx2_available() says the CPU has it. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__AVX2__)
 #pragma GCC target("avx2")
-#define TPA_XXH3_AVX2 1
+#define TP_XXH3_AVX2 1
 #undef XXH_VECTOR
 #define XXH_VECTOR XXH_AVX2
 #endif
 
-#include "agent/xxh3_avx2.h"
+#include "digest/xxh3_avx2.h"
 
-#ifdef TPA_XXH3_AVX2
-int tpa_xxh3_avx2_available(void)
+#ifdef TP_XXH3_AVX2
+int tp_xxh3_avx2_available(void)
 {
     static int have = -1;
     if (have < 0) {
@@ -22,19 +22,19 @@ int tpa_xxh3_avx2_available(void)
     return have;
 }
 
-void tpa_xxh3_128_update_avx2(XXH3_state_t *s, const void *p, size_t n)
+void tp_xxh3_128_update_avx2(XXH3_state_t *s, const void *p, size_t n)
 {
     (void)XXH3_128bits_update(s, p, n);
 }
 #else
 /* Not x86-64, or the whole build already targets AVX2: the inlined xxHash
  * is as fast as it gets. */
-int tpa_xxh3_avx2_available(void)
+int tp_xxh3_avx2_available(void)
 {
     return 0;
 }
 
-void tpa_xxh3_128_update_avx2(XXH3_state_t *s, const void *p, size_t n)
+void tp_xxh3_128_update_avx2(XXH3_state_t *s, const void *p, size_t n)
 {
     (void)XXH3_128bits_update(s, p, n);
 }

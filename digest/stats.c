@@ -9,41 +9,41 @@
 #include <math.h>
 #include <string.h>
 
-#include "agent/stats.h"
-#include "agent/stats512.h"
+#include "digest/stats.h"
+#include "digest/stats512.h"
 
 /* cpu_kernel is the best kernel this CPU runs. */
-static tpa_kernel cpu_kernel(void)
+static tp_kernel cpu_kernel(void)
 {
     static int best = -1;
     if (best < 0) {
-        best = TPA_KERNEL_PORTABLE;
+        best = TP_KERNEL_PORTABLE;
 #if defined(__x86_64__) && defined(__GNUC__)
         __builtin_cpu_init();
-        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) best = TPA_KERNEL_AVX2;
-#ifdef TPA_HAVE_AVX512
-        if (best == TPA_KERNEL_AVX2 && __builtin_cpu_supports("avx512f")) best = TPA_KERNEL_AVX512;
+        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) best = TP_KERNEL_AVX2;
+#ifdef TP_HAVE_AVX512
+        if (best == TP_KERNEL_AVX2 && __builtin_cpu_supports("avx512f")) best = TP_KERNEL_AVX512;
 #endif
 #endif
     }
-    return (tpa_kernel)best;
+    return (tp_kernel)best;
 }
 
-static tpa_kernel kernel_cap = TPA_KERNEL_AVX512;
+static tp_kernel kernel_cap = TP_KERNEL_AVX512;
 
-tpa_kernel tpa_stats_kernel(void)
+tp_kernel tp_stats_kernel(void)
 {
-    tpa_kernel best = cpu_kernel();
+    tp_kernel best = cpu_kernel();
     return best < kernel_cap ? best : kernel_cap;
 }
 
-tpa_kernel tpa_digest_use_kernel(tpa_kernel k)
+tp_kernel tp_digest_use_kernel(tp_kernel k)
 {
     kernel_cap = k;
-    return tpa_stats_kernel();
+    return tp_stats_kernel();
 }
 
-static inline void add(tpa_acc *a, int lane, double v)
+static inline void add(tp_acc *a, int lane, double v)
 {
     double av = fabs(v);
     a->sum[lane] += v;
@@ -52,12 +52,12 @@ static inline void add(tpa_acc *a, int lane, double v)
 }
 
 /* f32_portable accumulates n floats (n a multiple of 16 or the tail). */
-static void f32_portable(tpa_acc *a, const float *p, size_t n)
+static void f32_portable(tp_acc *a, const float *p, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         float v = p[i];
         if (fabsf(v) <= FLT_MAX)
-            add(a, (int)(i % TPA_LANES), v);
+            add(a, (int)(i % TP_LANES), v);
         else
             a->nf++;
     }
@@ -97,7 +97,7 @@ static void f32_portable(tpa_acc *a, const float *p, size_t n)
         q_hi = _mm256_fmadd_pd(hi_, hi_, q_hi);                                                    \
     } while (0)
 
-__attribute__((target("avx2,fma"))) static void f32_avx2(tpa_acc *a, const float *p, size_t n)
+__attribute__((target("avx2,fma"))) static void f32_avx2(tp_acc *a, const float *p, size_t n)
 {
     const __m256i expm = _mm256_set1_epi32(0x7f800000);
     const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
@@ -118,7 +118,7 @@ __attribute__((target("avx2,fma"))) static void f32_avx2(tpa_acc *a, const float
 
 /* f32_avx2_fast is f32_avx2 without the non-finite masks: for finite data
  * the same bits.  Its maxima are split in two to shorten the chain. */
-__attribute__((target("avx2,fma"))) static void f32_avx2_fast(tpa_acc *a, const float *p, size_t n)
+__attribute__((target("avx2,fma"))) static void f32_avx2_fast(tp_acc *a, const float *p, size_t n)
 {
     const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     LANES_LOAD(a);
@@ -149,9 +149,9 @@ __attribute__((target("avx2,fma"))) static void f32_avx2_fast(tpa_acc *a, const 
 
 #endif
 
-#ifdef TPA_HAVE_AVX512
+#ifdef TP_HAVE_AVX512
 /* f32_avx512 is f32_avx2 on AVX-512: non-finite elements count, and add 0. */
-TARGET_AVX512 static void f32_avx512(tpa_acc *a, const float *p, size_t n)
+TARGET_AVX512 static void f32_avx512(tp_acc *a, const float *p, size_t n)
 {
     const __m512i expm = _mm512_set1_epi32(0x7f800000);
     uint64_t nf = 0;
@@ -169,7 +169,7 @@ TARGET_AVX512 static void f32_avx512(tpa_acc *a, const float *p, size_t n)
 }
 
 /* f32_avx512_fast is f32_avx512 without the non-finite masks. */
-TARGET_AVX512 static void f32_avx512_fast(tpa_acc *a, const float *p, size_t n)
+TARGET_AVX512 static void f32_avx512_fast(tp_acc *a, const float *p, size_t n)
 {
     lanes512 l;
     lanes512_load(&l, a);
@@ -179,11 +179,11 @@ TARGET_AVX512 static void f32_avx512_fast(tpa_acc *a, const float *p, size_t n)
 #endif
 
 /* stats_f32 accumulates n floats; fast: without the non-finite masks. */
-static void stats_f32(tpa_acc *a, const float *p, size_t n, int fast)
+static void stats_f32(tp_acc *a, const float *p, size_t n, int fast)
 {
-    size_t body = n - n % TPA_LANES;
-#ifdef TPA_HAVE_AVX512
-    if (tpa_stats_kernel() == TPA_KERNEL_AVX512) {
+    size_t body = n - n % TP_LANES;
+#ifdef TP_HAVE_AVX512
+    if (tp_stats_kernel() == TP_KERNEL_AVX512) {
         if (fast)
             f32_avx512_fast(a, p, body);
         else
@@ -193,7 +193,7 @@ static void stats_f32(tpa_acc *a, const float *p, size_t n, int fast)
     }
 #endif
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (tpa_stats_kernel() >= TPA_KERNEL_AVX2) {
+    if (tp_stats_kernel() >= TP_KERNEL_AVX2) {
         if (fast)
             f32_avx2_fast(a, p, body);
         else
@@ -207,11 +207,11 @@ static void stats_f32(tpa_acc *a, const float *p, size_t n, int fast)
     f32_portable(a, p, n);
 }
 
-static void stats_f64(tpa_acc *a, const double *p, size_t n)
+static void stats_f64(tp_acc *a, const double *p, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         if (fabs(p[i]) <= DBL_MAX)
-            add(a, (int)(i % TPA_LANES), p[i]);
+            add(a, (int)(i % TP_LANES), p[i]);
         else
             a->nf++;
     }
@@ -235,7 +235,7 @@ static float half_to_float(uint16_t h)
     return f;
 }
 
-static void stats_half(tpa_acc *a, const uint16_t *p, size_t n, int bf16, int fast)
+static void stats_half(tp_acc *a, const uint16_t *p, size_t n, int bf16, int fast)
 {
     float buf[256];
     while (n > 0) {
@@ -255,9 +255,9 @@ static void stats_half(tpa_acc *a, const uint16_t *p, size_t n, int bf16, int fa
 }
 
 #define STATS_INT(fn, T)                                                                           \
-    static void fn(tpa_acc *a, const T *p, size_t n)                                               \
+    static void fn(tp_acc *a, const T *p, size_t n)                                                \
     {                                                                                              \
-        for (size_t i = 0; i < n; i++) add(a, (int)(i % TPA_LANES), (double)p[i]);                 \
+        for (size_t i = 0; i < n; i++) add(a, (int)(i % TP_LANES), (double)p[i]);                  \
     }
 STATS_INT(stats_i8, int8_t)
 STATS_INT(stats_i16, int16_t)
@@ -268,70 +268,70 @@ STATS_INT(stats_u16, uint16_t)
 STATS_INT(stats_u32, uint32_t)
 STATS_INT(stats_u64, uint64_t)
 
-size_t tpa_elem_size(tpa_dtype dt)
+size_t tp_elem_size(tp_dtype dt)
 {
     switch (dt) {
-    case TPA_DT_F64:
-    case TPA_DT_I64:
-    case TPA_DT_U64:
+    case TP_DT_F64:
+    case TP_DT_I64:
+    case TP_DT_U64:
         return 8;
-    case TPA_DT_F32:
-    case TPA_DT_I32:
-    case TPA_DT_U32:
+    case TP_DT_F32:
+    case TP_DT_I32:
+    case TP_DT_U32:
         return 4;
-    case TPA_DT_F16:
-    case TPA_DT_BF16:
-    case TPA_DT_I16:
-    case TPA_DT_U16:
+    case TP_DT_F16:
+    case TP_DT_BF16:
+    case TP_DT_I16:
+    case TP_DT_U16:
         return 2;
-    case TPA_DT_I8:
-    case TPA_DT_U8:
-    case TPA_DT_BOOL:
+    case TP_DT_I8:
+    case TP_DT_U8:
+    case TP_DT_BOOL:
         return 1;
     default:
         return 1;
     }
 }
 
-void tpa_stats_chunk(tpa_acc *a, tpa_dtype dt, const void *p, size_t nbytes, int fast)
+void tp_stats_chunk(tp_acc *a, tp_dtype dt, const void *p, size_t nbytes, int fast)
 {
-    size_t n = nbytes / tpa_elem_size(dt);
+    size_t n = nbytes / tp_elem_size(dt);
     switch (dt) {
-    case TPA_DT_F32:
+    case TP_DT_F32:
         stats_f32(a, p, n, fast);
         break;
-    case TPA_DT_F64:
+    case TP_DT_F64:
         stats_f64(a, p, n);
         break;
-    case TPA_DT_F16:
+    case TP_DT_F16:
         stats_half(a, p, n, 0, fast);
         break;
-    case TPA_DT_BF16:
+    case TP_DT_BF16:
         stats_half(a, p, n, 1, fast);
         break;
-    case TPA_DT_I8:
+    case TP_DT_I8:
         stats_i8(a, p, n);
         break;
-    case TPA_DT_I16:
+    case TP_DT_I16:
         stats_i16(a, p, n);
         break;
-    case TPA_DT_I32:
+    case TP_DT_I32:
         stats_i32(a, p, n);
         break;
-    case TPA_DT_I64:
+    case TP_DT_I64:
         stats_i64(a, p, n);
         break;
-    case TPA_DT_U8:
-    case TPA_DT_BOOL:
+    case TP_DT_U8:
+    case TP_DT_BOOL:
         stats_u8(a, p, n);
         break;
-    case TPA_DT_U16:
+    case TP_DT_U16:
         stats_u16(a, p, n);
         break;
-    case TPA_DT_U32:
+    case TP_DT_U32:
         stats_u32(a, p, n);
         break;
-    case TPA_DT_U64:
+    case TP_DT_U64:
         stats_u64(a, p, n);
         break;
     default:
@@ -339,21 +339,21 @@ void tpa_stats_chunk(tpa_acc *a, tpa_dtype dt, const void *p, size_t nbytes, int
     }
 }
 
-int tpa_is_float(tpa_dtype dt)
+int tp_is_float(tp_dtype dt)
 {
-    return dt == TPA_DT_F32 || dt == TPA_DT_F16 || dt == TPA_DT_BF16;
+    return dt == TP_DT_F32 || dt == TP_DT_F16 || dt == TP_DT_BF16;
 }
 
-static int all_finite(const tpa_acc *a)
+static int all_finite(const tp_acc *a)
 {
-    for (int j = 0; j < TPA_LANES; j++)
+    for (int j = 0; j < TP_LANES; j++)
         if (!isfinite(a->sq[j])) return 0;
     return 1;
 }
 
-void tpa_stats_recheck(tpa_acc *a, tpa_dtype dt, const uint8_t *p, size_t n)
+void tp_stats_recheck(tp_acc *a, tp_dtype dt, const uint8_t *p, size_t n)
 {
     if (all_finite(a)) return;
     memset(a, 0, sizeof *a);
-    tpa_stats_chunk(a, dt, p, n, 0);
+    tp_stats_chunk(a, dt, p, n, 0);
 }
