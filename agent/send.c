@@ -53,7 +53,14 @@
  * callbacks run on nng's threads and only touch atomics.  The sender and
  * nng's threads run under SCHED_BATCH (batch_policy), so that handing a
  * batch over never takes the training thread's core.  A forked child
- * never touches nng. */
+ * never touches nng.
+ *
+ * One file, though it is long: its parts (queue, push, retained list,
+ * acknowledgement, resend, spool, end) are one state machine over state the
+ * sender thread owns, and each part reads and changes the others' state
+ * (an acknowledgement retires, a timeout spools, a reconnect resends).  Apart,
+ * that state would be shared across files, and the threading rule above,
+ * which this file can state and keep whole, would span them. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -475,26 +482,26 @@ static int ask_seen(int64_t *seq, bool *end)
     int rc = -1;
     tp_buf_init(&b);
     tp_mp_map(&b, tpa_cfg.token[0] ? 4 : 3);
-    tp_mp_cstr(&b, "cmd");
-    tp_mp_cstr(&b, "seen");
-    tp_mp_cstr(&b, "exec");
+    tp_mp_cstr(&b, TP_CTL_CMD);
+    tp_mp_cstr(&b, TPC_NAME(TPC_seen));
+    tp_mp_cstr(&b, TPA_KEY(TPA_seen_exec));
     tp_mp_int(&b, tpa_cfg.exec);
-    tp_mp_cstr(&b, "pid");
+    tp_mp_cstr(&b, TPA_KEY(TPA_seen_pid));
     tp_mp_int(&b, tpa_pid(getpid()));
     if (tpa_cfg.token[0]) {
-        tp_mp_cstr(&b, "tok");
+        tp_mp_cstr(&b, TP_CTL_TOK);
         tp_mp_cstr(&b, tpa_cfg.token);
     }
     if (b.oom || nng_send(req, b.data, b.len, 0) != 0) goto done;
     if (nng_recv(req, &reply, &rlen, NNG_FLAG_ALLOC) != 0) goto done;
     /* a reply that is not a map, or holds a key of the wrong type: no answer */
-    err = tp_mp_map_find(reply, rlen, "ok", &r);
+    err = tp_mp_map_find(reply, rlen, TP_CTL_OK, &r);
     if ((err != TP_OK && err != TP_ENOENT) || (err == TP_OK && tp_mpr_bool(&r, &ok) != TP_OK))
         goto done;
-    err = tp_mp_map_find(reply, rlen, "seq", &r);
+    err = tp_mp_map_find(reply, rlen, TPR_KEY(TPR_seen_seq), &r);
     if (err == TP_OK && tp_mpr_int(&r, &v) != TP_OK) goto done;
     have = err == TP_OK;
-    err = tp_mp_map_find(reply, rlen, "end", &r); /* a daemon before it: never */
+    err = tp_mp_map_find(reply, rlen, TPR_KEY(TPR_seen_end), &r); /* a daemon before it: never */
     if (err == TP_OK && tp_mpr_bool(&r, &over) != TP_OK) goto done;
     if (ok && have) {
         *seq = v;

@@ -1,55 +1,14 @@
 /* SPDX-License-Identifier: MIT
- * control.h -- the daemon's command protocol (nng req/rep) and the
- * environment contract between trainparity-run and the agent.
+ * control.h -- the daemon's control protocol (nng req/rep), as declared in
+ * proto/control.def, and the environment contract between trainparity-run
+ * and the agent.
  *
- * A request is a MessagePack map {"cmd": str, ...arguments}; a reply is a map
- * {"ok": bool, ["error": str,] ...results}.  Commands:
- *   ping                                   -> version, db, pid, attached
- *   run.create  name check params [started_ago_ns]
- *                                          -> run (params: a JSON object of the keys
- *                                             proto/params.def declares for check;
- *                                             started_ago_ns: how long ago the
- *                                             check began, a duration so that the
- *                                             daemon's clock places it)
- *   run.find    run | name [check]         -> found; run, check, name when found (the
- *                                             run by id, or the latest called name
- *                                             whose check is check)
- *   exec.create run role argv [env]        -> exec, key (the execution's secret);
- *                                             env (the "KEY=VALUE" every host's agents
- *                                             need) lets other hosts follow it:
- *   exec.next   host pid [run after asided] -> state: "wait", "exec" or "end"; run,
- *                                             aside (executions to move aside first,
- *                                             from the asided-th); for "exec": exec,
- *                                             role, key, argv, env, finished
- *                                             (trainparity-run join, the follower
- *                                             host pid; run 0: the newest not ended)
- *   exec.done   exec host pid status signal -> (nothing): the follower's command ended
- *   exec.aside  run exec                   -> (nothing): the leader moved exec's
- *                                             checkpoints aside; followers do too
- *   exec.followers exec                    -> running, waiting, failed, status, signal
- *                                             (followers whose command is running;
- *                                             the first that failed)
- *   run.end     run                        -> untold (followers not yet told the run
- *                                             ended; daemon/serve/follow.h)
- *   exec.finish exec status signal wait_ms -> pending, complete, processes, events,
- *                                             gaps, dropped, unstored (events received
- *                                             and not stored), unstored_why
- *   seen        exec pid                   -> seq (last contiguous, -1), bye, end
- *                                             (a process of exec said bye "interrupt":
- *                                             the agent asked to interrupt it ends
- *                                             every process of the execution)
- *   ingest      path                       -> events, bad (a spool file named
- *                                             <exec>-<pid>.spool, of the daemon's
- *                                             user; local control sockets only)
- *   query       what ("runs"|"run"|"steps"|"verdict"|"saves") id [json]
- *                                          -> text (the view; JSON when json is true)
- *   verdict     run                        -> outcome, text, json
- *   coverage.evidence run                  -> evidence (every ID's occurrences,
- *                                             JSON lines)
- *   shutdown                               -> (nothing); stops now
- *   attach      pid [owner]                -> attached (holders now)
- *   detach      pid                        -> attached (left), exiting
- * A daemon that an attached process started (owner: true) exits once no
+ * A request is a MessagePack map {"cmd": name, ["tok": token,]
+ * ...arguments}; a reply is a map {"ok": bool, ["error": str,] ...results}.
+ * Each command's arguments and results are rows of proto/control.def, each
+ * named by an identifier: TPC_<cmd> the command, TPA_<cmd>_<key> an
+ * argument, TPR_<cmd>_<key> a result (docs/control.md lists them).
+ * A daemon that an attached process started (attach's owner) exits once no
  * attached process is left: detached, or found gone (daemon/serve/lease.h).
  * Every string in a reply is valid UTF-8: a byte that is not becomes
  * U+FFFD, a control character other than newline and tab the escape
@@ -62,6 +21,94 @@
 #include <stdint.h>
 
 #include "proto/tp_err.h"
+
+/* ---- the protocol's commands (proto/control.def) ---- */
+
+/* The keys around every command's own. */
+#define TP_CTL_CMD   "cmd"   /* request: the command's name */
+#define TP_CTL_TOK   "tok"   /* request: the shared token (tcp:// sockets) */
+#define TP_CTL_OK    "ok"    /* reply: whether the command succeeded */
+#define TP_CTL_ERROR "error" /* reply: why not */
+
+typedef enum tp_ctype {
+    TP_C_INT = 1, /* an integer */
+    TP_C_NUM,     /* a number: an integer or a float */
+    TP_C_BOOL,    /* true or false */
+    TP_C_STR,     /* a string */
+    TP_C_STRS,    /* an array of strings */
+    TP_C_INTS,    /* an array of integers */
+} tp_ctype;
+
+#define TP_CMD(id, name, meaning) TPC_##id,
+#define TP_ARG(id, key, type, need, meaning)
+#define TP_RES(id, key, type, meaning)
+typedef enum tp_cmd {
+#include "proto/control.def"
+    TPC_COUNT
+} tp_cmd;
+#undef TP_CMD
+#undef TP_ARG
+
+#define TP_CMD(id, name, meaning)
+#define TP_ARG(id, key, type, need, meaning) TPA_##id##_##key,
+typedef enum tp_arg {
+#include "proto/control.def"
+    TPA_COUNT
+} tp_arg;
+#undef TP_ARG
+#undef TP_RES
+
+#define TP_ARG(id, key, type, need, meaning)
+#define TP_RES(id, key, type, meaning) TPR_##id##_##key,
+typedef enum tp_res {
+#include "proto/control.def"
+    TPR_COUNT
+} tp_res;
+#undef TP_CMD
+#undef TP_ARG
+#undef TP_RES
+
+typedef struct tp_cmd_info {
+    const char *name;    /* "run.create", ...; "<check>.evidence" for TPC_evidence */
+    const char *meaning; /* one line, for docs/control.md */
+} tp_cmd_info;
+
+/* An argument (need: the command requires it) or a result. */
+typedef struct tp_field_info {
+    tp_cmd cmd;
+    const char *key;
+    tp_ctype type;
+    bool need;
+    const char *meaning;
+} tp_field_info;
+
+/* The tables of proto/control.def: TPC_COUNT, TPA_COUNT, TPR_COUNT rows. */
+extern const tp_cmd_info tp_cmds[TPC_COUNT];
+extern const tp_field_info tp_args[TPA_COUNT];
+extern const tp_field_info tp_ress[TPR_COUNT];
+
+#define TPC_NAME(c) (tp_cmds[(c)].name)
+#define TPA_KEY(a)  (tp_args[(a)].key)
+#define TPR_KEY(r)  (tp_ress[(r)].key)
+
+/* TP_EVIDENCE_SUFFIX ends the name of a check's evidence command: its
+ * check's name, then this ("coverage.evidence"). */
+#define TP_EVIDENCE_SUFFIX ".evidence"
+
+/* tp_cmd_find is the command named name (n bytes): a check's evidence
+ * command is TPC_evidence, with *check (len bytes; may be NULL) its check's
+ * name.  -1 when no command has that name. */
+int tp_cmd_find(const char *name, size_t n, char *check, size_t len);
+
+/* tp_arg_find is cmd's argument key (n bytes), or -1 when cmd takes none of
+ * that name. */
+int tp_arg_find(tp_cmd cmd, const char *key, size_t n);
+
+/* tp_ctype_name is "an integer", "a number", "a boolean", "a string", "an
+ * array of strings" or "an array of integers", for messages. */
+const char *tp_ctype_name(tp_ctype t);
+
+/* ---- the agent's environment ---- */
 
 /* Environment read by the agent (set by trainparity-run). */
 #define TP_ENV_DAEMON       "TRAINPARITY_DAEMON"       /* ingest URL */

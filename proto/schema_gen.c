@@ -6,8 +6,10 @@
  *   schema_gen markdown         the key tables of proto/SCHEMA.md, to stdout
  *   schema_gen check SCHEMA.md  exit 1 when the page's tables are stale
  *   schema_gen update SCHEMA.md rewrite them in place
- * and what proto/params.def declares in docs/params.md's table:
+ * and what proto/params.def declares in docs/params.md's table, and
+ * proto/control.def in docs/control.md's:
  *   schema_gen params-check PAGE, params-update PAGE  (as check and update)
+ *   schema_gen control-check PAGE, control-update PAGE
  * The tables sit between the BEGIN and END marker lines of the page; the
  * prose around them is the page's own. */
 #include <stdarg.h>
@@ -16,8 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ctype.h>
 #include <math.h>
 
+#include "proto/control.h"
 #include "proto/event.h"
 #include "proto/params.h"
 
@@ -25,6 +29,8 @@
 #define END   "<!-- END generated tables -->\n"
 #define BEGIN_PARAMS                                                                               \
     "<!-- BEGIN table generated from proto/params.def: edit that file, not this -->\n"
+#define BEGIN_CONTROL                                                                              \
+    "<!-- BEGIN tables generated from proto/control.def: edit that file, not these -->\n"
 
 /* ---- growable text ---- */
 
@@ -127,6 +133,36 @@ static void params_markdown(text *t)
         else
             printf_(t, "%g", p->dflt);
         printf_(t, " | %s |\n", p->meaning);
+    }
+    puts_(t, "\n" END);
+}
+
+/* control_fields writes cmd's arguments (args) or results as a table. */
+static void control_fields(text *t, tp_cmd cmd, bool args)
+{
+    const tp_field_info *f = args ? tp_args : tp_ress;
+    int n = args ? TPA_COUNT : TPR_COUNT, rows = 0;
+    for (int i = 0; i < n; i++) {
+        if (f[i].cmd != cmd) continue;
+        if (rows++ == 0)
+            printf_(t, "\n| %s | type | meaning |\n| --- | --- | --- |\n",
+                    args ? "argument" : "result");
+        printf_(t, args && f[i].need ? "| **`%s`** | %s | %s |\n" : "| `%s` | %s | %s |\n",
+                f[i].key, tp_ctype_name(f[i].type), f[i].meaning);
+    }
+    if (rows == 0) printf_(t, "\n%s\n", args ? "No arguments." : "No results.");
+}
+
+/* control_markdown writes docs/control.md's tables: for each command its
+ * meaning, its arguments (required ones in bold) and its results. */
+static void control_markdown(text *t)
+{
+    puts_(t, BEGIN_CONTROL);
+    for (int c = 0; c < TPC_COUNT; c++) {
+        const char *m = tp_cmds[c].meaning;
+        printf_(t, "\n### `%s`\n\n%c%s.\n", tp_cmds[c].name, toupper((unsigned char)m[0]), m + 1);
+        control_fields(t, (tp_cmd)c, true);
+        control_fields(t, (tp_cmd)c, false);
     }
     puts_(t, "\n" END);
 }
@@ -235,22 +271,41 @@ static int page(const char *path, const char *begin, void (*gen)(text *), text *
     return stale;
 }
 
+/* The pages whose tables a declaration other than proto/events.def
+ * writes: "params-check PAGE" and so on. */
+static const struct decl_page {
+    const char *prefix; /* of the command */
+    const char *what;   /* the declaration */
+    const char *begin;  /* the page's marker line */
+    void (*gen)(text *);
+} decl_pages[] = {
+    {"params-", "proto/params.def", BEGIN_PARAMS, params_markdown},
+    {"control-", "proto/control.def", BEGIN_CONTROL, control_markdown},
+};
+
 int main(int argc, char **argv)
 {
     text t;
     const char *cmd = argc > 1 ? argv[1] : "";
-    bool params = strncmp(cmd, "params-", 7) == 0;
-    const char *what = params ? "proto/params.def" : "proto/events.def";
+    const struct decl_page *d = NULL;
+    const char *what = "proto/events.def", *begin = BEGIN;
+    void (*gen)(text *) = markdown;
+    for (size_t i = 0; i < sizeof decl_pages / sizeof decl_pages[0]; i++)
+        if (strncmp(cmd, decl_pages[i].prefix, strlen(decl_pages[i].prefix)) == 0)
+            d = &decl_pages[i];
     tp_buf_init(&t);
-    if (params) cmd += 7;
-    if (!params && strcmp(cmd, "python") == 0 && argc == 3) {
+    if (d != NULL) {
+        cmd += strlen(d->prefix);
+        what = d->what, begin = d->begin, gen = d->gen;
+    }
+    if (d == NULL && strcmp(cmd, "python") == 0 && argc == 3) {
         python(&t);
         spill(argv[2], (char *)t.data, t.len);
-    } else if (!params && strcmp(cmd, "markdown") == 0 && argc == 2) {
+    } else if (d == NULL && strcmp(cmd, "markdown") == 0 && argc == 2) {
         markdown(&t);
         fputs((char *)t.data, stdout);
     } else if (strcmp(cmd, "check") == 0 && argc == 3) {
-        if (page(argv[2], params ? BEGIN_PARAMS : BEGIN, params ? params_markdown : markdown, &t)) {
+        if (page(argv[2], begin, gen, &t)) {
             fprintf(stderr,
                     "%s: the tables are stale: they differ from %s; run "
                     "`cmake --build BUILD --target schema-doc` to rewrite them\n",
@@ -258,11 +313,11 @@ int main(int argc, char **argv)
             return 1;
         }
     } else if (strcmp(cmd, "update") == 0 && argc == 3) {
-        if (page(argv[2], params ? BEGIN_PARAMS : BEGIN, params ? params_markdown : markdown, &t))
-            spill(argv[2], (char *)t.data, t.len);
+        if (page(argv[2], begin, gen, &t)) spill(argv[2], (char *)t.data, t.len);
     } else {
         fputs("usage: schema_gen python OUT | markdown | check SCHEMA.md | update SCHEMA.md |\n"
-              "       params-check PAGE | params-update PAGE\n",
+              "       params-check PAGE | params-update PAGE |\n"
+              "       control-check PAGE | control-update PAGE\n",
               stderr);
         return 2;
     }

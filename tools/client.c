@@ -180,7 +180,7 @@ static tp_err with_token(const tpt_client *c, const tp_buf *req, tp_buf *out)
     if (tp_mpr_map(&r, &n) != TP_OK) return TP_EINVAL;
     tp_buf_init(out);
     tp_mp_map(out, n + 1);
-    tp_mp_cstr(out, "tok");
+    tp_mp_cstr(out, TP_CTL_TOK);
     tp_mp_cstr(out, c->tok);
     tp_buf_append(out, r.p, tp_mpr_left(&r));
     return out->oom ? TP_ENOMEM : TP_OK;
@@ -335,10 +335,10 @@ tp_err tpt_client_call(tpt_client *c, const tp_buf *req, tp_buf *rep, char *err)
     tp_buf_append(rep, nng_msg_body(m), nng_msg_len(m));
     nng_msg_free(m);
     if (rep->oom) return tpt_seterr(err, TP_ENOMEM, "out of memory reading a reply");
-    if (tpt_reply_bool(rep, "ok", &ok) != TP_OK)
+    if (tp_mp_map_bool(rep->data, rep->len, TP_CTL_OK, &ok) != TP_OK)
         return tpt_seterr(err, TP_EPROTO, "daemon at %s sent a malformed reply", c->url);
     if (!ok) {
-        if (tpt_reply_str(rep, "error", &s, &n) != TP_OK) {
+        if (tp_mp_map_str(rep->data, rep->len, TP_CTL_ERROR, &s, &n) != TP_OK) {
             s = "request refused (no reason given)";
             n = (uint32_t)strlen(s);
         }
@@ -347,40 +347,105 @@ tp_err tpt_client_call(tpt_client *c, const tp_buf *req, tp_buf *rep, char *err)
     return TP_OK;
 }
 
-void tpt_req_begin(tp_buf *b, const char *cmd, uint32_t nargs)
+/* start writes the request map's header, counted up by each argument
+ * (client.h), and its command's name. */
+static void start(tp_buf *b, const char *name, size_t n)
 {
     tp_buf_reset(b);
-    tp_mp_map(b, nargs + 1);
-    tp_mp_cstr(b, "cmd");
-    tp_mp_cstr(b, cmd);
+    tp_mp_map(b, 1);
+    tp_mp_cstr(b, TP_CTL_CMD);
+    tp_mp_str(b, name, n);
 }
 
-tp_err tpt_reply_find(const tp_buf *rep, const char *key, tp_mpr *v)
+void tpt_req_begin(tp_buf *b, tp_cmd cmd)
 {
-    return tp_mp_map_value(rep->data, rep->len, key, v);
+    start(b, TPC_NAME(cmd), strlen(TPC_NAME(cmd)));
 }
 
-tp_err tpt_reply_int(const tp_buf *rep, const char *key, int64_t *v)
+void tpt_req_evidence(tp_buf *b, const char *check)
 {
-    return tp_mp_map_int(rep->data, rep->len, key, v);
+    char name[128];
+    int n = snprintf(name, sizeof name, "%s%s", check, TP_EVIDENCE_SUFFIX);
+    start(b, name, n > 0 && (size_t)n < sizeof name ? (size_t)n : 0);
 }
 
-tp_err tpt_reply_bool(const tp_buf *rep, const char *key, bool *v)
+/* arg writes argument a's key and counts it in the map's header. */
+static void arg(tp_buf *b, tp_arg a)
 {
-    return tp_mp_map_bool(rep->data, rep->len, key, v);
+    if (b->oom || b->len == 0 || (b->data[0] & 0x0f) == 0x0f) {
+        b->oom = 1; /* more than a fixmap holds: refused below as out of memory */
+        return;
+    }
+    b->data[0]++;
+    tp_mp_cstr(b, TPA_KEY(a));
 }
 
-tp_err tpt_reply_str(const tp_buf *rep, const char *key, const char **s, uint32_t *n)
+void tpt_arg_int(tp_buf *b, tp_arg a, int64_t v)
 {
-    return tp_mp_map_str(rep->data, rep->len, key, s, n);
+    arg(b, a);
+    tp_mp_int(b, v);
 }
 
-void tpt_reply_copy(const tp_buf *rep, const char *key, char *out, size_t n)
+void tpt_arg_bool(tp_buf *b, tp_arg a, bool v)
+{
+    arg(b, a);
+    tp_mp_bool(b, v);
+}
+
+void tpt_arg_f64(tp_buf *b, tp_arg a, double v)
+{
+    arg(b, a);
+    tp_mp_f64(b, v);
+}
+
+void tpt_arg_str(tp_buf *b, tp_arg a, const char *s)
+{
+    arg(b, a);
+    if (s == NULL)
+        tp_mp_nil(b);
+    else
+        tp_mp_cstr(b, s);
+}
+
+void tpt_arg_nil(tp_buf *b, tp_arg a)
+{
+    arg(b, a);
+    tp_mp_nil(b);
+}
+
+void tpt_arg_strs(tp_buf *b, tp_arg a, char *const *v, uint32_t n)
+{
+    arg(b, a);
+    tp_mp_array(b, n);
+    for (uint32_t i = 0; i < n; i++) tp_mp_cstr(b, v[i]);
+}
+
+tp_err tpt_reply_find(const tp_buf *rep, tp_res k, tp_mpr *v)
+{
+    return tp_mp_map_value(rep->data, rep->len, TPR_KEY(k), v);
+}
+
+tp_err tpt_reply_int(const tp_buf *rep, tp_res k, int64_t *v)
+{
+    return tp_mp_map_int(rep->data, rep->len, TPR_KEY(k), v);
+}
+
+tp_err tpt_reply_bool(const tp_buf *rep, tp_res k, bool *v)
+{
+    return tp_mp_map_bool(rep->data, rep->len, TPR_KEY(k), v);
+}
+
+tp_err tpt_reply_str(const tp_buf *rep, tp_res k, const char **s, uint32_t *n)
+{
+    return tp_mp_map_str(rep->data, rep->len, TPR_KEY(k), s, n);
+}
+
+void tpt_reply_copy(const tp_buf *rep, tp_res k, char *out, size_t n)
 {
     const char *s;
     uint32_t len;
     out[0] = '\0';
-    if (tpt_reply_str(rep, key, &s, &len) == TP_OK) snprintf(out, n, "%.*s", (int)len, s);
+    if (tpt_reply_str(rep, k, &s, &len) == TP_OK) snprintf(out, n, "%.*s", (int)len, s);
 }
 
 tp_err tpt_client_ask(tpt_client *c, tp_buf *req, tp_buf *rep, char *err)
@@ -390,12 +455,12 @@ tp_err tpt_client_ask(tpt_client *c, tp_buf *req, tp_buf *rep, char *err)
     return rc;
 }
 
-tp_err tpt_reply_strdup(const tp_buf *rep, const char *key, char **out)
+tp_err tpt_reply_strdup(const tp_buf *rep, tp_res k, char **out)
 {
     const char *s;
     uint32_t n;
     char *p;
-    tp_err rc = tpt_reply_str(rep, key, &s, &n);
+    tp_err rc = tpt_reply_str(rep, k, &s, &n);
     if (rc != TP_OK) return rc;
     if ((p = malloc((size_t)n + 1)) == NULL) return TP_ENOMEM;
     memcpy(p, s, n);

@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "proto/control.h"
 #include "proto/mp.h"
 #include "proto/tp_err.h"
 
@@ -83,26 +84,38 @@ tp_err tpt_client_call(tpt_client *c, const tp_buf *req, tp_buf *rep, char *err)
  * request built for one call is. */
 tp_err tpt_client_ask(tpt_client *c, tp_buf *req, tp_buf *rep, char *err);
 
-/* ---- requests ---- */
+/* ---- requests ----
+ * A request is written through the identifiers of proto/control.def. */
 
-/* tpt_req_begin resets b and starts the request map for cmd, to be followed
- * by nargs key/value pairs written with the tp_mp_* writers. */
-void tpt_req_begin(tp_buf *b, const char *cmd, uint32_t nargs);
+/* tpt_req_begin resets b and starts the request for command cmd (not
+ * TPC_evidence: tpt_req_evidence); its arguments follow, each written with
+ * a tpt_arg_* (at most 14: the request is a MessagePack fixmap, whose
+ * one-byte header each counts up). */
+void tpt_req_begin(tp_buf *b, tp_cmd cmd);
+/* tpt_req_evidence starts check's evidence request ("coverage.evidence"). */
+void tpt_req_evidence(tp_buf *b, const char *check);
+void tpt_arg_int(tp_buf *b, tp_arg a, int64_t v);
+void tpt_arg_bool(tp_buf *b, tp_arg a, bool v);
+void tpt_arg_f64(tp_buf *b, tp_arg a, double v);
+void tpt_arg_str(tp_buf *b, tp_arg a, const char *s); /* NULL: nil (absent) */
+void tpt_arg_nil(tp_buf *b, tp_arg a);
+/* tpt_arg_strs writes the array of n strings v. */
+void tpt_arg_strs(tp_buf *b, tp_arg a, char *const *v, uint32_t n);
 
 /* ---- replies ----
  * Lookups scan the reply map from its start.  A key whose value is nil counts
  * as absent (TP_ENOENT); a value of another type is TP_EPROTO. */
 
-/* tpt_reply_find positions *v at the value stored under key. */
-tp_err tpt_reply_find(const tp_buf *rep, const char *key, tp_mpr *v);
-tp_err tpt_reply_int(const tp_buf *rep, const char *key, int64_t *v);
-tp_err tpt_reply_bool(const tp_buf *rep, const char *key, bool *v);
+/* tpt_reply_find positions *v at result k's value. */
+tp_err tpt_reply_find(const tp_buf *rep, tp_res k, tp_mpr *v);
+tp_err tpt_reply_int(const tp_buf *rep, tp_res k, int64_t *v);
+tp_err tpt_reply_bool(const tp_buf *rep, tp_res k, bool *v);
 /* tpt_reply_str points *s (not NUL-terminated, n bytes) into rep. */
-tp_err tpt_reply_str(const tp_buf *rep, const char *key, const char **s, uint32_t *n);
-/* tpt_reply_copy writes the string under key into out (n bytes, cut to
+tp_err tpt_reply_str(const tp_buf *rep, tp_res k, const char **s, uint32_t *n);
+/* tpt_reply_copy writes the string result k into out (n bytes, cut to
  * fit); "" when absent or not a string. */
-void tpt_reply_copy(const tp_buf *rep, const char *key, char *out, size_t n);
+void tpt_reply_copy(const tp_buf *rep, tp_res k, char *out, size_t n);
 /* tpt_reply_strdup returns a NUL-terminated copy in *out (free() it). */
-tp_err tpt_reply_strdup(const tp_buf *rep, const char *key, char **out);
+tp_err tpt_reply_strdup(const tp_buf *rep, tp_res k, char **out);
 
 #endif

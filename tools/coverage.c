@@ -288,14 +288,13 @@ static int evidence(tpt_client *c, int64_t run, const char *path)
     int rc = 0;
     tp_buf_init(&req);
     tp_buf_init(&rep);
-    tpt_req_begin(&req, "coverage.evidence", 1);
-    tp_mp_cstr(&req, "run");
-    tp_mp_int(&req, run);
+    tpt_req_evidence(&req, "coverage");
+    tpt_arg_int(&req, TPA_evidence_run, run);
     if (tpt_client_call(c, &req, &rep, err) != TP_OK) {
         tpt_progress("coverage", "no evidence file: %s", err);
         goto out;
     }
-    if (tpt_reply_str(&rep, "evidence", &s, &n) != TP_OK) {
+    if (tpt_reply_str(&rep, TPR_evidence_evidence, &s, &n) != TP_OK) {
         tpt_error("coverage: the daemon's evidence reply holds no evidence");
         rc = -1;
         goto out;

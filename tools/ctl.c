@@ -15,9 +15,11 @@
 #define FINISH_POLL_MS    20
 #define FINISH_SLACK_MS   10000
 
-static tp_err missing(char *err, const char *cmd, const char *key)
+/* missing says that the daemon's reply lacks result k. */
+static tp_err missing(char *err, tp_res k)
 {
-    return tpt_seterr(err, TP_EPROTO, "daemon's reply to %s lacks \"%s\"", cmd, key);
+    return tpt_seterr(err, TP_EPROTO, "daemon's reply to %s lacks \"%s\"", TPC_NAME(tp_ress[k].cmd),
+                      TPR_KEY(k));
 }
 
 tp_err tpt_ping(tpt_client *c, tpt_ping_info *out, char *err)
@@ -28,11 +30,11 @@ tp_err tpt_ping(tpt_client *c, tpt_ping_info *out, char *err)
 
     tp_buf_init(&req);
     tp_buf_init(&rep);
-    tpt_req_begin(&req, "ping", 0);
+    tpt_req_begin(&req, TPC_ping);
     if ((rc = tpt_client_ask(c, &req, &rep, err)) != TP_OK) goto fail;
-    tpt_reply_copy(&rep, "version", pi.version, sizeof(pi.version));
-    tpt_reply_copy(&rep, "db", pi.db, sizeof(pi.db));
-    if (tpt_reply_int(&rep, "pid", &pi.pid) != TP_OK) pi.pid = -1;
+    tpt_reply_copy(&rep, TPR_ping_version, pi.version, sizeof(pi.version));
+    tpt_reply_copy(&rep, TPR_ping_db, pi.db, sizeof(pi.db));
+    if (tpt_reply_int(&rep, TPR_ping_pid, &pi.pid) != TP_OK) pi.pid = -1;
     if (out != NULL) *out = pi;
 fail:
     tp_buf_free(&rep);
@@ -48,19 +50,16 @@ tp_err tpt_run_create(tpt_client *c, const char *name, const char *check, const 
 
     tp_buf_init(&req);
     tp_buf_init(&rep);
-    tpt_req_begin(&req, "run.create", ago >= 0 ? 4 : 3);
-    tp_mp_cstr(&req, "name");
-    tp_mp_cstr(&req, name);
-    tp_mp_cstr(&req, "check");
-    tp_mp_cstr(&req, check);
-    tp_mp_cstr(&req, "params");
-    tp_mp_cstr(&req, params != NULL ? params : "{}");
+    tpt_req_begin(&req, TPC_run_create);
+    tpt_arg_str(&req, TPA_run_create_name, name);
+    tpt_arg_str(&req, TPA_run_create_check, check);
+    tpt_arg_str(&req, TPA_run_create_params, params != NULL ? params : "{}");
     if (ago >= 0) { /* the run is dated from our start (cli.h) */
-        tp_mp_cstr(&req, "started_ago_ns");
-        tp_mp_int(&req, ago);
+        tpt_arg_int(&req, TPA_run_create_started_ago_ns, ago);
     }
     if ((rc = tpt_client_ask(c, &req, &rep, err)) != TP_OK) goto fail;
-    if (tpt_reply_int(&rep, "run", run) != TP_OK) rc = missing(err, "run.create", "run");
+    if (tpt_reply_int(&rep, TPR_run_create_run, run) != TP_OK)
+        rc = missing(err, TPR_run_create_run);
 fail:
     tp_buf_free(&rep);
     return rc;
@@ -76,29 +75,26 @@ tp_err tpt_run_find(tpt_client *c, int64_t run, const char *name, const char *ch
     memset(&ri, 0, sizeof ri);
     tp_buf_init(&req);
     tp_buf_init(&rep);
-    tpt_req_begin(&req, "run.find", name == NULL ? 1 : check == NULL ? 1 : 2);
+    tpt_req_begin(&req, TPC_run_find);
     if (name == NULL) {
-        tp_mp_cstr(&req, "run");
-        tp_mp_int(&req, run);
+        tpt_arg_int(&req, TPA_run_find_run, run);
     } else {
-        tp_mp_cstr(&req, "name");
-        tp_mp_cstr(&req, name);
+        tpt_arg_str(&req, TPA_run_find_name, name);
         if (check != NULL) {
-            tp_mp_cstr(&req, "check");
-            tp_mp_cstr(&req, check);
+            tpt_arg_str(&req, TPA_run_find_check, check);
         }
     }
     if ((rc = tpt_client_ask(c, &req, &rep, err)) != TP_OK) goto fail;
-    if (tpt_reply_bool(&rep, "found", &ri.found) != TP_OK) {
-        rc = missing(err, "run.find", "found");
+    if (tpt_reply_bool(&rep, TPR_run_find_found, &ri.found) != TP_OK) {
+        rc = missing(err, TPR_run_find_found);
         goto fail;
     }
-    if (ri.found && tpt_reply_int(&rep, "run", &ri.run) != TP_OK) {
-        rc = missing(err, "run.find", "run");
+    if (ri.found && tpt_reply_int(&rep, TPR_run_find_run, &ri.run) != TP_OK) {
+        rc = missing(err, TPR_run_find_run);
         goto fail;
     }
-    tpt_reply_copy(&rep, "check", ri.check, sizeof ri.check);
-    tpt_reply_copy(&rep, "name", ri.name, sizeof ri.name);
+    tpt_reply_copy(&rep, TPR_run_find_check, ri.check, sizeof ri.check);
+    tpt_reply_copy(&rep, TPR_run_find_name, ri.name, sizeof ri.name);
     *out = ri;
 fail:
     tp_buf_free(&rep);
@@ -118,31 +114,23 @@ tp_err tpt_exec_create(tpt_client *c, int64_t run, const char *role, char *const
     while (env != NULL && env[ne] != NULL) ne++;
     tp_buf_init(&req);
     tp_buf_init(&rep);
-    tpt_req_begin(&req, "exec.create", env != NULL ? 4 : 3);
-    tp_mp_cstr(&req, "run");
-    tp_mp_int(&req, run);
-    tp_mp_cstr(&req, "role");
-    tp_mp_cstr(&req, role);
-    tp_mp_cstr(&req, "argv");
-    tp_mp_array(&req, n);
-    for (i = 0; i < n; i++) tp_mp_cstr(&req, argv[i]);
-    if (env != NULL) {
-        tp_mp_cstr(&req, "env");
-        tp_mp_array(&req, ne);
-        for (i = 0; i < ne; i++) tp_mp_cstr(&req, env[i]);
-    }
+    tpt_req_begin(&req, TPC_exec_create);
+    tpt_arg_int(&req, TPA_exec_create_run, run);
+    tpt_arg_str(&req, TPA_exec_create_role, role);
+    tpt_arg_strs(&req, TPA_exec_create_argv, argv, n);
+    if (env != NULL) tpt_arg_strs(&req, TPA_exec_create_env, env, ne);
     if ((rc = tpt_client_ask(c, &req, &rep, err)) != TP_OK) goto fail;
-    if (tpt_reply_int(&rep, "exec", &id) != TP_OK) {
-        rc = missing(err, "exec.create", "exec");
+    if (tpt_reply_int(&rep, TPR_exec_create_exec, &id) != TP_OK) {
+        rc = missing(err, TPR_exec_create_exec);
         goto fail;
     }
-    if (tpt_reply_str(&rep, "key", &k, &klen) != TP_OK || klen != TP_EXEC_KEY_LEN) {
-        rc = missing(err, "exec.create", "key");
+    if (tpt_reply_str(&rep, TPR_exec_create_key, &k, &klen) != TP_OK || klen != TP_EXEC_KEY_LEN) {
+        rc = missing(err, TPR_exec_create_key);
         goto fail;
     }
     for (i = 0; i < klen; i++) {
         if (!((k[i] >= '0' && k[i] <= '9') || (k[i] >= 'a' && k[i] <= 'f'))) {
-            rc = missing(err, "exec.create", "key");
+            rc = missing(err, TPR_exec_create_key);
             goto fail;
         }
     }
@@ -165,25 +153,15 @@ tp_err tpt_exec_finish(tpt_client *c, int64_t exec, int status, int sig, int wai
 
     tp_buf_init(&req);
     tp_buf_init(&rep);
-    tpt_req_begin(&req, "exec.finish", 4);
-    tp_mp_cstr(&req, "exec");
-    tp_mp_int(&req, exec);
-    tp_mp_cstr(&req, "status");
-    if (status >= 0)
-        tp_mp_int(&req, status);
-    else
-        tp_mp_nil(&req);
-    tp_mp_cstr(&req, "signal");
-    if (sig > 0)
-        tp_mp_int(&req, sig);
-    else
-        tp_mp_nil(&req);
-    tp_mp_cstr(&req, "wait_ms");
-    tp_mp_int(&req, wait_ms);
+    tpt_req_begin(&req, TPC_exec_finish);
+    tpt_arg_int(&req, TPA_exec_finish_exec, exec);
+    if (status >= 0) tpt_arg_int(&req, TPA_exec_finish_status, status);
+    if (sig > 0) tpt_arg_int(&req, TPA_exec_finish_signal, sig);
+    tpt_arg_int(&req, TPA_exec_finish_wait_ms, wait_ms);
     for (;;) {
         if ((rc = tpt_client_call(c, &req, &rep, err)) != TP_OK) goto fail;
-        if (tpt_reply_bool(&rep, "pending", &pending) != TP_OK) {
-            rc = missing(err, "exec.finish", "pending");
+        if (tpt_reply_bool(&rep, TPR_exec_finish_pending, &pending) != TP_OK) {
+            rc = missing(err, TPR_exec_finish_pending);
             goto fail;
         }
         if (!pending) break;
@@ -194,17 +172,17 @@ tp_err tpt_exec_finish(tpt_client *c, int64_t exec, int status, int sig, int wai
         }
         tpt_sleep_ms(FINISH_POLL_MS);
     }
-    if (tpt_reply_bool(&rep, "complete", &f.complete) != TP_OK) {
-        rc = missing(err, "exec.finish", "complete");
+    if (tpt_reply_bool(&rep, TPR_exec_finish_complete, &f.complete) != TP_OK) {
+        rc = missing(err, TPR_exec_finish_complete);
         goto fail;
     }
     /* Counts are informative; a daemon that omits one reports 0. */
-    if (tpt_reply_int(&rep, "processes", &f.processes) != TP_OK) f.processes = 0;
-    if (tpt_reply_int(&rep, "events", &f.events) != TP_OK) f.events = 0;
-    if (tpt_reply_int(&rep, "gaps", &f.gaps) != TP_OK) f.gaps = 0;
-    if (tpt_reply_int(&rep, "dropped", &f.dropped) != TP_OK) f.dropped = 0;
-    if (tpt_reply_int(&rep, "unstored", &f.unstored) != TP_OK) f.unstored = 0;
-    tpt_reply_copy(&rep, "unstored_why", f.unstored_why, sizeof(f.unstored_why));
+    if (tpt_reply_int(&rep, TPR_exec_finish_processes, &f.processes) != TP_OK) f.processes = 0;
+    if (tpt_reply_int(&rep, TPR_exec_finish_events, &f.events) != TP_OK) f.events = 0;
+    if (tpt_reply_int(&rep, TPR_exec_finish_gaps, &f.gaps) != TP_OK) f.gaps = 0;
+    if (tpt_reply_int(&rep, TPR_exec_finish_dropped, &f.dropped) != TP_OK) f.dropped = 0;
+    if (tpt_reply_int(&rep, TPR_exec_finish_unstored, &f.unstored) != TP_OK) f.unstored = 0;
+    tpt_reply_copy(&rep, TPR_exec_finish_unstored_why, f.unstored_why, sizeof(f.unstored_why));
     if (f.unstored > 0 && f.unstored_why[0] == '\0')
         snprintf(f.unstored_why, sizeof(f.unstored_why), "no reason given");
     *out = f;
@@ -222,14 +200,12 @@ tp_err tpt_seen(tpt_client *c, int64_t exec, int64_t pid, tpt_seen_info *out, ch
 
     tp_buf_init(&req);
     tp_buf_init(&rep);
-    tpt_req_begin(&req, "seen", 2);
-    tp_mp_cstr(&req, "exec");
-    tp_mp_int(&req, exec);
-    tp_mp_cstr(&req, "pid");
-    tp_mp_int(&req, pid);
+    tpt_req_begin(&req, TPC_seen);
+    tpt_arg_int(&req, TPA_seen_exec, exec);
+    tpt_arg_int(&req, TPA_seen_pid, pid);
     if ((rc = tpt_client_ask(c, &req, &rep, err)) != TP_OK) goto fail;
-    if (tpt_reply_int(&rep, "seq", &s.seq) != TP_OK) s.seq = -1;
-    if (tpt_reply_bool(&rep, "bye", &s.bye) != TP_OK) s.bye = false;
+    if (tpt_reply_int(&rep, TPR_seen_seq, &s.seq) != TP_OK) s.seq = -1;
+    if (tpt_reply_bool(&rep, TPR_seen_bye, &s.bye) != TP_OK) s.bye = false;
     *out = s;
 fail:
     tp_buf_free(&rep);
@@ -246,23 +222,22 @@ tp_err tpt_ingest(tpt_client *c, const char *path, tpt_ingest_info *out, char *e
 
     tp_buf_init(&req);
     tp_buf_init(&rep);
-    tpt_req_begin(&req, "ingest", 1);
-    tp_mp_cstr(&req, "path");
-    tp_mp_cstr(&req, path);
+    tpt_req_begin(&req, TPC_ingest);
+    tpt_arg_str(&req, TPA_ingest_path, path);
     old = tpt_client_timeout(c, INGEST_TIMEOUT_MS);
     rc = tpt_client_ask(c, &req, &rep, err);
     tpt_client_timeout(c, old);
     if (rc != TP_OK) goto fail;
-    if (tpt_reply_int(&rep, "events", &in.events) != TP_OK) {
-        rc = missing(err, "ingest", "events");
+    if (tpt_reply_int(&rep, TPR_ingest_events, &in.events) != TP_OK) {
+        rc = missing(err, TPR_ingest_events);
         goto fail;
     }
-    if (tpt_reply_int(&rep, "bad", &in.bad) != TP_OK) in.bad = 0;
-    if (tpt_reply_int(&rep, "frames", &in.frames) != TP_OK) in.frames = 0;
-    if (tpt_reply_int(&rep, "dup", &in.dup) != TP_OK) in.dup = 0;
-    if (tpt_reply_bool(&rep, "torn", &torn) == TP_OK)
+    if (tpt_reply_int(&rep, TPR_ingest_bad, &in.bad) != TP_OK) in.bad = 0;
+    if (tpt_reply_int(&rep, TPR_ingest_frames, &in.frames) != TP_OK) in.frames = 0;
+    if (tpt_reply_int(&rep, TPR_ingest_dup, &in.dup) != TP_OK) in.dup = 0;
+    if (tpt_reply_bool(&rep, TPR_ingest_torn, &torn) == TP_OK)
         in.torn = torn;
-    else if (tpt_reply_int(&rep, "torn", &in.torn) != TP_OK)
+    else if (tpt_reply_int(&rep, TPR_ingest_torn, &in.torn) != TP_OK)
         in.torn = 0;
     if (out != NULL) *out = in;
 fail:
@@ -278,21 +253,18 @@ static tp_err query(tpt_client *c, const char *what, int64_t id, bool json, char
 
     tp_buf_init(&req);
     tp_buf_init(&rep);
-    tpt_req_begin(&req, "query", json ? 3 : 2);
-    tp_mp_cstr(&req, "what");
-    tp_mp_cstr(&req, what);
-    tp_mp_cstr(&req, "id");
-    tp_mp_int(&req, id);
+    tpt_req_begin(&req, TPC_query);
+    tpt_arg_str(&req, TPA_query_what, what);
+    tpt_arg_int(&req, TPA_query_id, id);
     if (json) {
-        tp_mp_cstr(&req, "json");
-        tp_mp_bool(&req, true);
+        tpt_arg_bool(&req, TPA_query_json, true);
     }
     if ((rc = tpt_client_ask(c, &req, &rep, err)) != TP_OK) goto fail;
-    rc = tpt_reply_strdup(&rep, "text", text);
+    rc = tpt_reply_strdup(&rep, TPR_query_text, text);
     if (rc == TP_ENOMEM)
         tpt_seterr(err, rc, "out of memory");
     else if (rc != TP_OK)
-        rc = missing(err, "query", "text");
+        rc = missing(err, TPR_query_text);
 fail:
     tp_buf_free(&rep);
     return rc;
@@ -318,33 +290,29 @@ static tp_err verdict(tpt_client *c, int64_t run, const tpt_tolerance *tol, bool
     memset(&v, 0, sizeof v);
     tp_buf_init(&req);
     tp_buf_init(&rep);
-    tpt_req_begin(&req, "verdict", (tol && tol->declared ? 3 : 1) + (plan ? 1 : 0));
-    tp_mp_cstr(&req, "run");
-    tp_mp_int(&req, run);
+    tpt_req_begin(&req, TPC_verdict);
+    tpt_arg_int(&req, TPA_verdict_run, run);
     if (plan) {
-        tp_mp_cstr(&req, "plan");
-        tp_mp_bool(&req, true);
+        tpt_arg_bool(&req, TPA_verdict_plan, true);
     }
     if (tol && tol->declared) {
-        tp_mp_cstr(&req, "rtol");
-        tp_mp_f64(&req, tol->rtol);
-        tp_mp_cstr(&req, "atol");
-        tp_mp_f64(&req, tol->atol);
+        tpt_arg_f64(&req, TPA_verdict_rtol, tol->rtol);
+        tpt_arg_f64(&req, TPA_verdict_atol, tol->atol);
     }
     if ((rc = tpt_client_ask(c, &req, &rep, err)) != TP_OK) goto fail;
-    if ((rc = tpt_reply_strdup(&rep, "outcome", &v.outcome)) != TP_OK) {
-        if (rc != TP_ENOMEM) rc = missing(err, "verdict", "outcome");
+    if ((rc = tpt_reply_strdup(&rep, TPR_verdict_outcome, &v.outcome)) != TP_OK) {
+        if (rc != TP_ENOMEM) rc = missing(err, TPR_verdict_outcome);
         goto fail;
     }
-    if ((rc = tpt_reply_strdup(&rep, "text", &v.text)) == TP_ENOMEM ||
-        (rc = tpt_reply_strdup(&rep, "json", &v.json)) == TP_ENOMEM)
+    if ((rc = tpt_reply_strdup(&rep, TPR_verdict_text, &v.text)) == TP_ENOMEM ||
+        (rc = tpt_reply_strdup(&rep, TPR_verdict_json, &v.json)) == TP_ENOMEM)
         goto fail;
-    if (plan && tpt_reply_int(&rep, "narrow_from", &v.narrow_from) == TP_OK &&
-        tpt_reply_int(&rep, "narrow_to", &v.narrow_to) == TP_OK) {
+    if (plan && tpt_reply_int(&rep, TPR_verdict_narrow_from, &v.narrow_from) == TP_OK &&
+        tpt_reply_int(&rep, TPR_verdict_narrow_to, &v.narrow_to) == TP_OK) {
         v.narrow = true;
-        if (tpt_reply_bool(&rep, "narrow_b", &v.narrow_b) != TP_OK) v.narrow_b = false;
-        v.narrow_r = tpt_reply_int(&rep, "narrow_r_from", &v.narrow_r_from) == TP_OK &&
-                     tpt_reply_int(&rep, "narrow_r_to", &v.narrow_r_to) == TP_OK;
+        if (tpt_reply_bool(&rep, TPR_verdict_narrow_b, &v.narrow_b) != TP_OK) v.narrow_b = false;
+        v.narrow_r = tpt_reply_int(&rep, TPR_verdict_narrow_r_from, &v.narrow_r_from) == TP_OK &&
+                     tpt_reply_int(&rep, TPR_verdict_narrow_r_to, &v.narrow_r_to) == TP_OK;
     }
     rc = TP_OK;
     *out = v;
@@ -385,7 +353,7 @@ tp_err tpt_shutdown(tpt_client *c, char *err)
 
     tp_buf_init(&req);
     tp_buf_init(&rep);
-    tpt_req_begin(&req, "shutdown", 0);
+    tpt_req_begin(&req, TPC_shutdown);
     rc = tpt_client_ask(c, &req, &rep, err);
     tp_buf_free(&rep);
     return rc;
@@ -399,14 +367,12 @@ tp_err tpt_attach(tpt_client *c, int64_t pid, bool owner, int64_t *attached, cha
 
     tp_buf_init(&req);
     tp_buf_init(&rep);
-    tpt_req_begin(&req, "attach", 2);
-    tp_mp_cstr(&req, "pid");
-    tp_mp_int(&req, pid);
-    tp_mp_cstr(&req, "owner");
-    tp_mp_bool(&req, owner);
+    tpt_req_begin(&req, TPC_attach);
+    tpt_arg_int(&req, TPA_attach_pid, pid);
+    tpt_arg_bool(&req, TPA_attach_owner, owner);
     if ((rc = tpt_client_ask(c, &req, &rep, err)) != TP_OK) goto fail;
-    if (tpt_reply_int(&rep, "attached", &n) != TP_OK) {
-        rc = missing(err, "attach", "attached");
+    if (tpt_reply_int(&rep, TPR_attach_attached, &n) != TP_OK) {
+        rc = missing(err, TPR_attach_attached);
         goto fail;
     }
     if (attached != NULL) *attached = n;
@@ -424,16 +390,15 @@ tp_err tpt_detach(tpt_client *c, int64_t pid, int64_t *attached, bool *exiting, 
 
     tp_buf_init(&req);
     tp_buf_init(&rep);
-    tpt_req_begin(&req, "detach", 1);
-    tp_mp_cstr(&req, "pid");
-    tp_mp_int(&req, pid);
+    tpt_req_begin(&req, TPC_detach);
+    tpt_arg_int(&req, TPA_detach_pid, pid);
     if ((rc = tpt_client_ask(c, &req, &rep, err)) != TP_OK) goto fail;
-    if (tpt_reply_int(&rep, "attached", &n) != TP_OK) {
-        rc = missing(err, "detach", "attached");
+    if (tpt_reply_int(&rep, TPR_detach_attached, &n) != TP_OK) {
+        rc = missing(err, TPR_detach_attached);
         goto fail;
     }
-    if (tpt_reply_bool(&rep, "exiting", &ex) != TP_OK) {
-        rc = missing(err, "detach", "exiting");
+    if (tpt_reply_bool(&rep, TPR_detach_exiting, &ex) != TP_OK) {
+        rc = missing(err, TPR_detach_exiting);
         goto fail;
     }
     if (attached != NULL) *attached = n;

@@ -8,17 +8,16 @@
 #include "tools/errbuf.h"
 #include "tools/follow.h"
 
-static void who(tp_buf *req, const char *host, int64_t pid)
+/* who writes the follower's host and pid, the arguments ha and pa. */
+static void who(tp_buf *req, tp_arg ha, tp_arg pa, const char *host, int64_t pid)
 {
-    tp_mp_cstr(req, "host");
-    tp_mp_cstr(req, host);
-    tp_mp_cstr(req, "pid");
-    tp_mp_int(req, pid);
+    tpt_arg_str(req, ha, host);
+    tpt_arg_int(req, pa, pid);
 }
 
-/* strs reads the reply's array of strings under key into a NULL-terminated
+/* strs reads the reply's array of strings key into a NULL-terminated
  * array of copies (absent: an empty one). */
-static tp_err strs(const tp_buf *rep, const char *key, char ***out)
+static tp_err strs(const tp_buf *rep, tp_res key, char ***out)
 {
     tp_mpr v;
     uint32_t n = 0, i, len;
@@ -38,7 +37,7 @@ static tp_err strs(const tp_buf *rep, const char *key, char ***out)
     return TP_OK;
 }
 
-static tp_err ints(const tp_buf *rep, const char *key, int64_t **out, size_t *n)
+static tp_err ints(const tp_buf *rep, tp_res key, int64_t **out, size_t *n)
 {
     tp_mpr v;
     uint32_t len = 0, i;
@@ -71,34 +70,31 @@ tp_err tpt_follow_next(tpt_client *c, const char *host, int64_t pid, int64_t run
     memset(out, 0, sizeof *out);
     tp_buf_init(&req);
     tp_buf_init(&rep);
-    tpt_req_begin(&req, "exec.next", 5);
-    who(&req, host, pid);
-    tp_mp_cstr(&req, "run");
-    tp_mp_int(&req, run);
-    tp_mp_cstr(&req, "after");
-    tp_mp_int(&req, after);
-    tp_mp_cstr(&req, "asided");
-    tp_mp_int(&req, asided);
+    tpt_req_begin(&req, TPC_exec_next);
+    who(&req, TPA_exec_next_host, TPA_exec_next_pid, host, pid);
+    tpt_arg_int(&req, TPA_exec_next_run, run);
+    tpt_arg_int(&req, TPA_exec_next_after, after);
+    tpt_arg_int(&req, TPA_exec_next_asided, asided);
     if ((rc = tpt_client_ask(c, &req, &rep, err)) != TP_OK) goto out;
-    tpt_reply_copy(&rep, "state", out->state, sizeof out->state);
-    if (tpt_reply_int(&rep, "run", &out->run) == TP_EPROTO ||
-        (rc = ints(&rep, "aside", &out->aside, &out->naside)) != TP_OK) {
+    tpt_reply_copy(&rep, TPR_exec_next_state, out->state, sizeof out->state);
+    if (tpt_reply_int(&rep, TPR_exec_next_run, &out->run) == TP_EPROTO ||
+        (rc = ints(&rep, TPR_exec_next_aside, &out->aside, &out->naside)) != TP_OK) {
         rc = tpt_seterr(err, TP_EPROTO, "malformed reply to exec.next");
         goto out;
     }
     if (strcmp(out->state, "exec") == 0) {
         const char *k;
         uint32_t klen;
-        if (tpt_reply_int(&rep, "exec", &out->exec) != TP_OK ||
-            tpt_reply_str(&rep, "key", &k, &klen) != TP_OK || klen != TP_EXEC_KEY_LEN ||
-            tpt_reply_bool(&rep, "finished", &out->finished) != TP_OK ||
-            strs(&rep, "argv", &out->argv) != TP_OK || strs(&rep, "env", &out->env) != TP_OK ||
-            out->argv[0] == NULL) {
+        if (tpt_reply_int(&rep, TPR_exec_next_exec, &out->exec) != TP_OK ||
+            tpt_reply_str(&rep, TPR_exec_next_key, &k, &klen) != TP_OK || klen != TP_EXEC_KEY_LEN ||
+            tpt_reply_bool(&rep, TPR_exec_next_finished, &out->finished) != TP_OK ||
+            strs(&rep, TPR_exec_next_argv, &out->argv) != TP_OK ||
+            strs(&rep, TPR_exec_next_env, &out->env) != TP_OK || out->argv[0] == NULL) {
             rc = tpt_seterr(err, TP_EPROTO, "malformed reply to exec.next");
             goto out;
         }
         memcpy(out->key, k, klen);
-        tpt_reply_copy(&rep, "role", out->role, sizeof out->role);
+        tpt_reply_copy(&rep, TPR_exec_next_role, out->role, sizeof out->role);
     } else if (strcmp(out->state, "wait") != 0 && strcmp(out->state, "end") != 0) {
         rc = tpt_seterr(err, TP_EPROTO, "exec.next answered the state '%s'", out->state);
     }
@@ -115,14 +111,11 @@ tp_err tpt_follow_done(tpt_client *c, const char *host, int64_t pid, int64_t exe
     tp_err rc;
     tp_buf_init(&req);
     tp_buf_init(&rep);
-    tpt_req_begin(&req, "exec.done", 5);
-    who(&req, host, pid);
-    tp_mp_cstr(&req, "exec");
-    tp_mp_int(&req, exec);
-    tp_mp_cstr(&req, "status");
-    tp_mp_int(&req, e->status);
-    tp_mp_cstr(&req, "signal");
-    tp_mp_int(&req, e->signal);
+    tpt_req_begin(&req, TPC_exec_done);
+    who(&req, TPA_exec_done_host, TPA_exec_done_pid, host, pid);
+    tpt_arg_int(&req, TPA_exec_done_exec, exec);
+    tpt_arg_int(&req, TPA_exec_done_status, e->status);
+    tpt_arg_int(&req, TPA_exec_done_signal, e->signal);
     rc = tpt_client_ask(c, &req, &rep, err);
     tp_buf_free(&rep);
     return rc;
@@ -134,11 +127,9 @@ tp_err tpt_follow_aside(tpt_client *c, int64_t run, int64_t exec, char *err)
     tp_err rc;
     tp_buf_init(&req);
     tp_buf_init(&rep);
-    tpt_req_begin(&req, "exec.aside", 2);
-    tp_mp_cstr(&req, "run");
-    tp_mp_int(&req, run);
-    tp_mp_cstr(&req, "exec");
-    tp_mp_int(&req, exec);
+    tpt_req_begin(&req, TPC_exec_aside);
+    tpt_arg_int(&req, TPA_exec_aside_run, run);
+    tpt_arg_int(&req, TPA_exec_aside_exec, exec);
     rc = tpt_client_ask(c, &req, &rep, err);
     tp_buf_free(&rep);
     return rc;
@@ -152,16 +143,15 @@ tp_err tpt_follow_followers(tpt_client *c, int64_t exec, tpt_followers *out, cha
     memset(out, 0, sizeof *out);
     tp_buf_init(&req);
     tp_buf_init(&rep);
-    tpt_req_begin(&req, "exec.followers", 1);
-    tp_mp_cstr(&req, "exec");
-    tp_mp_int(&req, exec);
+    tpt_req_begin(&req, TPC_exec_followers);
+    tpt_arg_int(&req, TPA_exec_followers_exec, exec);
     if ((rc = tpt_client_ask(c, &req, &rep, err)) == TP_OK &&
-        (tpt_reply_int(&rep, "running", &out->running) != TP_OK ||
-         tpt_reply_int(&rep, "status", &st) != TP_OK ||
-         tpt_reply_int(&rep, "signal", &sig) != TP_OK))
+        (tpt_reply_int(&rep, TPR_exec_followers_running, &out->running) != TP_OK ||
+         tpt_reply_int(&rep, TPR_exec_followers_status, &st) != TP_OK ||
+         tpt_reply_int(&rep, TPR_exec_followers_signal, &sig) != TP_OK))
         rc = tpt_seterr(err, TP_EPROTO, "malformed reply to exec.followers");
-    tpt_reply_copy(&rep, "waiting", out->waiting, sizeof out->waiting);
-    tpt_reply_copy(&rep, "failed", out->failed, sizeof out->failed);
+    tpt_reply_copy(&rep, TPR_exec_followers_waiting, out->waiting, sizeof out->waiting);
+    tpt_reply_copy(&rep, TPR_exec_followers_failed, out->failed, sizeof out->failed);
     out->first.status = (int)st;
     out->first.signal = (int)sig;
     tp_buf_free(&rep);
@@ -174,11 +164,10 @@ tp_err tpt_follow_end(tpt_client *c, int64_t run, int64_t *untold, char *err)
     tp_err rc;
     tp_buf_init(&req);
     tp_buf_init(&rep);
-    tpt_req_begin(&req, "run.end", 1);
-    tp_mp_cstr(&req, "run");
-    tp_mp_int(&req, run);
+    tpt_req_begin(&req, TPC_run_end);
+    tpt_arg_int(&req, TPA_run_end_run, run);
     if ((rc = tpt_client_ask(c, &req, &rep, err)) == TP_OK &&
-        tpt_reply_int(&rep, "untold", untold) != TP_OK)
+        tpt_reply_int(&rep, TPR_run_end_untold, untold) != TP_OK)
         rc = tpt_seterr(err, TP_EPROTO, "malformed reply to run.end");
     tp_buf_free(&rep);
     return rc;

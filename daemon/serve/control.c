@@ -16,7 +16,6 @@
 #include "daemon/serve/follow.h"
 #include "daemon/serve/lease.h"
 #include "daemon/store/query.h"
-#include "daemon/store/secret.h"
 
 #include "tp_version.h"
 
@@ -41,10 +40,10 @@ static tp_err store_fail(tpd_control *c, tpd_reply *r, tp_err err)
 
 static tp_err cmd_ping(tpd_control *c, const tpd_req *q, tpd_reply *r)
 {
-    tpd_reply_cstr(r, "version", TP_VERSION);
-    tpd_reply_cstr(r, "db", tpd_store_path(c->store));
-    tpd_reply_int(r, "pid", (int64_t)getpid());
-    tpd_reply_int(r, "attached", tpd_lease_count(c->lease));
+    tpd_reply_cstr(r, TPR_ping_version, TP_VERSION);
+    tpd_reply_cstr(r, TPR_ping_db, tpd_store_path(c->store));
+    tpd_reply_int(r, TPR_ping_pid, (int64_t)getpid());
+    tpd_reply_int(r, TPR_ping_attached, tpd_lease_count(c->lease));
     return TP_OK;
 }
 
@@ -60,9 +59,9 @@ static tp_err cmd_run_create(tpd_control *c, const tpd_req *q, tpd_reply *r)
     int64_t run = 0, now = tpd_now_ns(), ago = 0;
     bool has_ago;
     tp_err err;
-    if ((err = tpd_req_opt_str(q, r, "name", &name)) != TP_OK) goto out;
-    if ((err = tpd_req_need_str(q, r, "check", &check)) != TP_OK) goto out;
-    if ((err = tpd_req_opt_str(q, r, "params", &params)) != TP_OK) goto out;
+    if ((err = tpd_req_opt_str(q, r, TPA_run_create_name, &name)) != TP_OK) goto out;
+    if ((err = tpd_req_need_str(q, r, TPA_run_create_check, &check)) != TP_OK) goto out;
+    if ((err = tpd_req_opt_str(q, r, TPA_run_create_params, &params)) != TP_OK) goto out;
     if (params != NULL) {
         /* the checks read the params as a JSON object (checks/params.h):
          * what they could not read is refused now, not at the verdict */
@@ -76,7 +75,8 @@ static tp_err cmd_run_create(tpd_control *c, const tpd_req *q, tpd_reply *r)
             goto out;
         }
     }
-    if ((err = tpd_req_opt_int(q, r, "started_ago_ns", &ago, &has_ago)) != TP_OK) goto out;
+    if ((err = tpd_req_opt_int(q, r, TPA_run_create_started_ago_ns, &ago, &has_ago)) != TP_OK)
+        goto out;
     if (ago < 0 || ago > now) {
         err = tpd_reply_fail(r, TP_EINVAL, "argument 'started_ago_ns' is out of range");
         goto out;
@@ -85,7 +85,7 @@ static tp_err cmd_run_create(tpd_control *c, const tpd_req *q, tpd_reply *r)
         store_fail(c, r, err);
         goto out;
     }
-    tpd_reply_int(r, "run", run);
+    tpd_reply_int(r, TPR_run_create_run, run);
 out:
     free(name);
     free(check);
@@ -104,9 +104,9 @@ static tp_err cmd_run_find(tpd_control *c, const tpd_req *q, tpd_reply *r)
     int64_t run = 0, id = 0;
     bool has_run;
     tp_err err;
-    if ((err = tpd_req_opt_int(q, r, "run", &run, &has_run)) != TP_OK) return err;
-    if ((err = tpd_req_opt_str(q, r, "name", &name)) != TP_OK) goto out;
-    if ((err = tpd_req_opt_str(q, r, "check", &check)) != TP_OK) goto out;
+    if ((err = tpd_req_opt_int(q, r, TPA_run_find_run, &run, &has_run)) != TP_OK) return err;
+    if ((err = tpd_req_opt_str(q, r, TPA_run_find_name, &name)) != TP_OK) goto out;
+    if ((err = tpd_req_opt_str(q, r, TPA_run_find_check, &check)) != TP_OK) goto out;
     if (has_run == (name != NULL)) {
         err = tpd_reply_fail(r, TP_EINVAL, "give one of 'run' and 'name'");
         goto out;
@@ -116,12 +116,12 @@ static tp_err cmd_run_find(tpd_control *c, const tpd_req *q, tpd_reply *r)
                               : tpd_store_run_find(c->store, has_run ? run : 0, name, check, &id,
                                                    &found_check, &found_name);
     if (err == TP_OK) {
-        tpd_reply_bool(r, "found", true);
-        tpd_reply_int(r, "run", id);
-        tpd_reply_cstr(r, "check", found_check);
-        tpd_reply_cstr(r, "name", found_name);
+        tpd_reply_bool(r, TPR_run_find_found, true);
+        tpd_reply_int(r, TPR_run_find_run, id);
+        tpd_reply_cstr(r, TPR_run_find_check, found_check);
+        tpd_reply_cstr(r, TPR_run_find_name, found_name);
     } else if (err == TP_ENOENT) {
-        tpd_reply_bool(r, "found", false);
+        tpd_reply_bool(r, TPR_run_find_found, false);
         err = TP_OK;
     } else if (err == TP_ENOMEM) {
         tpd_reply_fail(r, err, "out of memory");
@@ -147,9 +147,9 @@ static tp_err cmd_exec_create(tpd_control *c, const tpd_req *q, tpd_reply *r)
     tp_mpr f;
     tp_err err;
     tpd_str_init(&argv);
-    if ((err = tpd_req_need_int(q, r, "run", &run)) != TP_OK) goto out;
-    if ((err = tpd_req_opt_str(q, r, "role", &role)) != TP_OK) goto out;
-    err = tpd_req_find(q, "argv", &f);
+    if ((err = tpd_req_need_int(q, r, TPA_exec_create_run, &run)) != TP_OK) goto out;
+    if ((err = tpd_req_opt_str(q, r, TPA_exec_create_role, &role)) != TP_OK) goto out;
+    err = tpd_req_find(q, TPA_exec_create_argv, &f);
     if (err == TP_OK && tpd_json_strs(&argv, &f) != TP_OK) err = TP_EPROTO;
     if (err == TP_EPROTO) {
         err = tpd_reply_fail(r, TP_EINVAL, "argument 'argv' is not an array of strings");
@@ -160,8 +160,8 @@ static tp_err cmd_exec_create(tpd_control *c, const tpd_req *q, tpd_reply *r)
         goto out;
     }
     /* env: the variables of an execution other hosts follow (follow.h) */
-    err = tpd_follow_strs(q, "env", &env, &nenv);
-    if (err == TP_OK) err = tpd_follow_strs(q, "argv", &args, &nargs);
+    err = tpd_follow_strs(q, TPA_exec_create_env, &env, &nenv);
+    if (err == TP_OK) err = tpd_follow_strs(q, TPA_exec_create_argv, &args, &nargs);
     if (err == TP_ENOMEM) {
         err = tpd_reply_fail(r, err, "out of memory");
         goto out;
@@ -190,8 +190,8 @@ static tp_err cmd_exec_create(tpd_control *c, const tpd_req *q, tpd_reply *r)
         goto out;
     }
     env = args = NULL, nenv = nargs = 0; /* the registry's now */
-    tpd_reply_int(r, "exec", exec);
-    tpd_reply_str(r, "key", key, TP_EXEC_KEY_LEN);
+    tpd_reply_int(r, TPR_exec_create_exec, exec);
+    tpd_reply_str(r, TPR_exec_create_key, key, TP_EXEC_KEY_LEN);
 out:
     tpd_follow_strs_free(env, nenv);
     tpd_follow_strs_free(args, nargs);
@@ -222,16 +222,18 @@ static tp_err cmd_exec_finish(tpd_control *c, const tpd_req *q, tpd_reply *r)
     tpd_backlog_info un = {0, 0, NULL};
     tpd_exec_state st;
     tp_err err;
-    if ((err = tpd_req_need_int(q, r, "exec", &exec)) != TP_OK) return err;
-    if ((err = tpd_req_opt_int(q, r, "status", &status, &has_status)) != TP_OK) return err;
-    if ((err = tpd_req_opt_int(q, r, "signal", &sig, &has_sig)) != TP_OK) return err;
-    if ((err = tpd_req_opt_int(q, r, "wait_ms", &wait_ms, &has_wait)) != TP_OK) return err;
+    if ((err = tpd_req_need_int(q, r, TPA_exec_finish_exec, &exec)) != TP_OK) return err;
+    if ((err = tpd_req_opt_int(q, r, TPA_exec_finish_status, &status, &has_status)) != TP_OK)
+        return err;
+    if ((err = tpd_req_opt_int(q, r, TPA_exec_finish_signal, &sig, &has_sig)) != TP_OK) return err;
+    if ((err = tpd_req_opt_int(q, r, TPA_exec_finish_wait_ms, &wait_ms, &has_wait)) != TP_OK)
+        return err;
     err = tpd_store_exec_state(c->store, exec, &st);
     if (err == TP_ENOENT) return tpd_reply_fail(r, err, "no execution %lld", (long long)exec);
     if (err != TP_OK) return store_fail(c, r, err);
     if (c->backlog) tpd_backlog_exec(c->backlog, exec, stored_in, c->store, &un);
     if (un.waiting > 0 && tpd_backlog_waited(c->backlog, exec) < (double)wait_ms) {
-        tpd_reply_bool(r, "pending", true);
+        tpd_reply_bool(r, TPR_exec_finish_pending, true);
         return TP_OK;
     }
     unstored = un.waiting + un.lost;
@@ -245,21 +247,21 @@ static tp_err cmd_exec_finish(tpd_control *c, const tpd_req *q, tpd_reply *r)
      * bye may be among them), and the execution incomplete anyway. */
     if (err == TP_OK && unstored == 0 && st.with_bye < st.processes &&
         (tpd_now_ns() - st.finished_ns) / 1000000 < wait_ms) {
-        tpd_reply_bool(r, "pending", true);
+        tpd_reply_bool(r, TPR_exec_finish_pending, true);
         return TP_OK;
     }
     tpd_follow_finished(c->follow, exec);
     if (err == TP_OK) err = tpd_store_gaps_compute(c->store, exec, &ngaps);
     if (err != TP_OK && unstored == 0) return store_fail(c, r, err);
     if (err != TP_OK) ngaps = st.gaps; /* as last computed */
-    tpd_reply_bool(r, "pending", false);
-    tpd_reply_bool(r, "complete", st.with_bye == st.processes && unstored == 0);
-    tpd_reply_int(r, "processes", st.processes);
-    tpd_reply_int(r, "events", st.events);
-    tpd_reply_int(r, "gaps", ngaps);
-    tpd_reply_int(r, "dropped", st.dropped);
-    tpd_reply_int(r, "unstored", unstored);
-    if (unstored > 0) tpd_reply_cstr(r, "unstored_why", un.why ? un.why : "unknown");
+    tpd_reply_bool(r, TPR_exec_finish_pending, false);
+    tpd_reply_bool(r, TPR_exec_finish_complete, st.with_bye == st.processes && unstored == 0);
+    tpd_reply_int(r, TPR_exec_finish_processes, st.processes);
+    tpd_reply_int(r, TPR_exec_finish_events, st.events);
+    tpd_reply_int(r, TPR_exec_finish_gaps, ngaps);
+    tpd_reply_int(r, TPR_exec_finish_dropped, st.dropped);
+    tpd_reply_int(r, TPR_exec_finish_unstored, unstored);
+    if (unstored > 0) tpd_reply_cstr(r, TPR_exec_finish_unstored_why, un.why ? un.why : "unknown");
     return TP_OK;
 }
 
@@ -272,14 +274,14 @@ static tp_err cmd_seen(tpd_control *c, const tpd_req *q, tpd_reply *r)
     int64_t exec, pid, seq = -1;
     bool bye = false, end = false;
     tp_err err;
-    if ((err = tpd_req_need_int(q, r, "exec", &exec)) != TP_OK) return err;
-    if ((err = tpd_req_need_int(q, r, "pid", &pid)) != TP_OK) return err;
+    if ((err = tpd_req_need_int(q, r, TPA_seen_exec, &exec)) != TP_OK) return err;
+    if ((err = tpd_req_need_int(q, r, TPA_seen_pid, &pid)) != TP_OK) return err;
     if ((err = tpd_store_seen(c->store, exec, pid, &seq, &bye)) != TP_OK ||
         (err = tpd_store_exec_interrupted(c->store, exec, &end)) != TP_OK)
         return store_fail(c, r, err);
-    tpd_reply_int(r, "seq", seq);
-    tpd_reply_bool(r, "bye", bye);
-    tpd_reply_bool(r, "end", end);
+    tpd_reply_int(r, TPR_seen_seq, seq);
+    tpd_reply_bool(r, TPR_seen_bye, bye);
+    tpd_reply_bool(r, TPR_seen_end, end);
     return TP_OK;
 }
 
@@ -296,16 +298,16 @@ static tp_err cmd_ingest(tpd_control *c, const tpd_req *q, tpd_reply *r)
         return tpd_reply_fail(r, TP_EINVAL,
                               "ingest is served on a local control socket only; run "
                               "trainparity-daemon ingest FILE on the daemon's host");
-    if ((err = tpd_req_need_str(q, r, "path", &path)) != TP_OK) return err;
+    if ((err = tpd_req_need_str(q, r, TPA_ingest_path, &path)) != TP_OK) return err;
     err = tpd_ingest_spool_confined(c->ingest, path, &res, why, sizeof why);
     free(path);
     if (err != TP_OK) return tpd_reply_fail(r, err, "%s", why);
-    tpd_reply_int(r, "events", (int64_t)res.events);
-    tpd_reply_int(r, "bad", (int64_t)res.bad);
-    tpd_reply_bool(r, "torn", res.torn);
-    tpd_reply_int(r, "frames", (int64_t)res.frames);
-    tpd_reply_int(r, "dup", (int64_t)res.dup);
-    if (why[0]) tpd_reply_cstr(r, "reason", why);
+    tpd_reply_int(r, TPR_ingest_events, (int64_t)res.events);
+    tpd_reply_int(r, TPR_ingest_bad, (int64_t)res.bad);
+    tpd_reply_bool(r, TPR_ingest_torn, res.torn);
+    tpd_reply_int(r, TPR_ingest_frames, (int64_t)res.frames);
+    tpd_reply_int(r, TPR_ingest_dup, (int64_t)res.dup);
+    if (why[0]) tpd_reply_cstr(r, TPR_ingest_reason, why);
     return TP_OK;
 }
 
@@ -320,17 +322,13 @@ static tp_err cmd_query(tpd_control *c, const tpd_req *q, tpd_reply *r)
     tpd_query_opts opts = {0};
     tpd_str out;
     tp_err err;
-    if ((err = tpd_req_need_str(q, r, "what", &what)) != TP_OK) return err;
-    if ((err = tpd_req_opt_int(q, r, "id", &id, &has_id)) != TP_OK) goto out;
+    if ((err = tpd_req_need_str(q, r, TPA_query_what, &what)) != TP_OK) return err;
+    if ((err = tpd_req_opt_int(q, r, TPA_query_id, &id, &has_id)) != TP_OK) goto out;
     if (!has_id && strcmp(what, "runs") != 0) {
         err = tpd_reply_fail(r, TP_EINVAL, "missing argument 'id'");
         goto out;
     }
-    err = tpd_req_bool(q, "json", &opts.json);
-    if (err != TP_OK && err != TP_ENOENT) {
-        err = tpd_reply_fail(r, TP_EINVAL, "argument 'json' is not a boolean");
-        goto out;
-    }
+    opts.json = tpd_req_flag(q, TPA_query_json);
     tpd_str_init(&out);
     err = tpd_query_with(c->store, what, id, &opts, &out, why, sizeof why);
     if (err == TP_OK && out.oom) {
@@ -338,7 +336,7 @@ static tp_err cmd_query(tpd_control *c, const tpd_req *q, tpd_reply *r)
         err = TP_ENOMEM;
     }
     if (err == TP_OK)
-        tpd_reply_str(r, "text", tpd_str_cstr(&out), out.len);
+        tpd_reply_str(r, TPR_query_text, tpd_str_cstr(&out), out.len);
     else
         tpd_reply_fail(r, err, "%s", why);
     tpd_str_free(&out);
@@ -361,29 +359,27 @@ static tp_err cmd_verdict(tpd_control *c, const tpd_req *q, tpd_reply *r)
     tpd_result res;
     char why[512];
     tp_err err;
-    if ((err = tpd_req_need_int(q, r, "run", &run)) != TP_OK) return err;
-    if ((err = tpd_req_opt_f64(q, r, "rtol", &o.rtol, &has_r)) != TP_OK) return err;
-    if ((err = tpd_req_opt_f64(q, r, "atol", &o.atol, &has_a)) != TP_OK) return err;
-    err = tpd_req_bool(q, "plan", &plan);
-    if (err != TP_OK && err != TP_ENOENT)
-        return tpd_reply_fail(r, TP_EINVAL, "argument 'plan' is not a boolean");
+    if ((err = tpd_req_need_int(q, r, TPA_verdict_run, &run)) != TP_OK) return err;
+    if ((err = tpd_req_opt_f64(q, r, TPA_verdict_rtol, &o.rtol, &has_r)) != TP_OK) return err;
+    if ((err = tpd_req_opt_f64(q, r, TPA_verdict_atol, &o.atol, &has_a)) != TP_OK) return err;
+    plan = tpd_req_flag(q, TPA_verdict_plan);
     o.tolerance = has_r || has_a;
     if ((err = tpd_judge(c->store, run, &o, plan, &res, why, sizeof why)) != TP_OK)
         return tpd_reply_fail(r, err, "%s", why);
     if (plan && res.narrow) {
-        tpd_reply_int(r, "narrow_from", res.narrow_from);
-        tpd_reply_int(r, "narrow_to", res.narrow_to);
-        tpd_reply_bool(r, "narrow_b", res.narrow_b);
+        tpd_reply_int(r, TPR_verdict_narrow_from, res.narrow_from);
+        tpd_reply_int(r, TPR_verdict_narrow_to, res.narrow_to);
+        tpd_reply_bool(r, TPR_verdict_narrow_b, res.narrow_b);
         if (res.narrow_r) {
-            tpd_reply_int(r, "narrow_r_from", res.narrow_r_from);
-            tpd_reply_int(r, "narrow_r_to", res.narrow_r_to);
+            tpd_reply_int(r, TPR_verdict_narrow_r_from, res.narrow_r_from);
+            tpd_reply_int(r, TPR_verdict_narrow_r_to, res.narrow_r_to);
         }
     }
-    tpd_reply_cstr(r, "outcome", tpd_outcome_name(res.outcome));
-    tpd_reply_cstr(r, "text", res.text);
-    tpd_reply_cstr(r, "json", res.json);
-    if (res.has_step) tpd_reply_int(r, "step", res.step);
-    tpd_reply_cstr(r, "path", res.path);
+    tpd_reply_cstr(r, TPR_verdict_outcome, tpd_outcome_name(res.outcome));
+    tpd_reply_cstr(r, TPR_verdict_text, res.text);
+    tpd_reply_cstr(r, TPR_verdict_json, res.json);
+    if (res.has_step) tpd_reply_int(r, TPR_verdict_step, res.step);
+    tpd_reply_cstr(r, TPR_verdict_path, res.path);
     tpd_result_clear(&res);
     return TP_OK;
 }
@@ -398,13 +394,13 @@ static tp_err cmd_evidence(tpd_control *c, const tpd_req *q, tpd_reply *r, const
     tpd_run *obs = NULL;
     char why[512], *text = NULL;
     tp_err err;
-    if ((err = tpd_req_need_int(q, r, "run", &run)) != TP_OK) return err;
-    if ((err = tpd_obs_load(tpd_store_db(c->store), run, &obs, why, sizeof why)) != TP_OK)
+    if ((err = tpd_req_need_int(q, r, TPA_evidence_run, &run)) != TP_OK) return err;
+    if ((err = tpd_obs_load(c->store, run, &obs, why, sizeof why)) != TP_OK)
         return tpd_reply_fail(r, err, "%s", why);
     err = tpd_judge_evidence(check, obs, &text, why, sizeof why);
     tpd_obs_free(obs);
     if (err != TP_OK) return tpd_reply_fail(r, err, "%s", why);
-    tpd_reply_cstr(r, "evidence", text);
+    tpd_reply_cstr(r, TPR_evidence_evidence, text);
     free(text);
     return TP_OK;
 }
@@ -425,10 +421,8 @@ static tp_err cmd_attach(tpd_control *c, const tpd_req *q, tpd_reply *r)
     int64_t pid;
     bool owner = false;
     tp_err err;
-    if ((err = tpd_req_need_int(q, r, "pid", &pid)) != TP_OK) return err;
-    err = tpd_req_bool(q, "owner", &owner);
-    if (err != TP_OK && err != TP_ENOENT)
-        return tpd_reply_fail(r, TP_EINVAL, "argument 'owner' is not a boolean");
+    if ((err = tpd_req_need_int(q, r, TPA_attach_pid, &pid)) != TP_OK) return err;
+    owner = tpd_req_flag(q, TPA_attach_owner);
     err = tpd_lease_attach(c->lease, pid, owner);
     if (err == TP_ENOENT) return tpd_reply_fail(r, err, "no process %lld", (long long)pid);
     if (err == TP_EFULL)
@@ -436,7 +430,7 @@ static tp_err cmd_attach(tpd_control *c, const tpd_req *q, tpd_reply *r)
     if (err != TP_OK)
         return tpd_reply_fail(r, err, "cannot attach pid %lld: %s", (long long)pid,
                               tp_strerror(err));
-    tpd_reply_int(r, "attached", tpd_lease_count(c->lease));
+    tpd_reply_int(r, TPR_attach_attached, tpd_lease_count(c->lease));
     return TP_OK;
 }
 
@@ -446,35 +440,33 @@ static tp_err cmd_detach(tpd_control *c, const tpd_req *q, tpd_reply *r)
 {
     int64_t pid;
     tp_err err;
-    if ((err = tpd_req_need_int(q, r, "pid", &pid)) != TP_OK) return err;
-    tpd_reply_int(r, "attached", tpd_lease_detach(c->lease, pid));
+    if ((err = tpd_req_need_int(q, r, TPA_detach_pid, &pid)) != TP_OK) return err;
+    tpd_reply_int(r, TPR_detach_attached, tpd_lease_detach(c->lease, pid));
     if (tpd_lease_over(c->lease)) c->shutdown = true;
-    tpd_reply_bool(r, "exiting", c->shutdown);
+    tpd_reply_bool(r, TPR_detach_exiting, c->shutdown);
     return TP_OK;
 }
 
-/* The command table: one row per command. */
-static const struct command {
-    const char *name;
-    tpd_cmd_fn fn;
-} commands[] = {
-    {"ping", cmd_ping},
-    {"run.create", cmd_run_create},
-    {"run.find", cmd_run_find},
-    {"exec.create", cmd_exec_create},
-    {"exec.finish", cmd_exec_finish},
-    {"exec.next", tpd_follow_cmd_next},
-    {"exec.done", tpd_follow_cmd_done},
-    {"exec.aside", tpd_follow_cmd_aside},
-    {"exec.followers", tpd_follow_cmd_followers},
-    {"run.end", tpd_follow_cmd_end},
-    {"seen", cmd_seen},
-    {"ingest", cmd_ingest},
-    {"query", cmd_query},
-    {"verdict", cmd_verdict},
-    {"shutdown", cmd_shutdown},
-    {"attach", cmd_attach},
-    {"detach", cmd_detach},
+/* The handlers, one per command of proto/control.def but the evidence
+ * command, which cmd_evidence answers for the check its name gives. */
+static const tpd_cmd_fn handlers[TPC_COUNT] = {
+    [TPC_ping] = cmd_ping,
+    [TPC_run_create] = cmd_run_create,
+    [TPC_run_find] = cmd_run_find,
+    [TPC_exec_create] = cmd_exec_create,
+    [TPC_exec_finish] = cmd_exec_finish,
+    [TPC_exec_next] = tpd_follow_cmd_next,
+    [TPC_exec_done] = tpd_follow_cmd_done,
+    [TPC_exec_aside] = tpd_follow_cmd_aside,
+    [TPC_exec_followers] = tpd_follow_cmd_followers,
+    [TPC_run_end] = tpd_follow_cmd_end,
+    [TPC_seen] = cmd_seen,
+    [TPC_ingest] = cmd_ingest,
+    [TPC_query] = cmd_query,
+    [TPC_verdict] = cmd_verdict,
+    [TPC_shutdown] = cmd_shutdown,
+    [TPC_attach] = cmd_attach,
+    [TPC_detach] = cmd_detach,
 };
 
 /* ---- dispatch ---- */
@@ -552,49 +544,31 @@ tpd_follow *tpd_control_follow(tpd_control *c)
     return c->follow;
 }
 
-/* evidence_of says whether command cmd (n bytes) is "<check>.evidence" for
- * a check that keeps an evidence file (the check table, checks/judge.h),
- * and writes that check's name into check (len bytes). */
-static bool evidence_of(const char *cmd, uint32_t n, char *check, size_t len)
-{
-    static const char suffix[] = ".evidence";
-    size_t k = sizeof suffix - 1;
-    if (n <= k || n - k >= len || memcmp(cmd + n - k, suffix, k) != 0) return false;
-    memcpy(check, cmd, n - k);
-    check[n - k] = '\0';
-    return strlen(check) == n - k && tpd_judge_has_evidence(check);
-}
-
 /* The request's context while it is handled (tpd_reqrep_answer's arg). */
 typedef struct handling {
     tpd_control *c;
     bool *proven;
 } handling;
 
-/* run_command checks the request's token and runs its handler. */
+/* run_command checks the request's token, then its command and arguments
+ * against their declaration (reqrep.h), and runs its handler. */
 static tp_err run_command(void *arg, const tpd_req *q, tpd_reply *r)
 {
     handling *h = arg;
     tpd_control *c = h->c;
     char check[64];
-    const char *cmd;
-    uint32_t n;
+    tp_cmd cmd;
     tp_err err;
     if (c->token && !tpd_req_local(q)) {
-        const char *tok;
-        uint32_t tlen;
-        if (tpd_req_str(q, "tok", &tok, &tlen) != TP_OK ||
-            !tpd_secret_eq(tok, tlen, c->token, strlen(c->token)))
+        if (!tpd_req_token(q, c->token))
             return tpd_reply_fail(r, TP_EINVAL, "missing or wrong token");
         *h->proven = true;
     }
-    err = tpd_req_str(q, "cmd", &cmd, &n);
-    if (err == TP_ENOENT) return tpd_reply_fail(r, TP_EINVAL, "missing 'cmd'");
-    if (err != TP_OK) return tpd_reply_fail(r, TP_EINVAL, "'cmd' is not a string");
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (tp_mp_str_eq(cmd, n, commands[i].name)) return commands[i].fn(c, q, r);
-    if (evidence_of(cmd, n, check, sizeof check)) return cmd_evidence(c, q, r, check);
-    return tpd_reply_fail(r, TP_EINVAL, "unknown command '%.*s'", (int)(n > 64 ? 64 : n), cmd);
+    if ((err = tpd_req_command(q, r, &cmd, check, sizeof check)) != TP_OK) return err;
+    if (cmd != TPC_evidence) return handlers[cmd](c, q, r);
+    if (!tpd_judge_has_evidence(check))
+        return tpd_reply_fail(r, TP_EINVAL, "unknown command '%s%s'", check, TP_EVIDENCE_SUFFIX);
+    return cmd_evidence(c, q, r, check);
 }
 
 tp_err tpd_control_handle(tpd_control *c, const void *req, size_t len, bool local, bool *proven,

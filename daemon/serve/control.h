@@ -5,11 +5,14 @@
  * well-formed values, nothing after it); a malformed or failing request gets
  * {"ok": false, "error": ...} and never stops the daemon.
  *
- * Commands are rows of one table in control.c: adding one ("verdict") is a
- * handler with the tpd_cmd_fn signature plus one row.  Handlers read their
- * arguments with tpd_req_* and write results with tpd_reply_* (reqrep.h).  A check's
- * "<check>.evidence" is no row: the check table (checks/judge.h) says which
- * checks keep an evidence file.
+ * Commands are declared in proto/control.def, arguments and results with
+ * them; adding one ("verdict") is its rows there, a handler with the
+ * tpd_cmd_fn signature and its entry in control.c's handler table.  Before a
+ * handler runs, its request is checked against the declaration
+ * (tpd_req_command, reqrep.h); handlers read their arguments with tpd_req_*
+ * and write results with tpd_reply_*.  A check's "<check>.evidence" is one
+ * command for every check the check table (checks/judge.h) says keeps an
+ * evidence file.
  * A control context is used by the serve thread only. */
 #ifndef TP_DAEMON_SERVE_CONTROL_H
 #define TP_DAEMON_SERVE_CONTROL_H

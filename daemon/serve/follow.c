@@ -76,7 +76,7 @@ void tpd_follow_destroy(tpd_follow *f)
     free(f);
 }
 
-tp_err tpd_follow_strs(const tpd_req *q, const char *key, char ***out, size_t *n)
+tp_err tpd_follow_strs(const tpd_req *q, tp_arg key, char ***out, size_t *n)
 {
     tp_mpr v;
     uint32_t len, i, slen;
@@ -186,11 +186,11 @@ static fhost *host_of(tpd_follow *f, const char *host, int64_t pid, bool add)
     return h;
 }
 
-/* who reads a follower's host and pid. */
-static tp_err who(const tpd_req *q, tpd_reply *r, char **host, int64_t *pid)
+/* who reads a follower's host and pid, the arguments ha and pa. */
+static tp_err who(const tpd_req *q, tpd_reply *r, tp_arg ha, tp_arg pa, char **host, int64_t *pid)
 {
-    tp_err err = tpd_req_need_str(q, r, "host", host);
-    if (err == TP_OK && (err = tpd_req_need_int(q, r, "pid", pid)) != TP_OK) {
+    tp_err err = tpd_req_need_str(q, r, ha, host);
+    if (err == TP_OK && (err = tpd_req_need_int(q, r, pa, pid)) != TP_OK) {
         free(*host);
         *host = NULL;
     }
@@ -210,7 +210,7 @@ static frun *newest_open(tpd_follow *f)
 static void key_asides(tpd_reply *r, const frun *fr, int64_t asided)
 {
     size_t from = (uint64_t)asided < fr->naside ? (size_t)asided : fr->naside;
-    tpd_reply_ints(r, "aside", fr->aside + from, fr->naside - from);
+    tpd_reply_ints(r, TPR_exec_next_aside, fr->aside + from, fr->naside - from);
 }
 
 /* exec.next run after host pid asided -> state ("wait", "exec", "end"),
@@ -225,12 +225,12 @@ tp_err tpd_follow_cmd_next(tpd_control *c, const tpd_req *q, tpd_reply *r)
     frun *fr;
     fhost *h;
     tp_err err;
-    if ((err = who(q, r, &host, &pid)) != TP_OK) return err;
-    if ((tpd_req_int(q, "run", &run) == TP_EPROTO) ||
-        tpd_req_int(q, "after", &after) == TP_EPROTO ||
-        tpd_req_int(q, "asided", &asided) == TP_EPROTO || asided < 0) {
+    if ((err = who(q, r, TPA_exec_next_host, TPA_exec_next_pid, &host, &pid)) != TP_OK) return err;
+    (void)tpd_req_int(q, TPA_exec_next_run, &run); /* absent: 0 (their types checked) */
+    (void)tpd_req_int(q, TPA_exec_next_after, &after);
+    if (tpd_req_int(q, TPA_exec_next_asided, &asided) == TP_OK && asided < 0) {
         free(host);
-        return tpd_reply_fail(r, TP_EINVAL, "run, after and asided are integers");
+        return tpd_reply_fail(r, TP_EINVAL, "argument 'asided' is negative");
     }
     h = host_of(f, host, pid, true);
     free(host);
@@ -239,29 +239,29 @@ tp_err tpd_follow_cmd_next(tpd_control *c, const tpd_req *q, tpd_reply *r)
                               TPD_FOLLOW_HOSTS);
     fr = run > 0 ? run_of(f, run) : newest_open(f);
     if (fr == NULL) {
-        tpd_reply_cstr(r, "state", "wait");
+        tpd_reply_cstr(r, TPR_exec_next_state, "wait");
         return TP_OK;
     }
     h->run = fr->run;
-    tpd_reply_int(r, "run", fr->run);
+    tpd_reply_int(r, TPR_exec_next_run, fr->run);
     key_asides(r, fr, asided);
     for (size_t i = 0; i < f->nexecs && next == NULL; i++)
         if (f->execs[i]->run == fr->run && f->execs[i]->exec > after) next = f->execs[i];
     if (next != NULL) {
         h->exec = next->exec;
         h->done = false;
-        tpd_reply_cstr(r, "state", "exec");
-        tpd_reply_int(r, "exec", next->exec);
-        tpd_reply_cstr(r, "role", next->role);
-        tpd_reply_cstr(r, "key", next->key);
-        tpd_reply_cstrs(r, "argv", next->argv, next->nargv);
-        tpd_reply_cstrs(r, "env", next->env, next->nenv);
-        tpd_reply_bool(r, "finished", next->finished);
+        tpd_reply_cstr(r, TPR_exec_next_state, "exec");
+        tpd_reply_int(r, TPR_exec_next_exec, next->exec);
+        tpd_reply_cstr(r, TPR_exec_next_role, next->role);
+        tpd_reply_cstr(r, TPR_exec_next_key, next->key);
+        tpd_reply_cstrs(r, TPR_exec_next_argv, next->argv, next->nargv);
+        tpd_reply_cstrs(r, TPR_exec_next_env, next->env, next->nenv);
+        tpd_reply_bool(r, TPR_exec_next_finished, next->finished);
     } else if (fr->ended) {
         h->told_end = true;
-        tpd_reply_cstr(r, "state", "end");
+        tpd_reply_cstr(r, TPR_exec_next_state, "end");
     } else {
-        tpd_reply_cstr(r, "state", "wait");
+        tpd_reply_cstr(r, TPR_exec_next_state, "wait");
     }
     return TP_OK;
 }
@@ -274,10 +274,10 @@ tp_err tpd_follow_cmd_done(tpd_control *c, const tpd_req *q, tpd_reply *r)
     char *host = NULL;
     fhost *h;
     tp_err err;
-    if ((err = tpd_req_need_int(q, r, "exec", &exec)) != TP_OK ||
-        (err = tpd_req_need_int(q, r, "status", &status)) != TP_OK ||
-        (err = tpd_req_need_int(q, r, "signal", &sig)) != TP_OK ||
-        (err = who(q, r, &host, &pid)) != TP_OK)
+    if ((err = tpd_req_need_int(q, r, TPA_exec_done_exec, &exec)) != TP_OK ||
+        (err = tpd_req_need_int(q, r, TPA_exec_done_status, &status)) != TP_OK ||
+        (err = tpd_req_need_int(q, r, TPA_exec_done_signal, &sig)) != TP_OK ||
+        (err = who(q, r, TPA_exec_done_host, TPA_exec_done_pid, &host, &pid)) != TP_OK)
         return err;
     h = host_of(tpd_control_follow(c), host, pid, false);
     free(host);
@@ -297,8 +297,8 @@ tp_err tpd_follow_cmd_aside(tpd_control *c, const tpd_req *q, tpd_reply *r)
     int64_t run, exec;
     frun *fr;
     tp_err err;
-    if ((err = tpd_req_need_int(q, r, "run", &run)) != TP_OK ||
-        (err = tpd_req_need_int(q, r, "exec", &exec)) != TP_OK)
+    if ((err = tpd_req_need_int(q, r, TPA_exec_aside_run, &run)) != TP_OK ||
+        (err = tpd_req_need_int(q, r, TPA_exec_aside_exec, &exec)) != TP_OK)
         return err;
     if ((fr = run_of(tpd_control_follow(c), run)) == NULL)
         return tpd_reply_fail(r, TP_ENOENT, "no run %lld is followed", (long long)run);
@@ -320,7 +320,7 @@ tp_err tpd_follow_cmd_followers(tpd_control *c, const tpd_req *q, tpd_reply *r)
     int64_t exec, running = 0, status = -1, sig = 0;
     tpd_str waiting, failed;
     tp_err err;
-    if ((err = tpd_req_need_int(q, r, "exec", &exec)) != TP_OK) return err;
+    if ((err = tpd_req_need_int(q, r, TPA_exec_followers_exec, &exec)) != TP_OK) return err;
     tpd_str_init(&waiting);
     tpd_str_init(&failed);
     for (size_t i = 0; i < f->nhosts; i++) {
@@ -337,11 +337,11 @@ tp_err tpd_follow_cmd_followers(tpd_control *c, const tpd_req *q, tpd_reply *r)
                            (long long)(h->signal ? h->signal : h->status));
         }
     }
-    tpd_reply_int(r, "running", running);
-    tpd_reply_cstr(r, "waiting", tpd_str_cstr(&waiting));
-    tpd_reply_cstr(r, "failed", tpd_str_cstr(&failed));
-    tpd_reply_int(r, "status", status);
-    tpd_reply_int(r, "signal", sig);
+    tpd_reply_int(r, TPR_exec_followers_running, running);
+    tpd_reply_cstr(r, TPR_exec_followers_waiting, tpd_str_cstr(&waiting));
+    tpd_reply_cstr(r, TPR_exec_followers_failed, tpd_str_cstr(&failed));
+    tpd_reply_int(r, TPR_exec_followers_status, status);
+    tpd_reply_int(r, TPR_exec_followers_signal, sig);
     err = waiting.oom || failed.oom ? tpd_reply_fail(r, TP_ENOMEM, "out of memory") : TP_OK;
     tpd_str_free(&waiting);
     tpd_str_free(&failed);
@@ -355,10 +355,10 @@ tp_err tpd_follow_cmd_end(tpd_control *c, const tpd_req *q, tpd_reply *r)
     tpd_follow *f = tpd_control_follow(c);
     int64_t run, untold = 0;
     tp_err err;
-    if ((err = tpd_req_need_int(q, r, "run", &run)) != TP_OK) return err;
+    if ((err = tpd_req_need_int(q, r, TPA_run_end_run, &run)) != TP_OK) return err;
     run_add(f, run)->ended = true;
     for (size_t i = 0; i < f->nhosts; i++)
         untold += f->hosts[i].run == run && !f->hosts[i].told_end;
-    tpd_reply_int(r, "untold", untold);
+    tpd_reply_int(r, TPR_run_end_untold, untold);
     return TP_OK;
 }

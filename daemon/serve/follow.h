@@ -42,7 +42,7 @@ void tpd_follow_destroy(tpd_follow *f); /* NULL is a no-op */
  * without NUL bytes, into *out (n strings, each and the array malloc'ed:
  * tpd_follow_strs_free).  Errors: TP_ENOENT (absent or nil), TP_EPROTO
  * (another type), TP_ENOMEM. */
-tp_err tpd_follow_strs(const tpd_req *q, const char *key, char ***out, size_t *n);
+tp_err tpd_follow_strs(const tpd_req *q, tp_arg key, char ***out, size_t *n);
 void tpd_follow_strs_free(char **v, size_t n);
 
 /* tpd_follow_exec registers execution exec of run for followers: its role
