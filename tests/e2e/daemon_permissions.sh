@@ -160,7 +160,7 @@ expect_grep 'open to others' "$WORK/err"
 chmod 0600 "$WORK/tokfile"
 serve_bg "$WORK/log3" --db "$WORK/tcp/runs.db" --listen "tcp://127.0.0.1:$port" \
     --token-file "$WORK/tokfile"
-for _ in $(seq 100); do grep -q serving "$WORK/log3" && break; sleep 0.1; done
+for _ in $(seq 600); do grep -q serving "$WORK/log3" && break; sleep 0.1; done # 60 s: liveness
 grep -q serving "$WORK/log3" || fail "serve over tcp did not start: $(cat "$WORK/log3")"
 tr '\0' ' ' <"/proc/$dpid/cmdline" >"$WORK/cmdline"
 grep -q -- "$token" "$WORK/cmdline" && fail "the token is in the command line: $(cat "$WORK/cmdline")"

@@ -26,14 +26,14 @@ problem() {
 }
 
 # daemon_start starts the daemon and waits until it serves (a killed one
-# leaves its socket files behind).
+# leaves its socket files behind), 60 s at most: a liveness bound.
 daemon_start() {
     local i=0
     "$TP_DAEMON" serve --db "$db" --listen "$url" 2>>"$WORK/ext/log" &
     dpid=$!
     until grep -q "pid $dpid serving" "$WORK/ext/log" 2>/dev/null; do
         i=$((i + 1))
-        [ $i -le 200 ] || fail "the daemon did not start: $(cat "$WORK/ext/log")"
+        [ $i -le 1200 ] || fail "the daemon did not start: $(cat "$WORK/ext/log")"
         kill -0 "$dpid" 2>/dev/null || fail "the daemon died: $(cat "$WORK/ext/log")"
         sleep 0.05
     done

@@ -75,12 +75,14 @@ expect_no_daemon() {
     [ -z "$left" ] || fail "processes left running: $(ps -o pid=,args= -p "$(echo $left | tr ' ' ,)")"
 }
 
-# wait_for_file PATH [SECONDS]: waits until PATH exists.
+# wait_for_file PATH [SECONDS]: waits until PATH exists, 60 s unless told:
+# a liveness bound (what it waits for takes about a second, more on a busy
+# machine), well inside the 120 s ctest gives an e2e test.
 wait_for_file() {
-    local i=0 n=$((${2:-10} * 20))
+    local i=0 n=$((${2:-60} * 20))
     while [ ! -e "$1" ]; do
         i=$((i + 1))
-        [ $i -le $n ] || fail "$1 did not appear within ${2:-10} s"
+        [ $i -le $n ] || fail "$1 did not appear within ${2:-60} s"
         sleep 0.05
     done
 }

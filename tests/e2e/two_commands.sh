@@ -12,12 +12,16 @@ py=${TP_PYTHON:?}
 mkdir -m 0700 "$WORK/marks"
 export TP_MARKS=$WORK/marks
 
-# train.py NAME STEPS: marks NAME.start at its first step, NAME.end after
-# its last; 10 ms a step.
+# train.py NAME STEPS [AFTER]: marks NAME.start at its first step, NAME.end
+# after its last; 10 ms a step.  Given AFTER, it ends only once the file AFTER
+# exists: the test, not the machine's speed, decides that the two overlap.
+# (AFTER is relative: $WORK in a command line would count as a daemon for
+# tp_strays.)
 cat >"$WORK/train.py" <<'PY'
 import os, sys, time
 import torch
 name, steps = sys.argv[1], int(sys.argv[2])
+after = sys.argv[3] if len(sys.argv) > 3 else None
 torch.manual_seed(0)
 model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1))
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -29,6 +33,8 @@ for step in range(steps):
     opt.step()
     if step == 0:
         open(mark + ".start", "w").close()
+    time.sleep(0.01)
+while after and not os.path.exists(after):
     time.sleep(0.01)
 open(mark + ".end", "w").close()
 PY
@@ -60,10 +66,12 @@ print("run %d: %d processes, %d events, %d steps" % (run, len(rows), sum(r[3] fo
 PY
 }
 
-timeout 120 "$TP_RUN" record -- "$py" train.py first 400 >"$WORK/first.out" 2>"$WORK/first.err" &
+timeout 120 "$TP_RUN" record -- "$py" train.py first 400 marks/second.start \
+    >"$WORK/first.out" 2>"$WORK/first.err" &
 first=$!
 wait_for_file "$WORK/marks/first.start" 60
-timeout 120 "$TP_RUN" record -- "$py" train.py second 1000 >"$WORK/second.out" 2>"$WORK/second.err" &
+timeout 120 "$TP_RUN" record -- "$py" train.py second 1000 marks/first.done \
+    >"$WORK/second.out" 2>"$WORK/second.err" &
 second=$!
 wait_for_file "$WORK/marks/second.start" 60
 [ -e "$WORK/marks/first.end" ] && fail "the first command ended before the second started: make it longer"
@@ -74,6 +82,7 @@ st=$?
 [ -e "$WORK/marks/second.end" ] && fail "the second command ended before the first record: make it longer"
 kill -0 "$second" 2>/dev/null || fail "the second record ended with the first: $(cat "$WORK/second.err")"
 [ -n "$(tp_strays)" ] || fail "no daemon runs for the second record once the first has ended"
+touch "$WORK/marks/first.done"
 
 wait "$second"
 st=$?
@@ -88,8 +97,9 @@ for who in first second; do
     cat "$WORK/q"
 done
 
-# The second record was the last holder: the daemon is gone within seconds.
-for i in $(seq 1 50); do
+# The second record was the last holder: the daemon is gone within seconds
+# (60 s here: a liveness bound, for a busy machine).
+for i in $(seq 1 600); do
     [ -z "$(tp_strays)" ] && break
     sleep 0.1
 done
@@ -107,7 +117,7 @@ cmd=$(pgrep -P "$tool" -f "train.py third") # not the daemon it started
 kill -KILL "$tool"
 [ -z "$cmd" ] || kill -KILL $cmd # the command it ran, orphaned now
 wait "$third" 2>/dev/null
-for i in $(seq 1 50); do
+for i in $(seq 1 600); do
     [ -z "$(tp_strays)" ] && break
     sleep 0.1
 done

@@ -153,7 +153,7 @@ mkdir -m 0700 "$WORK/d"
 TRAINPARITY_TOKEN=s3cret "$TP_DAEMON" serve --db "$WORK/d/runs.db" --listen "$url" \
     2>"$WORK/d/log" &
 dpid=$!
-for _ in $(seq 100); do
+for _ in $(seq 600); do # 60 s: a liveness bound
     grep -q 'serving db' "$WORK/d/log" && break
     kill -0 "$dpid" 2>/dev/null || fail "the daemon did not start: $(cat "$WORK/d/log")"
     sleep 0.1
