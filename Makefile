@@ -14,7 +14,7 @@ JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
 all: build
 
 setup:
-	@tools/setup.sh
+	@tools/scripts/setup.sh
 
 $(BUILD)/CMakeCache.txt: | setup
 	@cmake -S . -B $(BUILD) -G "$(GENERATOR)" -DTP_WERROR=ON >/dev/null
@@ -23,7 +23,7 @@ build: setup $(BUILD)/CMakeCache.txt
 	@cmake --build $(BUILD) -j $(JOBS)
 
 demo: build
-	@tools/demo.sh $(BUILD)
+	@tools/scripts/demo.sh $(BUILD)
 
 test: build
 	@ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 600

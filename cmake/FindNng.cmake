@@ -2,19 +2,19 @@
 # FindNng.cmake -- nng; provides TP::nng.
 #
 # TP_STATIC_DEPS: nng built here, static and position-independent, from
-# Debian's source in TP_NNG_SOURCE (tools/deps.sh puts it there), without
+# Debian's source in TP_NNG_SOURCE (tools/scripts/deps.sh puts it there), without
 # its TLS transport; Debian's own libnng.a is not position-independent and
 # cannot go into the agent.  Otherwise Debian's shared library (its CMake
 # package gives the include directory; libnng-dev ships no pkg-config file).
 set(TP_NNG_SOURCE "${PROJECT_SOURCE_DIR}/.deps/nng" CACHE PATH
-    "nng's Debian source, built into the programs and the agent (tools/deps.sh)")
+    "nng's Debian source, built into the programs and the agent (tools/scripts/deps.sh)")
 include(FindPackageHandleStandardArgs)
 if(TP_STATIC_DEPS)
   if(EXISTS "${TP_NNG_SOURCE}/CMakeLists.txt")
     set(NNG_SOURCE_DIR "${TP_NNG_SOURCE}")
   endif()
   find_package_handle_standard_args(Nng REQUIRED_VARS NNG_SOURCE_DIR
-    REASON_FAILURE_MESSAGE "nng's source is not in ${TP_NNG_SOURCE}: run tools/deps.sh (no root needed)")
+    REASON_FAILURE_MESSAGE "nng's source is not in ${TP_NNG_SOURCE}: run tools/scripts/deps.sh (no root needed)")
   if(Nng_FOUND AND NOT TARGET TP::nng)
     foreach(_o NNG_TESTS NNG_TOOLS NNG_ENABLE_NNGCAT NNG_ENABLE_TLS NNG_TRANSPORT_ZEROTIER)
       set(${_o} OFF CACHE BOOL "off in TrainParity's static nng" FORCE)

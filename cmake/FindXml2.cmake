@@ -5,7 +5,7 @@
 # Debian builds libxml2 with ICU, whose converters would bring ICU's 30 MB
 # of data into every program.  The reports are written in UTF-8 only, which
 # libxml2 converts itself, so the static link replaces ICU's five converter
-# functions with tools/xml_noicu.c (tpnoicu): an encoding that glibc's iconv
+# functions with tools/report/xml_noicu.c (tpnoicu): an encoding that glibc's iconv
 # does not convert is then refused by libxml2 as unsupported.
 find_package(PkgConfig QUIET)
 if(PkgConfig_FOUND)

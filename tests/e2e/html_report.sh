@@ -13,7 +13,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 py=${TP_PYTHON:?}
 [ -x "$py" ] || fail "$py is missing: run make setup"
 chrome=$(command -v chromium || command -v chromium-browser) ||
-    fail "no chromium: run make setup (tools/setup.sh installs Debian's chromium)"
+    fail "no chromium: run make setup (tools/scripts/setup.sh installs Debian's chromium)"
 
 tp_setup daemon agent
 

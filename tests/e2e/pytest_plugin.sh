@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # pytest_plugin.sh -- the pytest plugin of the trainparity_native package
-# (python/, on the venv's path by tools/setup.sh) against the real
+# (python/, on the venv's path by tools/scripts/setup.sh) against the real
 # tool, agent and daemon: tests/pytest/test_plugin.py.
 . "$(dirname "$0")/lib.sh"
 tp_setup daemon agent

@@ -28,5 +28,5 @@ for deb in libmsgpack-dev libxxhash-dev libjansson-dev libsqlite3-dev libxml2-de
 done
 grep -q 'apt-get install -y --no-install-recommends libmsgpack-dev' out ||
     fail "the message gives no apt-get command: $(tail -40 out)"
-grep -q 'tools/deps.sh' out || fail "the message does not say how to get nng's source"
+grep -q 'tools/scripts/deps.sh' out || fail "the message does not say how to get nng's source"
 exit 0

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT
  * tools_test.c -- the parts of trainparity-run that need no daemon: word
- * splitting (tools/words.h) and its inverse (tools/cli.h's
- * tpt_argv_join), option parsing (tools/opts.h), the --lr-expect file
- * (tools/lrfile.h), report values in words (tools/reportval.h), the JUnit
- * report (tools/junit.h), plots (tools/plot.h), private directories
- * (tools/paths.h) and which files existed before a command
- * (tools/tree.h). */
+ * splitting (tools/base/words.h) and its inverse (tools/base/cli.h's
+ * tpt_argv_join), option parsing (tools/base/opts.h), the --lr-expect file
+ * (tools/cmd/lrfile.h), report values in words (tools/report/reportval.h), the JUnit
+ * report (tools/report/junit.h), plots (tools/report/plot.h), private directories
+ * (tools/base/paths.h) and which files existed before a command
+ * (tools/exec/tree.h). */
 #define _GNU_SOURCE
 #include <check.h>
 #include <jansson.h>
@@ -19,16 +19,16 @@
 #include <unistd.h>
 
 #include "tests/unit/testdir.h"
-#include "tools/cli.h"
-#include "tools/errbuf.h"
-#include "tools/junit.h"
-#include "tools/lrfile.h"
-#include "tools/opts.h"
-#include "tools/paths.h"
-#include "tools/plot.h"
-#include "tools/reportval.h"
-#include "tools/tree.h"
-#include "tools/words.h"
+#include "tools/base/cli.h"
+#include "tools/base/errbuf.h"
+#include "tools/report/junit.h"
+#include "tools/cmd/lrfile.h"
+#include "tools/base/opts.h"
+#include "tools/base/paths.h"
+#include "tools/report/plot.h"
+#include "tools/report/reportval.h"
+#include "tools/exec/tree.h"
+#include "tools/base/words.h"
 
 /* ---- words and argv_join ---- */
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT
- * bounds.c -- the expectations a user declares (tools/health.c puts them
+ * bounds.c -- the expectations a user declares (tools/cmd/health.c puts them
  * in the run's params):
  *   "min_loss_decrease" R  the mean loss of the last quarter of the steps
  *                          with a finite loss is at least a fraction R

@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: MIT
+ * compare.c -- trainparity-run compare: golden-run regression.
+ *
+ * The golden run is a run stored by `trainparity-run record` (named with
+ * --name, or given by id).  CMD runs twice, each time a fresh process under
+ * the agent (executions C and D; once with --once), and the daemon compares
+ * C with the golden run's execution step by step from step 0, and C with D
+ * to tell a regression from a script that differs from itself
+ * (daemon/checks/compare/verdict.c).  The golden run is resolved before
+ * anything runs: a name or id that names no run is a usage error (64), a
+ * run that is not a record run an ERROR (3). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/params.h"
+#include "tools/base/cli.h"
+#include "tools/cmd/cmds.h"
+#include "tools/client/ctl.h"
+#include "tools/cmd/verdict.h"
+#include "tools/base/errbuf.h"
+#include "tools/exec/exec.h"
+#include "tools/base/opts.h"
+#include "tools/exec/session.h"
+
+static const char *against_s, *once_s;
+
+static const tpt_optx extra[] = {
+    {"against", "NAME|RUN_ID",
+     "the golden run: the latest run recorded with --name NAME, or the run RUN_ID "
+     "(required)",
+     &against_s},
+    {"once", NULL,
+     "run CMD once: faster, but a nondeterministic script then fails instead of "
+     "abstaining (the report says determinism was not checked)",
+     &once_s},
+    {NULL, NULL, NULL, NULL},
+};
+
+static const tpt_cmdspec spec = {
+    "compare",
+    "--against NAME|RUN_ID [options] -- CMD...",
+    "Golden-run regression: runs CMD twice (C, D), each in a fresh process under\n"
+    "the agent, and compares C step by step with a run stored by\n"
+    "'trainparity-run record' (the golden run, G) from step 0: data, model,\n"
+    "optimizer, scheduler, scaler, rng, loss and gradients, exact unless\n"
+    "--rtol/--atol declare a tolerance.  PASS (0) when the trajectories match,\n"
+    "FAIL (1) with the first divergence, ABSTAIN (2) when C and D already differ\n"
+    "at or before it (or a tolerance cannot be justified from statistics),\n"
+    "ERROR (3) when an execution fails or the golden run is not a whole record\n"
+    "run, 64 when NAME|RUN_ID names no run.",
+    TPT_O_NAME | TPT_O_CAPTURE | TPT_O_JSON | TPT_O_JUNIT | TPT_O_HTML | TPT_O_RTOL | TPT_O_ATOL |
+        TPT_O_CMD | TPT_O_LISTEN,
+    extra,
+};
+
+/* numeric: s is a run id (digits only); a name that is all digits is read
+ * as an id. */
+static bool numeric(const char *s, int64_t *id)
+{
+    char *end;
+    long long v;
+    if (s[0] < '0' || s[0] > '9') return false;
+    errno = 0;
+    v = strtoll(s, &end, 10);
+    if (errno || *end) return false;
+    *id = v;
+    return true;
+}
+
+/* resolve finds the golden run that against names.  Returns -1 with *g
+ * filled, or the exit status after saying why on stderr. */
+static int resolve(tpt_session *s, const char *against, tpt_run_info *g)
+{
+    char err[TPT_ERR_LEN];
+    int64_t id = 0;
+    bool by_id = numeric(against, &id);
+    if (tpt_run_find(tpt_session_client(s), id, by_id ? NULL : against, by_id ? NULL : "record", g,
+                     err) != TP_OK) {
+        tpt_error("compare: cannot look the golden run up: %s", err);
+        return TPT_EXIT_ERROR;
+    }
+    if (!g->found) {
+        if (by_id)
+            tpt_error("compare: --against %s: there is no run %s", against, against);
+        else
+            tpt_error("compare: --against %s: no run was recorded under that name (store one "
+                      "with '%s record --name %s -- CMD')",
+                      against, TPT_PROG, against);
+        return TPT_EXIT_USAGE;
+    }
+    if (strcmp(g->check, "record") != 0) {
+        tpt_error("compare: run %lld is a '%s' run, not one 'trainparity-run record' stored: "
+                  "it has no single execution to compare with",
+                  (long long)g->run, g->check);
+        return TPT_EXIT_ERROR;
+    }
+    return -1;
+}
+
+/* params_json is the run's params (daemon/checks/compare/verdict.h) as JSON,
+ * malloc'ed; NULL when out of memory. */
+static char *params_json(const tpt_opts *o, int64_t against, bool once)
+{
+    json_t *p = json_pack("{s:I, s:s, s:b, s:b, s:f, s:f}", TPP_KEY(TPP_compare_against),
+                          (json_int_t)against, TPP_KEY(TPP_compare_capture), o->capture,
+                          TPP_KEY(TPP_compare_once), once, TPP_KEY(TPP_compare_tolerance),
+                          o->rtol_set || o->atol_set, TPP_KEY(TPP_compare_rtol), o->rtol,
+                          TPP_KEY(TPP_compare_atol), o->atol);
+    char *s = p != NULL ? json_dumps(p, JSON_PRESERVE_ORDER) : NULL;
+    json_decref(p);
+    return s;
+}
+
+int tpt_cmd_compare(int argc, char **argv)
+{
+    char err[TPT_ERR_LEN], capture[64], *params = NULL;
+    char *env[] = {capture, NULL};
+    const char *roles[] = {"C", "D"};
+    tpt_session *s = NULL;
+    tpt_exec_result res;
+    tpt_tolerance tol;
+    tpt_run_info g;
+    tpt_opts o;
+    int64_t run;
+    int st;
+
+    against_s = once_s = NULL;
+    if ((st = tpt_cmd_opts(&spec, argc, argv, &o)) >= 0) return st;
+    if (against_s == NULL || against_s[0] == '\0') {
+        tpt_error("compare: --against NAME|RUN_ID is required");
+        fprintf(stderr, "(see '%s compare --help')\n", TPT_PROG);
+        return TPT_EXIT_USAGE;
+    }
+    snprintf(capture, sizeof capture, "TRAINPARITY_CAPTURE=%s", o.capture);
+    if (tpt_session_open(&s, err) != TP_OK) {
+        tpt_error("%s", err);
+        return TPT_EXIT_ERROR;
+    }
+    if ((st = resolve(s, against_s, &g)) >= 0) goto done;
+    st = TPT_EXIT_ERROR;
+    if ((params = params_json(&o, g.run, once_s != NULL)) == NULL) {
+        tpt_error("compare: out of memory");
+        goto done;
+    }
+    if (tpt_run_create(tpt_session_client(s), o.name, "compare", params, &run, err) != TP_OK) {
+        tpt_error("cannot create a run: %s", err);
+        goto done;
+    }
+    tpt_progress("compare", "run %lld, against run %lld%s%s", (long long)run, (long long)g.run,
+                 g.name[0] ? " " : "", g.name);
+    for (int i = 0; i < (once_s != NULL ? 1 : 2); i++) {
+        tpt_exec_spec es = {roles[i], o.cmd, env, 0};
+        if (tpt_exec_one(s, "compare", run, &es, &res) != 0) goto done;
+    }
+    tol.declared = o.rtol_set || o.atol_set;
+    tol.rtol = o.rtol;
+    tol.atol = o.atol;
+    st = tpt_judge(tpt_session_client(s), run, &tol, &o);
+done:
+    if (tpt_session_close(s, err) != TP_OK) tpt_error("%s", err);
+    free(params);
+    return st;
+}
