@@ -37,6 +37,17 @@ static tp_err scan_end(sqlite3 *db, sqlite3_stmt *st, tp_err rc, int src, char *
     return rc;
 }
 
+/* scan_begin prepares sql on db with its parameters ?1 = a and, when
+ * nparams is 2, ?2 = b. */
+static tp_err scan_begin(sqlite3 *db, const char *sql, int nparams, int64_t a, int64_t b,
+                         sqlite3_stmt **st, char *why, size_t whylen)
+{
+    if (sqlite3_prepare_v2(db, sql, -1, st, NULL) != SQLITE_OK) return dbfail(db, why, whylen);
+    sqlite3_bind_int64(*st, 1, a);
+    if (nparams == 2) sqlite3_bind_int64(*st, 2, b);
+    return TP_OK;
+}
+
 tp_err tpd_rows_run(tpd_store *s, int64_t run, tpd_run_row_fn fn, void *arg, char *why,
                     size_t whylen)
 {
@@ -45,10 +56,9 @@ tp_err tpd_rows_run(tpd_store *s, int64_t run, tpd_run_row_fn fn, void *arg, cha
     tpd_run_row r;
     tp_err rc;
     int src;
-    if (sqlite3_prepare_v2(db, "SELECT name, check_kind, params, created_ns FROM runs WHERE id = ?",
-                           -1, &st, NULL) != SQLITE_OK)
-        return dbfail(db, why, whylen);
-    sqlite3_bind_int64(st, 1, run);
+    if ((rc = scan_begin(db, "SELECT name, check_kind, params, created_ns FROM runs WHERE id = ?",
+                         1, run, 0, &st, why, whylen)) != TP_OK)
+        return rc;
     src = sqlite3_step(st);
     if (src != SQLITE_ROW) {
         rc = src == SQLITE_DONE ? TP_ENOENT : dbfail(db, why, whylen);
@@ -71,12 +81,11 @@ tp_err tpd_rows_execs(tpd_store *s, int64_t run, tpd_exec_row_fn fn, void *arg, 
     sqlite3_stmt *st = NULL;
     tp_err rc = TP_OK;
     int src;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT id, role, argv, created_ns, finished_ns, exit_status,"
-                           " exit_signal FROM executions WHERE run_id = ? ORDER BY id",
-                           -1, &st, NULL) != SQLITE_OK)
-        return dbfail(db, why, whylen);
-    sqlite3_bind_int64(st, 1, run);
+    if ((rc = scan_begin(db,
+                         "SELECT id, role, argv, created_ns, finished_ns, exit_status,"
+                         " exit_signal FROM executions WHERE run_id = ? ORDER BY id",
+                         1, run, 0, &st, why, whylen)) != TP_OK)
+        return rc;
     while ((src = sqlite3_step(st)) == SQLITE_ROW) {
         tpd_exec_row e;
         e.id = sqlite3_column_int64(st, 0);
@@ -101,12 +110,11 @@ tp_err tpd_rows_procs(tpd_store *s, int64_t exec, tpd_proc_row_fn fn, void *arg,
     sqlite3_stmt *st = NULL;
     tp_err rc = TP_OK;
     int src;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT pid, ppid, rank, world, role, python, torch, nevents, max_seq "
-                           "FROM processes WHERE exec_id = ? ORDER BY id",
-                           -1, &st, NULL) != SQLITE_OK)
-        return dbfail(db, why, whylen);
-    sqlite3_bind_int64(st, 1, exec);
+    if ((rc = scan_begin(db,
+                         "SELECT pid, ppid, rank, world, role, python, torch, nevents, max_seq "
+                         "FROM processes WHERE exec_id = ? ORDER BY id",
+                         1, exec, 0, &st, why, whylen)) != TP_OK)
+        return rc;
     while ((src = sqlite3_step(st)) == SQLITE_ROW) {
         tpd_proc_row p;
         p.pid = sqlite3_column_int64(st, 0);
@@ -130,13 +138,11 @@ tp_err tpd_rows_events(tpd_store *s, int64_t exec, int64_t pid, tpd_event_row_fn
     sqlite3_stmt *st = NULL;
     tp_err rc = TP_OK;
     int src;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT seq, time_ns, step, kind, body FROM events "
-                           "WHERE exec_id = ? AND pid = ? ORDER BY seq",
-                           -1, &st, NULL) != SQLITE_OK)
-        return dbfail(db, why, whylen);
-    sqlite3_bind_int64(st, 1, exec);
-    sqlite3_bind_int64(st, 2, pid);
+    if ((rc = scan_begin(db,
+                         "SELECT seq, time_ns, step, kind, body FROM events "
+                         "WHERE exec_id = ? AND pid = ? ORDER BY seq",
+                         2, exec, pid, &st, why, whylen)) != TP_OK)
+        return rc;
     while ((src = sqlite3_step(st)) == SQLITE_ROW) {
         tp_event e;
         const char *k = col_text(st, 3);
