@@ -29,6 +29,7 @@
 #include "tools/report/reportval.h"
 #include "tools/exec/tree.h"
 #include "tools/base/words.h"
+#include "tools/client/client.h"
 
 /* ---- words and argv_join ---- */
 
@@ -634,6 +635,46 @@ START_TEST(test_tree_walk_and_snapshot)
 }
 END_TEST
 
+/* A request is the map its arguments count up (client.h): the command, then
+ * each argument under its declared key (proto/control.def), nil for a
+ * NULL string; more than a fixmap holds is refused, not written wrong. */
+START_TEST(test_request_counts_its_arguments)
+{
+    tp_buf b;
+    tp_mpr r;
+    uint32_t n;
+    const char *s;
+    uint32_t len;
+    int64_t v;
+    char *argv[] = {"python", "train.py"};
+    tp_buf_init(&b);
+    tpt_req_begin(&b, TPC_exec_create);
+    tpt_arg_int(&b, TPA_exec_create_run, 7);
+    tpt_arg_str(&b, TPA_exec_create_role, NULL);
+    tpt_arg_strs(&b, TPA_exec_create_argv, argv, 2);
+    ck_assert(!b.oom);
+    tp_mpr_init(&r, b.data, b.len);
+    ck_assert_int_eq(tp_mpr_map(&r, &n), TP_OK);
+    ck_assert_uint_eq(n, 4);
+    ck_assert_int_eq(tp_mp_map_str(b.data, b.len, TP_CTL_CMD, &s, &len), TP_OK);
+    ck_assert(tp_mp_str_eq(s, len, "exec.create"));
+    ck_assert_int_eq(tp_mp_map_int(b.data, b.len, "run", &v), TP_OK);
+    ck_assert_int_eq(v, 7);
+    ck_assert_int_eq(tp_mp_map_str(b.data, b.len, "role", &s, &len), TP_ENOENT); /* nil */
+    ck_assert_int_eq(tp_mp_map_find(b.data, b.len, "argv", &r), TP_OK);
+    ck_assert_int_eq(tp_mpr_array(&r, &n), TP_OK);
+    ck_assert_uint_eq(n, 2);
+    tpt_req_evidence(&b, "coverage");
+    ck_assert_int_eq(tp_mp_map_str(b.data, b.len, TP_CTL_CMD, &s, &len), TP_OK);
+    ck_assert(tp_mp_str_eq(s, len, "coverage.evidence"));
+    for (int i = 0; i < 14; i++) tpt_arg_int(&b, TPA_evidence_run, i);
+    ck_assert(!b.oom);
+    tpt_arg_int(&b, TPA_evidence_run, 14); /* a 16th pair */
+    ck_assert(b.oom);
+    tp_buf_free(&b);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("tools");
@@ -656,6 +697,7 @@ static Suite *suite(void)
     tcase_add_test(t, test_plot_nothing_to_plot);
     tcase_add_test(t, test_private_dir);
     tcase_add_test(t, test_tree_walk_and_snapshot);
+    tcase_add_test(t, test_request_counts_its_arguments);
     suite_add_tcase(s, t);
     return s;
 }
