@@ -41,12 +41,14 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 BLOCK = 4  # steps per block; the first of each is left out
-CYCLES = {"mlp": 6, "transformer": 4}  # cycles of four blocks per process
+CYCLES = {"mlp": 6, "mlp44": 4, "transformer": 4}  # cycles of four blocks per process
 # The MLP's steps are short and their times bimodal here (a few ms apart,
 # switching as the process runs): more processes make its median as steady
 # as the transformer's.
-ROUNDS_OF = {"mlp": 5, "transformer": 3}
-PARAMS = {"mlp": "11.0M", "transformer": "3.7M"}
+ROUNDS_OF = {"mlp": 5, "mlp44": 3, "transformer": 3}
+# mlp44 is the MLP at four times its parameters: whether each cost stays a
+# constant fraction of the step as the model grows.
+PARAMS = {"mlp": "11.0M", "mlp44": "44.0M", "transformer": "3.7M"}
 FULL_EVERY = 100  # TRAINPARITY_FULL_EVERY of the induction runs (the default, set here)
 # health --every SPARSE: the update measured at step 0 only, so what is
 # left is what the checks on finite values, skipped steps and coverage cost.
@@ -109,7 +111,8 @@ def main(build, rounds, models):
               f"snapshot every {FULL_EVERY} steps adds {full:.4f} and the wrappers' pass-through, "
               f"which both arms pay, {through:.5f}: {ratio + full + through:.3f} in all",
               flush=True)
-        print(f"  old design (every tensor every step; record, resume's R): ratio {spread(on)}; "
+        print(f"  old design (every tensor every step; record, compare's C and D, resume's R): "
+              f"ratio {spread(on)}; "
               f"its floor, reading the same bytes: {spread(got['read'])}", flush=True)
         print(f"  health (update norms): ratio {spread(got['health'])}; with --every {SPARSE} "
               f"(the update measured at step 0 only; skipped steps read from the snapshots): "

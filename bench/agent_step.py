@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: MIT
-# agent_step.py -- the training loop the agent-overhead bench times: a ~10M
-# parameter MLP or a small transformer on CPU, Adam.
+# agent_step.py -- the training loop the agent-overhead bench times: an
+# 11M-parameter MLP (mlp), the same MLP at twice its width (mlp44: 44M
+# parameters, so that the bench shows how the cost grows with the model) or
+# a small transformer on CPU, Adam.
 #
-#   agent_step.py MODEL CYCLES BLOCK [--floor]    (MODEL: mlp, transformer, tiny)
+#   agent_step.py MODEL CYCLES BLOCK [--floor]    (MODEL: mlp, mlp44, transformer, tiny)
 #
 # After WARMUP steps it runs CYCLES cycles of four blocks of BLOCK steps
 # that alternate between two arms, in the order with, without, without,
@@ -49,6 +51,11 @@ def tiny():
     return mlp(64)
 
 
+def mlp44():
+    """The MLP at twice its width: four times its parameters (44M)."""
+    return mlp(2048)
+
+
 def transformer():
     torch.manual_seed(0)
     layer = nn.TransformerEncoderLayer(d_model=256, nhead=4, dim_feedforward=1024, batch_first=True)
@@ -64,7 +71,7 @@ def trainer(kind, floor=None):
     reads what the agent hashes, where it hashes it, with torch's own
     threads (amax: one pass, no copy): the parameters and optimizer state
     at the backward, the gradients at the step."""
-    model, loss_fn = {"mlp": mlp, "transformer": transformer, "tiny": tiny}[kind]()
+    model, loss_fn = {"mlp": mlp, "mlp44": mlp44, "transformer": transformer, "tiny": tiny}[kind]()
     opt = torch.optim.Adam(model.parameters(), lr=1e-4)
     params = list(model.parameters())
 

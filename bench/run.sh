@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # run.sh BUILD -- every benchmark, each reported as a ratio to a baseline
-# measured in the same command.  Takes a few minutes; run it on a quiet machine.
+# measured in the same command.  agent_overhead.py alone takes about 20
+# minutes on a 2-core machine (three models); run it on a quiet machine.
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
