@@ -17,6 +17,7 @@
 #include "daemon/store/blob.h"
 #include "daemon/store/export.h"
 #include "daemon/store/exchange.h"
+#include "daemon/store/pack.h"
 
 #include "tp_version.h"
 
@@ -67,6 +68,8 @@ typedef struct writer {
     int64_t run;
     XXH3_state_t *h;
     tpd_xdigests refs; /* the digests the run's blob events name */
+    tpd_leafdict *leaves;
+    tp_buf body; /* scratch: a packed body, unpacked */
     tpd_str sql;
     char *why;
     size_t whylen;
@@ -110,6 +113,22 @@ static tp_err copy_rows(writer *w, const tpd_xtable *t, sqlite3_stmt *sel, sqlit
         }
         sqlite3_reset(ins);
         for (int i = 0; i < t->ncols; i++) {
+            const uint8_t *body;
+            size_t n;
+            /* an export holds bodies as the agent sent them: it has no
+             * leafdefs, and a reader of any version reads it */
+            if (t == &tpd_xtables[TPD_XT_EVENTS] && i == 7 &&
+                tpd_body_packed(sqlite3_column_blob(sel, i), (size_t)sqlite3_column_bytes(sel, i))) {
+                if (tpd_body_read(w->leaves, sqlite3_column_blob(sel, i),
+                                  (size_t)sqlite3_column_bytes(sel, i), &w->body, &body,
+                                  &n) != TP_OK)
+                    return tpd_xsay(w->why, w->whylen, TP_ECORRUPT,
+                                    "database: event %lld has a packed body that cannot be read",
+                                    (long long)sqlite3_column_int64(sel, 0));
+                tpd_xhash_bytes(w->h, 'b', body, n);
+                sqlite3_bind_blob64(ins, i + 1, body, n, SQLITE_STATIC);
+                continue;
+            }
             tpd_xhash_col(w->h, sel, i);
             sqlite3_bind_value(ins, i + 1, sqlite3_column_value(sel, i));
         }
@@ -326,6 +345,8 @@ tp_err tpd_export_write(tpd_store *s, int64_t run, int fd, char *why, size_t why
     why[0] = '\0';
     memset(&w, 0, sizeof w);
     w.src = tpd_store_db(s);
+    w.leaves = tpd_store_leafdict(s);
+    tp_buf_init(&w.body);
     w.run = run;
     w.why = why;
     w.whylen = whylen;
@@ -368,6 +389,7 @@ out:
     unlink(tmp);
     if (w.h) XXH3_freeState(w.h);
     tpd_xdigests_free(&w.refs);
+    tp_buf_free(&w.body);
     tpd_str_free(&w.sql);
     return err;
 }

@@ -18,6 +18,7 @@
 #include "daemon/store/blob.h"
 #include "daemon/store/export.h"
 #include "daemon/store/exchange.h"
+#include "daemon/store/pack.h"
 #include "proto/event.h"
 
 struct tpd_export {
@@ -131,6 +132,7 @@ typedef struct sink {
     tpd_blobs *blobs;
     int64_t run; /* the new run's id */
     tpd_str report;
+    tp_buf packed, back; /* scratch: an event's body packed (pack.h) */
 } sink;
 
 static tp_err xfail(tpd_export *x, int rc, char *why, size_t whylen)
@@ -347,6 +349,21 @@ static tp_err check_row(tpd_export *x, tpd_xtab t, sqlite3_stmt *st, uint64_t ro
     return TP_OK;
 }
 
+/* bind_body binds as parameter p of ins the body of the event sel reads
+ * (checked by scan), packed as the store keeps it (pack.h). */
+static tp_err bind_body(sink *k, sqlite3_stmt *ins, int p, sqlite3_stmt *sel)
+{
+    const char *kind = (const char *)sqlite3_column_text(sel, 6);
+    const uint8_t *stored;
+    size_t n;
+    tp_err err = tpd_body_stored(tpd_store_leafdict(k->s), tp_kind_parse(kind, strlen(kind)),
+                                 sqlite3_column_blob(sel, 7), (size_t)sqlite3_column_bytes(sel, 7),
+                                 &k->packed, &k->back, &stored, &n);
+    if (err != TP_OK) return err;
+    sqlite3_bind_blob64(ins, p, n ? (const void *)stored : "", n, SQLITE_TRANSIENT);
+    return TP_OK;
+}
+
 /* sink_row inserts the current row of table t (read by sel) into the
  * target, or for blob bytes, writes the blob file. */
 static tp_err sink_row(tpd_export *x, sink *k, tpd_xtab t, sqlite3_stmt *sel, sqlite3_stmt *ins,
@@ -376,8 +393,10 @@ static tp_err sink_row(tpd_export *x, sink *k, tpd_xtab t, sqlite3_stmt *sel, sq
             sqlite3_bind_null(ins, p);
         else if (f & TPD_XC_REPORT)
             bind_report(x, k, ins, p, sel, i);
-        else
+        else if (t != TPD_XT_EVENTS || i != 7)
             sqlite3_bind_value(ins, p, sqlite3_column_value(sel, i));
+        else if ((err = bind_body(k, ins, p, sel)) != TP_OK)
+            return tpd_xsay(why, whylen, err, "cannot import an event: %s", tp_strerror(err));
         p++;
     }
     if ((rc = sqlite3_step(ins)) != SQLITE_DONE) {
@@ -508,12 +527,12 @@ static tp_err read_info(tpd_export *x, char *why, size_t whylen)
                            "the export holds database version %lld, newer than this "
                            "trainparity-daemon reads (%d); use a newer build",
                            (long long)schema, TPD_STORE_VERSION);
-        } else if (schema != TPD_STORE_VERSION) {
+        } else if (schema < TPD_EXPORT_OLDEST_SCHEMA) {
             err =
                 tpd_xsay(why, whylen, TP_EVERSION,
                          "the export holds database version %lld; this trainparity-daemon imports "
-                         "version %d only",
-                         (long long)schema, TPD_STORE_VERSION);
+                         "versions %d to %d",
+                         (long long)schema, TPD_EXPORT_OLDEST_SCHEMA, TPD_STORE_VERSION);
         } else {
             x->run = sqlite3_column_int64(st, 2);
             memcpy(x->checksum, sqlite3_column_blob(st, 3), 16);
@@ -633,6 +652,8 @@ tp_err tpd_export_import(tpd_export *x, tpd_store *s, int64_t *run, char *why, s
 out:
     tpd_blobs_close(k.blobs);
     tpd_str_free(&k.report);
+    tp_buf_free(&k.packed);
+    tp_buf_free(&k.back);
     return err;
 }
 

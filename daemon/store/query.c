@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "daemon/store/pack.h"
 #include "daemon/store/query.h"
 #include "daemon/store/table.h"
 #include "daemon/store/view.h"
@@ -153,8 +154,10 @@ static tp_err verdict_view(tpd_store *s, int64_t run, bool js, tpd_str *out, cha
 tp_err tpd_query_saves(tpd_store *s, int64_t exec, tpd_str *out, char *why, size_t whylen)
 {
     sqlite3_stmt *st = NULL;
+    tp_buf scratch; /* a packed body, unpacked */
     tp_err err;
     int rc;
+    tp_buf_init(&scratch);
     if ((err = tpd_view_prepare(
              s,
              "SELECT body FROM events WHERE exec_id = ? AND kind = 'save' ORDER BY "
@@ -170,8 +173,12 @@ tp_err tpd_query_saves(tpd_store *s, int64_t exec, tpd_str *out, char *why, size
         int64_t size;
         memset(&e, 0, sizeof e);
         e.kind = TP_K_SAVE;
-        e.body = sqlite3_column_blob(st, 0);
-        e.body_len = (size_t)sqlite3_column_bytes(st, 0);
+        if ((err = tpd_body_read(tpd_store_leafdict(s), sqlite3_column_blob(st, 0),
+                                 (size_t)sqlite3_column_bytes(st, 0), &scratch, &e.body,
+                                 &e.body_len)) != TP_OK) {
+            if (why) snprintf(why, whylen, "a save event's packed body cannot be read");
+            break;
+        }
         if (e.body == NULL || tp_body_str(&e, TPF_saveload_target, &target, &tlen) != TP_OK)
             continue;
         /* A buffer's bytes end up in a file the agent never sees (Lightning
@@ -192,8 +199,9 @@ tp_err tpd_query_saves(tpd_store *s, int64_t exec, tpd_str *out, char *why, size
         tpd_str_append(out, name, nlen);
         tpd_str_puts(out, "\n");
     }
-    err = rc == SQLITE_DONE ? TP_OK : tpd_view_dbfail(s, rc, why, whylen);
+    if (err == TP_OK && rc != SQLITE_DONE) err = tpd_view_dbfail(s, rc, why, whylen);
     sqlite3_finalize(st);
+    tp_buf_free(&scratch);
     return err;
 }
 

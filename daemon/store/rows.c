@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "daemon/store/pack.h"
 #include "daemon/store/rows.h"
 #include "daemon/store/store.h"
 
@@ -136,8 +137,10 @@ tp_err tpd_rows_events(tpd_store *s, int64_t exec, int64_t pid, tpd_event_row_fn
 {
     sqlite3 *db = tpd_store_db(s);
     sqlite3_stmt *st = NULL;
+    tp_buf scratch; /* a packed body, unpacked */
     tp_err rc = TP_OK;
     int src;
+    tp_buf_init(&scratch);
     if ((rc = scan_begin(db,
                          "SELECT seq, time_ns, step, kind, body FROM events "
                          "WHERE exec_id = ? AND pid = ? ORDER BY seq",
@@ -151,9 +154,17 @@ tp_err tpd_rows_events(tpd_store *s, int64_t exec, int64_t pid, tpd_event_row_fn
         e.time_ns = (uint64_t)sqlite3_column_int64(st, 1);
         e.step = sqlite3_column_int64(st, 2);
         e.kind = k ? tp_kind_parse(k, strlen(k)) : TP_K_NONE;
-        e.body = sqlite3_column_blob(st, 4);
-        e.body_len = (size_t)sqlite3_column_bytes(st, 4);
+        if ((rc = tpd_body_read(tpd_store_leafdict(s), sqlite3_column_blob(st, 4),
+                                (size_t)sqlite3_column_bytes(st, 4), &scratch, &e.body,
+                                &e.body_len)) != TP_OK) {
+            if (why)
+                snprintf(why, whylen, "event %lld of process %lld: a packed body that %s",
+                         (long long)e.seq, (long long)pid,
+                         rc == TP_ECORRUPT ? "names no stored leaf definition" : "cannot be read");
+            break;
+        }
         if ((rc = fn(arg, &e)) != TP_OK) break;
     }
+    tp_buf_free(&scratch);
     return scan_end(db, st, rc, src, why, whylen);
 }

@@ -1,11 +1,14 @@
 -- SPDX-License-Identifier: MIT
--- schema.sql -- the daemon's database, version 2 (PRAGMA user_version = 2).
+-- schema.sql -- the daemon's database, version 3 (PRAGMA user_version = 3).
 -- store.c runs this once on an empty database, inside the migration
--- transaction.  A database of an older version is brought to this one by a
--- step of store.c's migrate, never by running this file again: version 1
+-- transaction.  A database of an older version is brought to this one by
+-- steps of store.c's migrate, never by running this file again: version 1
 -- (tests/unit/store_v1.sql) also had a table of leaves, copied out of the
--- bodies of snapshot, sched, step, save and load events; version 2 drops
--- it, and every reader decodes events.body, the one copy.
+-- bodies of snapshot, sched, step, save and load events; version 2
+-- (tests/unit/store_v2.sql) dropped it, and every reader decodes
+-- events.body, the one copy; version 3 adds leafdefs, so that a body's
+-- leaves can be stored packed (daemon/store/pack.h): the bodies a version
+-- 2 database holds stay as they are, and are read as they are.
 
 -- A run is one check (resume, accum, ...) and the executions it planned.
 CREATE TABLE runs (
@@ -70,10 +73,13 @@ CREATE TABLE processes (
 );
 
 -- Events; a seq stored twice (spool and socket) is kept once.  body is the
--- raw MessagePack body, except for blob events, whose body is rewritten to
+-- MessagePack body, except for blob events, whose body is rewritten to
 -- {"digest", "size", ["dtype"], ["shape"]} (the bytes are in the blob store).
 -- It is the only copy of what an event says: the leaves of a snapshot, a
--- step's grads, a manifest are read from it (proto's tp_leaf_read).
+-- step's grads, a manifest are read from it (proto's tp_leaf_read).  A body
+-- whose first byte is 0xc1 is packed (daemon/store/pack.h): each leaf is
+-- the id of a leafdefs row and the values that change; readers unpack it
+-- to the bytes the agent sent.
 CREATE TABLE events (
     id INTEGER PRIMARY KEY,
     exec_id INTEGER NOT NULL,
@@ -84,6 +90,17 @@ CREATE TABLE events (
     kind TEXT NOT NULL,
     body BLOB NOT NULL,
     UNIQUE (exec_id, pid, seq)
+);
+
+-- What the leaves of packed bodies keep from step to step: head, a leaf's
+-- MessagePack bytes up to the nvar values an event holds (array header,
+-- kind, path, and a tensor's dtype and shape), tail the bytes after them
+-- (a tensor's device, blob flag and digest kind).  Rows are only added.
+CREATE TABLE leafdefs (
+    id INTEGER PRIMARY KEY,
+    nvar INTEGER NOT NULL,
+    head BLOB NOT NULL,
+    tail BLOB NOT NULL
 );
 
 -- Missing sequence ranges, recomputed when an execution finishes and after

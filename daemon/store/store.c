@@ -10,7 +10,7 @@
  * transaction: all of it happens or none.  Version 1 (its schema is kept as
  * tests/unit/store_v1.sql) also copied the leaves of event bodies into a
  * table; version 2 drops it and adds executions.key where a version 1 file
- * predates it.  Only a database opened for writing is migrated: a reader
+ * predates it; version 3 adds the leafdefs of packed bodies (pack.h).  Only a database opened for writing is migrated: a reader
  * refuses an older version, whose tables it cannot trust to be this
  * version's.  Counter deltas are kept in memory during a transaction so that
  * ingesting a message costs no counter UPDATE; commit writes them.
@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "daemon/store/leafdict.h"
 #include "daemon/store/secret.h"
 #include "daemon/store/store.h"
 
@@ -49,6 +50,7 @@ struct tpd_store {
     char *path;
     unsigned flags;
     bool in_txn;
+    tpd_leafdict *leaves; /* the definitions of packed bodies' leaves */
     int ncounters;
     counter counters[NCOUNTERS];
 };
@@ -179,6 +181,17 @@ static int v1_to_v2(sqlite3 *db)
     return rc;
 }
 
+/* v2_to_v3 is the step from version 2 to 3: the leafdefs table (as
+ * schema.sql declares it), which packed bodies name.  A version 2 body
+ * is not packed and stays as it is. */
+static int v2_to_v3(sqlite3 *db)
+{
+    return sqlite3_exec(db,
+                        "CREATE TABLE leafdefs (id INTEGER PRIMARY KEY, nvar INTEGER NOT NULL,"
+                        " head BLOB NOT NULL, tail BLOB NOT NULL)",
+                        NULL, NULL, NULL);
+}
+
 /* migrate brings a database of version ver (0: empty) to TPD_STORE_VERSION,
  * in one transaction that re-reads the version under the write lock
  * (another process may have migrated meanwhile).  On failure nothing is
@@ -199,7 +212,7 @@ static tp_err migrate(tpd_store *s, int64_t ver, char *why, size_t whylen)
         rc = sqlite3_exec(s->db, tpd_schema, NULL, NULL, NULL); /* the latest, at once */
     } else {
         if (ver < 2) rc = v1_to_v2(s->db);
-        /* a version 3 adds: if (rc == SQLITE_OK && ver < 3) rc = v2_to_v3(s->db); */
+        if (rc == SQLITE_OK && ver < 3) rc = v2_to_v3(s->db);
     }
     if (rc != SQLITE_OK) goto fail;
     snprintf(sql, sizeof sql, "PRAGMA user_version = %d; PRAGMA application_id = %d",
@@ -306,6 +319,10 @@ tp_err tpd_store_open(tpd_store **sp, const char *path, unsigned flags, char *wh
         err = TP_EVERSION;
         goto fail;
     }
+    if ((err = tpd_leafdict_open(&s->leaves, s->db)) != TP_OK) {
+        snprintf(why, whylen, "out of memory");
+        goto fail;
+    }
     *sp = s;
     return TP_OK;
 fail:
@@ -317,6 +334,7 @@ void tpd_store_close(tpd_store *s)
 {
     if (s == NULL) return;
     if (s->in_txn) tpd_store_rollback(s);
+    tpd_leafdict_close(s->leaves);
     if (s->db) sqlite3_close_v2(s->db);
     free(s->path);
     free(s);
@@ -325,6 +343,11 @@ void tpd_store_close(tpd_store *s)
 sqlite3 *tpd_store_db(tpd_store *s)
 {
     return s->db;
+}
+
+tpd_leafdict *tpd_store_leafdict(tpd_store *s)
+{
+    return s->leaves;
 }
 
 const char *tpd_store_path(const tpd_store *s)

@@ -2,12 +2,13 @@
  * store.h -- persistent run storage for the daemon (SQLite).
  *
  * One database file per daemon, in WAL mode, versioned with PRAGMA
- * user_version and marked with PRAGMA application_id; daemon/store/schema.sql is
- * version 2 and names the tables (runs, executions, processes, events, gaps,
- * blobs, verdicts, counters).  Every SQL statement of the daemon is in
+ * user_version and marked with PRAGMA application_id; daemon/store/schema.sql
+ * is version 3 and names the tables (runs, executions, processes, events,
+ * leafdefs, gaps, blobs, verdicts, counters).  Every SQL statement of the daemon is in
  * daemon/store/: the observations read a run through rows.h, ingest writes
  * a batch through writer.h.  What an event says is in events.body alone
- * (MessagePack, read with proto's tp_body_* and tp_leaf_read).  Every
+ * (MessagePack, its leaves packed by pack.h; unpacked with tpd_body_read, it
+ * is read with proto's tp_body_* and tp_leaf_read).  Every
  * statement binds its parameters.
  *
  * A database this code creates is 0600 (and so are its -wal and -shm).
@@ -27,10 +28,11 @@
 #include "proto/control.h"
 #include "proto/tp_err.h"
 
-#define TPD_STORE_VERSION 2          /* PRAGMA user_version this build writes */
+#define TPD_STORE_VERSION 3          /* PRAGMA user_version this build writes */
 #define TPD_STORE_APP_ID  0x54507231 /* PRAGMA application_id: "TPr1" */
 
 typedef struct tpd_store tpd_store; /* opaque; one per daemon or query */
+typedef struct tpd_leafdict tpd_leafdict; /* leafdict.h */
 
 enum tpd_store_flags {
     TPD_STORE_READONLY = 1 << 0, /* never write; the file must exist */
@@ -56,6 +58,10 @@ void tpd_store_close(tpd_store *s);
  * prepare their own statements, and for tpd_obs_load (daemon/obs/obs.h),
  * which reads it through rows.h.  Owned by s. */
 sqlite3 *tpd_store_db(tpd_store *s);
+/* tpd_store_leafdict is the dictionary of s's packed leaves (leafdict.h),
+ * for the modules of daemon/store/ that write or read event bodies.  Owned
+ * by s. */
+tpd_leafdict *tpd_store_leafdict(tpd_store *s);
 /* tpd_store_path is the path s was opened with.  Owned by s. */
 const char *tpd_store_path(const tpd_store *s);
 /* tpd_store_errmsg is SQLite's message for the last failed call on s. */

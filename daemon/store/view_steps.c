@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/store/pack.h"
 #include "daemon/store/query.h"
 #include "daemon/store/table.h"
 #include "daemon/store/view.h"
@@ -212,7 +213,10 @@ static tp_err process_steps(tpd_store *s, sqlite3_stmt *ev, sqlite3_stmt *ps, st
                                         "LR",   "OPT_STEPS", "UPDATE",   "SCALE"};
     int64_t exec = sqlite3_column_int64(ps, 0), pid = sqlite3_column_int64(ps, 2);
     bool header = false;
+    tp_buf scratch; /* a packed body, unpacked */
+    tp_err err = TP_OK;
     int rc;
+    tp_buf_init(&scratch);
     sqlite3_reset(ev);
     sqlite3_bind_int64(ev, 1, exec);
     sqlite3_bind_int64(ev, 2, pid);
@@ -223,8 +227,12 @@ static tp_err process_steps(tpd_store *s, sqlite3_stmt *ev, sqlite3_stmt *ps, st
         memset(&e, 0, sizeof e);
         e.step = sqlite3_column_int64(ev, 0);
         e.kind = tp_kind_parse(k, strlen(k));
-        e.body = sqlite3_column_blob(ev, 2);
-        e.body_len = (size_t)sqlite3_column_bytes(ev, 2);
+        if ((err = tpd_body_read(tpd_store_leafdict(s), sqlite3_column_blob(ev, 2),
+                                 (size_t)sqlite3_column_bytes(ev, 2), &scratch, &e.body,
+                                 &e.body_len)) != TP_OK) {
+            snprintf(why, whylen, "process %lld: a packed body cannot be read", (long long)pid);
+            break;
+        }
         if (e.body == NULL) continue;
         if (!header) {
             header = true;
@@ -250,6 +258,8 @@ static tp_err process_steps(tpd_store *s, sqlite3_stmt *ev, sqlite3_stmt *ps, st
         if (!r->open) row_start(r, e.step);
         row_add(r, &e);
     }
+    tp_buf_free(&scratch);
+    if (err != TP_OK) return err;
     row_emit(r, so);
     if (so->rows) {
         json_decref(so->rows);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "daemon/base/text.h"
+#include "daemon/store/pack.h"
 #include "daemon/store/writer.h"
 
 enum {
@@ -53,6 +54,9 @@ struct tpd_writer {
     sqlite3 *db;
     sqlite3_stmt *st[S__COUNT];
     tpd_str json; /* scratch: a hello's argv as JSON */
+    tpd_leafdict *leaves;
+    size_t mark;         /* leaves' mark at the batch's savepoint */
+    tp_buf packed, back; /* scratch: a body packed, and unpacked again */
 };
 
 static tp_err dberr(int rc)
@@ -67,7 +71,10 @@ tp_err tpd_writer_open(tpd_writer **wp, tpd_store *s)
     if (wp == NULL || s == NULL || tpd_store_readonly(s)) return TP_EINVAL;
     if ((w = calloc(1, sizeof *w)) == NULL) return TP_ENOMEM;
     w->db = tpd_store_db(s);
+    w->leaves = tpd_store_leafdict(s);
     tpd_str_init(&w->json);
+    tp_buf_init(&w->packed);
+    tp_buf_init(&w->back);
     for (int i = 0; i < S__COUNT; i++) {
         int rc = sqlite3_prepare_v3(w->db, sqls[i], -1, SQLITE_PREPARE_PERSISTENT, &w->st[i], NULL);
         if (rc != SQLITE_OK) {
@@ -84,6 +91,8 @@ void tpd_writer_close(tpd_writer *w)
     if (w == NULL) return;
     for (int i = 0; i < S__COUNT; i++) sqlite3_finalize(w->st[i]);
     tpd_str_free(&w->json);
+    tp_buf_free(&w->packed);
+    tp_buf_free(&w->back);
     free(w);
 }
 
@@ -183,6 +192,7 @@ tp_err tpd_writer_exec_finished(tpd_writer *w, int64_t exec, bool *finished)
 
 tp_err tpd_writer_savepoint(tpd_writer *w)
 {
+    w->mark = tpd_leafdict_mark(w->leaves);
     return step(stmt(w, S_SAVEPOINT));
 }
 
@@ -195,6 +205,7 @@ void tpd_writer_undo(tpd_writer *w)
 {
     step(stmt(w, S_ROLLBACK_TO));
     step(stmt(w, S_RELEASE));
+    tpd_leafdict_undo(w->leaves, w->mark); /* their rows are gone with the batch */
 }
 
 tp_err tpd_writer_process(tpd_writer *w, int64_t exec, int64_t pid, int64_t rank, bool *added)
@@ -213,14 +224,19 @@ tp_err tpd_writer_event(tpd_writer *w, int64_t exec, int64_t pid, const tp_event
                         const void *body, size_t body_len, bool *fresh)
 {
     sqlite3_stmt *st = stmt(w, S_EVENT);
+    const uint8_t *stored;
+    size_t stored_len;
     tp_err err;
+    if ((err = tpd_body_stored(w->leaves, e->kind, body, body_len, &w->packed, &w->back, &stored,
+                               &stored_len)) != TP_OK)
+        return err;
     sqlite3_bind_int64(st, 1, exec);
     sqlite3_bind_int64(st, 2, pid);
     sqlite3_bind_int64(st, 3, (int64_t)e->seq);
     sqlite3_bind_int64(st, 4, (int64_t)e->time_ns);
     sqlite3_bind_int64(st, 5, e->step);
     sqlite3_bind_text(st, 6, tp_kind_name(e->kind), -1, SQLITE_STATIC);
-    sqlite3_bind_blob64(st, 7, body, body_len, SQLITE_STATIC);
+    sqlite3_bind_blob64(st, 7, stored, stored_len, SQLITE_STATIC);
     if ((err = step(st)) != TP_OK) return err;
     *fresh = sqlite3_changes(w->db) != 0;
     return TP_OK;

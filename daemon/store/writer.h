@@ -55,8 +55,8 @@ void tpd_writer_undo(tpd_writer *w);
  * *added tells whether this call made it. */
 tp_err tpd_writer_process(tpd_writer *w, int64_t exec, int64_t pid, int64_t rank, bool *added);
 /* tpd_writer_event inserts event e of (exec, pid) with body (body_len
- * bytes) for its body; *fresh is false when (exec, pid, e->seq) was
- * already stored, and nothing changed. */
+ * bytes) for its body, its leaves packed (pack.h); *fresh is false when
+ * (exec, pid, e->seq) was already stored, and nothing changed. */
 tp_err tpd_writer_event(tpd_writer *w, int64_t exec, int64_t pid, const tp_event *e,
                         const void *body, size_t body_len, bool *fresh);
 /* tpd_writer_hello fills process (exec, pid)'s row from hello event e

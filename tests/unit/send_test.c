@@ -25,6 +25,7 @@
 #include "agent/send.h"
 #include "daemon/ingest/ingest.h"
 #include "daemon/serve/serve.h"
+#include "daemon/store/pack.h"
 #include "daemon/store/store.h"
 #include "tests/unit/batches.h"
 #include "tests/unit/testdir.h"
@@ -148,12 +149,15 @@ static void submit(const tb *t, int i)
 }
 
 /* check_stored checks that every event of batch t (number i) is stored
- * for this process with the body it was sent with. */
+ * for this process with the body it was sent with (read as the store's
+ * readers do: unpacked, daemon/store/pack.h). */
 static void check_stored(tdaemon *d, const tb *t, int i)
 {
     tp_batch b;
     char why[256];
     sqlite3_stmt *st;
+    tp_buf scratch;
+    tp_buf_init(&scratch);
     ck_assert_int_eq(tp_batch_decode(t->buf.data, t->buf.len, &b, why, sizeof why), TP_OK);
     ck_assert_int_eq(sqlite3_prepare_v2(tpd_store_db(d->s),
                                         "SELECT body FROM events WHERE exec_id = 1 AND pid = ?1"
@@ -161,15 +165,21 @@ static void check_stored(tdaemon *d, const tb *t, int i)
                                         -1, &st, NULL),
                      SQLITE_OK);
     for (size_t k = 0; k < b.n; k++) {
+        const uint8_t *body;
+        size_t len;
         sqlite3_reset(st);
         sqlite3_bind_int64(st, 1, getpid());
         sqlite3_bind_int64(st, 2, (int64_t)b.ev[k].seq);
         ck_assert_msg(sqlite3_step(st) == SQLITE_ROW, "batch %d: seq %llu not stored", i,
                       (unsigned long long)b.ev[k].seq);
-        ck_assert_int_eq(sqlite3_column_bytes(st, 0), (int)b.ev[k].body_len);
-        ck_assert(memcmp(sqlite3_column_blob(st, 0), b.ev[k].body, b.ev[k].body_len) == 0);
+        ck_assert_int_eq(tpd_body_read(tpd_store_leafdict(d->s), sqlite3_column_blob(st, 0),
+                                       (size_t)sqlite3_column_bytes(st, 0), &scratch, &body, &len),
+                         TP_OK);
+        ck_assert_int_eq(len, b.ev[k].body_len);
+        ck_assert(memcmp(body, b.ev[k].body, len) == 0);
     }
     sqlite3_finalize(st);
+    tp_buf_free(&scratch);
     tp_batch_free(&b);
 }
 

@@ -14,6 +14,7 @@
 
 #include "daemon/ingest/ingest.h"
 #include "daemon/store/blob.h"
+#include "daemon/store/pack.h"
 #include "daemon/store/query.h"
 #include "daemon/store/secret.h"
 #include "daemon/store/store.h"
@@ -84,21 +85,27 @@ typedef struct got_leaves {
 /* body_leaves decodes the leaves array under key ("leaves", "grads",
  * "manifest") in the body of every stored event of the given kinds (an SQL
  * condition), as the readers do (daemon/obs/obs.c): events.body is the only
- * copy.  Counts them and keeps the last whose path is path (NULL: none). */
+ * copy, unpacked (daemon/store/pack.h).  Counts them and keeps the last
+ * whose path is path (NULL: none). */
 static got_leaves body_leaves(tpd_store *s, const char *kinds, const char *key, const char *path)
 {
     got_leaves g;
     sqlite3_stmt *st = NULL;
     char sql[256];
+    tp_buf scratch;
+    tp_buf_init(&scratch);
     memset(&g, 0, sizeof g);
     snprintf(sql, sizeof sql, "SELECT body FROM events WHERE %s ORDER BY id", kinds);
     ck_assert_int_eq(sqlite3_prepare_v2(tpd_store_db(s), sql, -1, &st, NULL), SQLITE_OK);
     while (sqlite3_step(st) == SQLITE_ROW) {
+        const uint8_t *body;
+        size_t len;
         tp_mpr r;
         uint32_t n;
-        if (tp_mp_map_value(sqlite3_column_blob(st, 0), (size_t)sqlite3_column_bytes(st, 0), key,
-                            &r) != TP_OK)
-            continue;
+        ck_assert_int_eq(tpd_body_read(tpd_store_leafdict(s), sqlite3_column_blob(st, 0),
+                                       (size_t)sqlite3_column_bytes(st, 0), &scratch, &body, &len),
+                         TP_OK);
+        if (tp_mp_map_value(body, len, key, &r) != TP_OK) continue;
         ck_assert_int_eq(tp_mpr_array(&r, &n), TP_OK);
         for (uint32_t i = 0; i < n; i++) {
             tp_leaf l;
@@ -117,6 +124,7 @@ static got_leaves body_leaves(tpd_store *s, const char *kinds, const char *key, 
         }
     }
     sqlite3_finalize(st);
+    tp_buf_free(&scratch);
     return g;
 }
 
@@ -151,11 +159,11 @@ static void ingest_ok(tpd_ingest *in, const tb *t, tpd_ingest_result *res)
 
 START_TEST(test_store_open_creates_latest)
 {
-    static const char *const tables[] = {"runs", "executions", "processes", "events",
+    static const char *const tables[] = {"runs", "executions", "processes", "events", "leafdefs",
                                          "gaps", "blobs",      "verdicts",  "counters"};
     tpd_store *s = open_store(0);
     char buf[64];
-    ck_assert_int_eq(TPD_STORE_VERSION, 2);
+    ck_assert_int_eq(TPD_STORE_VERSION, 3);
     ck_assert_int_eq(scalar(s, "PRAGMA user_version"), TPD_STORE_VERSION);
     ck_assert_int_eq(scalar(s, "PRAGMA application_id"), TPD_STORE_APP_ID);
     ck_assert_str_eq(text(s, "PRAGMA journal_mode", buf, sizeof buf), "wal");
@@ -169,7 +177,8 @@ START_TEST(test_store_open_creates_latest)
         ck_assert_msg(sqlite3_column_int(st, 0) == 1, "table %s missing", tables[i]);
         sqlite3_finalize(st);
     }
-    /* version 2: no copy of the leaves beside the bodies; every execution has a key */
+    /* version 2: no copy of the leaves beside the bodies; every execution
+     * has a key; version 3: leafdefs */
     ck_assert_int_eq(scalar(s, "SELECT count(*) FROM sqlite_master WHERE name LIKE 'leaves%'"), 0);
     ck_assert_int_eq(scalar(s, "SELECT count(*) FROM sqlite_master WHERE type = 'table'"),
                      (int64_t)(sizeof tables / sizeof tables[0]));
@@ -864,7 +873,7 @@ static int64_t raw_scalar(const char *path, const char *sql)
 START_TEST(test_store_v1_migrates)
 {
     /* a version 1 file as the last builds of that version left it (with
-     * execution keys), opened for writing: version 2 in one step, the
+     * execution keys), opened for writing: version 3 in one step, the
      * leaves table gone, every other row kept and read by the queries, the
      * leaves it held still in the bodies; a second open changes nothing */
     tpd_store *s, *ro;
@@ -882,7 +891,7 @@ START_TEST(test_store_v1_migrates)
     before = dump_kept(NULL, db);
 
     s = open_store(0);
-    ck_assert_int_eq(scalar(s, "PRAGMA user_version"), 2);
+    ck_assert_int_eq(scalar(s, "PRAGMA user_version"), 3);
     ck_assert_int_eq(scalar(s, "PRAGMA application_id"), TPD_STORE_APP_ID);
     ck_assert_int_eq(scalar(s, "SELECT count(*) FROM sqlite_master WHERE name LIKE 'leaves%'"), 0);
     after = dump_kept(s, NULL);
@@ -908,9 +917,9 @@ START_TEST(test_store_v1_migrates)
     tpd_ingest_destroy(in);
     tpd_store_close(s);
 
-    /* migrated once: a second open for writing and a reader find version 2 */
+    /* migrated once: a second open for writing and a reader find version 3 */
     s = open_store(0);
-    ck_assert_int_eq(scalar(s, "PRAGMA user_version"), 2);
+    ck_assert_int_eq(scalar(s, "PRAGMA user_version"), 3);
     ck_assert_int_eq(scalar(s, "PRAGMA schema_version"), schema_ver);
     tpd_store_close(s);
     ro = open_store(TPD_STORE_READONLY);
@@ -953,7 +962,7 @@ START_TEST(test_store_v1_before_keys_migrates)
         0);
     before = dump_kept(NULL, db);
     s = open_store(0);
-    ck_assert_int_eq(scalar(s, "PRAGMA user_version"), 2);
+    ck_assert_int_eq(scalar(s, "PRAGMA user_version"), 3);
     ck_assert_int_eq(
         scalar(s, "SELECT count(*) FROM pragma_table_info('executions') WHERE name = 'key'"), 1);
     ck_assert_int_eq(scalar(s, "SELECT count(*) FROM executions WHERE key IS NULL"), 1);
@@ -979,7 +988,7 @@ START_TEST(test_store_v1_before_keys_migrates)
     ck_assert_int_eq(scalar(s, "SELECT count(*) FROM executions"), 2);
     tpd_ingest_destroy(in);
     tpd_store_close(s);
-    s = open_store(0); /* version 2: nothing to do */
+    s = open_store(0); /* version 3: nothing to do */
     ck_assert_int_eq(scalar(s, "SELECT count(*) FROM events"), 10);
     tpd_store_close(s);
     free(before);
@@ -1053,7 +1062,7 @@ START_TEST(test_store_v1_migration_fails_untouched)
     rc = tpd_store_open(&s, db, 0, why, sizeof why);
     ck_assert_msg(rc == TP_EDB, "%s: %s", tp_strerror(rc), why);
     ck_assert_ptr_null(s);
-    ck_assert_msg(strstr(why, "cannot migrate the database from version 1 to 2"), "why: %s", why);
+    ck_assert_msg(strstr(why, "cannot migrate the database from version 1 to 3"), "why: %s", why);
     ck_assert_int_eq(sqlite3_exec(h, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
     ck_assert_int_eq(sqlite3_close(h), SQLITE_OK);
     v1_unchanged(orig, n, rows, nleaves);
@@ -1074,7 +1083,7 @@ START_TEST(test_store_v1_migration_fails_untouched)
     }
     /* writable again: it migrates */
     s = open_store(0);
-    ck_assert_int_eq(scalar(s, "PRAGMA user_version"), 2);
+    ck_assert_int_eq(scalar(s, "PRAGMA user_version"), 3);
     tpd_store_close(s);
     free(orig);
     free(rows);

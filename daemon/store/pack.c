@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: MIT
+ * pack.c -- packed event bodies (see pack.h).
+ *
+ * A leaf is split where its values start to change: a tensor ["t", path,
+ * dtype, shape, digest, sum, l2, maxabs, nonfinite, device, blob, dkind?]
+ * keeps its first four elements and its last two or three in the
+ * definition and five values in the event; a value ["v", path, value] one;
+ * an opaque digest ["d", path, digest, nitems] two.  With a 16-byte digest
+ * and three doubles a tensor costs about 48 bytes a step. */
+#include <string.h>
+
+#include "daemon/store/pack.h"
+
+bool tpd_body_packed(const uint8_t *p, size_t n)
+{
+    return n > 0 && p[0] == TPD_PACKED;
+}
+
+/* skip_n skips n values of r. */
+static tp_err skip_n(tp_mpr *r, unsigned n)
+{
+    tp_err err;
+    for (unsigned i = 0; i < n; i++)
+        if ((err = tp_mpr_skip(r)) != TP_OK) return err;
+    return TP_OK;
+}
+
+/* leaves_field tells whether key (kn bytes) of a body of kind k holds leaves. */
+static bool leaves_field(tp_kind k, const char *key, uint32_t kn)
+{
+    tp_body_id b;
+    if (k <= TP_K_NONE || k >= TP_K__COUNT) return false;
+    b = tp_kinds[k].body;
+    for (unsigned i = 0; i < tp_body_nfields(b); i++) {
+        const tp_field_def *f = &tp_fields[tp_bodies[b].first + i];
+        if (tp_mp_str_eq(key, kn, f->key)) return (f->types & TP_T_LEAVES) != 0;
+    }
+    return false;
+}
+
+/* pack_leaf packs the leaf at r into out; TP_ENOENT when it is not one
+ * this code splits. */
+static tp_err pack_leaf(tpd_leafdict *d, tp_mpr *r, tp_buf *out)
+{
+    const uint8_t *start = r->p, *var;
+    unsigned nhead, nvar;
+    tpd_leafdef def;
+    const char *kind;
+    uint32_t n, kn;
+    int64_t id;
+    tp_err err;
+    if (tp_mpr_array(r, &n) != TP_OK || tp_mpr_str(r, &kind, &kn) != TP_OK || kn != 1)
+        return TP_ENOENT;
+    switch (kind[0]) {
+    case 't':
+        nhead = 4, nvar = 5;
+        break;
+    case 'v':
+        nhead = 2, nvar = 1;
+        break;
+    case 'd':
+        nhead = 2, nvar = 2;
+        break;
+    default:
+        return TP_ENOENT;
+    }
+    if (n < nhead + nvar || skip_n(r, nhead - 1) != TP_OK) return TP_ENOENT;
+    def.nvar = nvar;
+    def.head = start;
+    def.head_len = (size_t)(r->p - start);
+    var = r->p;
+    if (skip_n(r, nvar) != TP_OK) return TP_ENOENT;
+    def.tail = r->p;
+    if (skip_n(r, n - nhead - nvar) != TP_OK) return TP_ENOENT;
+    def.tail_len = (size_t)(r->p - def.tail);
+    if ((err = tpd_leafdict_intern(d, &def, &id)) != TP_OK) return err;
+    tp_mp_uint(out, (uint64_t)id);
+    tp_buf_append(out, var, (size_t)(def.tail - var));
+    return TP_OK;
+}
+
+tp_err tpd_body_pack(tpd_leafdict *d, tp_kind k, const uint8_t *body, size_t n, tp_buf *out,
+                     bool *packed)
+{
+    static const uint8_t mark = TPD_PACKED;
+    const uint8_t *p;
+    uint32_t npairs;
+    bool any = false;
+    tp_mpr r;
+    tp_err err;
+    *packed = false;
+    tp_buf_reset(out);
+    tp_mpr_init(&r, body, n);
+    tp_buf_append(out, &mark, 1);
+    p = r.p;
+    if (tp_mpr_map(&r, &npairs) != TP_OK) return TP_OK;
+    tp_buf_append(out, p, (size_t)(r.p - p));
+    for (uint32_t i = 0; i < npairs; i++) {
+        const char *key;
+        uint32_t kn, nleaves;
+        tp_mptype t;
+        p = r.p;
+        if (tp_mpr_str(&r, &key, &kn) != TP_OK) return TP_OK;
+        tp_buf_append(out, p, (size_t)(r.p - p));
+        p = r.p;
+        if (leaves_field(k, key, kn) && tp_mpr_peek(&r, &t) == TP_OK && t == TP_MP_ARRAY) {
+            if (tp_mpr_array(&r, &nleaves) != TP_OK) return TP_OK;
+            tp_buf_append(out, &mark, 1);
+            tp_buf_append(out, p, (size_t)(r.p - p));
+            for (uint32_t j = 0; j < nleaves; j++) {
+                if ((err = pack_leaf(d, &r, out)) == TP_ENOENT) return TP_OK;
+                if (err != TP_OK) return err;
+            }
+            any = true;
+        } else {
+            if (tp_mpr_skip(&r) != TP_OK) return TP_OK;
+            tp_buf_append(out, p, (size_t)(r.p - p));
+        }
+    }
+    if (r.p != r.end) return TP_OK;
+    if (out->oom) return TP_ENOMEM;
+    *packed = any;
+    return TP_OK;
+}
+
+tp_err tpd_body_unpack(tpd_leafdict *d, const uint8_t *p, size_t n, tp_buf *out)
+{
+    const uint8_t *s;
+    uint32_t npairs;
+    tp_mpr r;
+    tp_err err;
+    tp_buf_reset(out);
+    if (!tpd_body_packed(p, n)) return TP_ECORRUPT;
+    tp_mpr_init(&r, p + 1, n - 1);
+    s = r.p;
+    if (tp_mpr_map(&r, &npairs) != TP_OK) return TP_ECORRUPT;
+    tp_buf_append(out, s, (size_t)(r.p - s));
+    for (uint32_t i = 0; i < npairs; i++) {
+        const char *key;
+        uint32_t kn, nleaves;
+        s = r.p;
+        if (tp_mpr_str(&r, &key, &kn) != TP_OK) return TP_ECORRUPT;
+        tp_buf_append(out, s, (size_t)(r.p - s));
+        if (r.p < r.end && r.p[0] == TPD_PACKED) {
+            s = ++r.p;
+            if (tp_mpr_array(&r, &nleaves) != TP_OK) return TP_ECORRUPT;
+            tp_buf_append(out, s, (size_t)(r.p - s));
+            for (uint32_t j = 0; j < nleaves; j++) {
+                tpd_leafdef def;
+                uint64_t id;
+                if (tp_mpr_uint(&r, &id) != TP_OK || id > INT64_MAX) return TP_ECORRUPT;
+                if ((err = tpd_leafdict_get(d, (int64_t)id, &def)) != TP_OK) return err;
+                tp_buf_append(out, def.head, def.head_len);
+                s = r.p;
+                if (skip_n(&r, def.nvar) != TP_OK) return TP_ECORRUPT;
+                tp_buf_append(out, s, (size_t)(r.p - s));
+                tp_buf_append(out, def.tail, def.tail_len);
+            }
+        } else {
+            s = r.p;
+            if (tp_mpr_skip(&r) != TP_OK) return TP_ECORRUPT;
+            tp_buf_append(out, s, (size_t)(r.p - s));
+        }
+    }
+    if (r.p != r.end) return TP_ECORRUPT;
+    return out->oom ? TP_ENOMEM : TP_OK;
+}
+
+tp_err tpd_body_stored(tpd_leafdict *d, tp_kind k, const uint8_t *body, size_t n, tp_buf *packed,
+                       tp_buf *back, const uint8_t **out, size_t *outlen)
+{
+    bool ok = false;
+    tp_err err = tpd_body_pack(d, k, body, n, packed, &ok);
+    if (err != TP_OK) return err;
+    *out = body;
+    *outlen = n;
+    if (ok && packed->len < n && tpd_body_unpack(d, packed->data, packed->len, back) == TP_OK &&
+        back->len == n && memcmp(back->data, body, n) == 0) {
+        *out = packed->data;
+        *outlen = packed->len;
+    }
+    return TP_OK;
+}
+
+tp_err tpd_body_read(tpd_leafdict *d, const uint8_t *p, size_t n, tp_buf *scratch,
+                     const uint8_t **body, size_t *len)
+{
+    tp_err err;
+    if (!tpd_body_packed(p, n)) {
+        *body = p;
+        *len = n;
+        return TP_OK;
+    }
+    if ((err = tpd_body_unpack(d, p, n, scratch)) != TP_OK) return err;
+    *body = scratch->data;
+    *len = scratch->len;
+    return TP_OK;
+}
