@@ -118,7 +118,8 @@ static tp_err copy_rows(writer *w, const tpd_xtable *t, sqlite3_stmt *sel, sqlit
             /* an export holds bodies as the agent sent them: it has no
              * leafdefs, and a reader of any version reads it */
             if (t == &tpd_xtables[TPD_XT_EVENTS] && i == 7 &&
-                tpd_body_packed(sqlite3_column_blob(sel, i), (size_t)sqlite3_column_bytes(sel, i))) {
+                tpd_body_packed(sqlite3_column_blob(sel, i),
+                                (size_t)sqlite3_column_bytes(sel, i))) {
                 if (tpd_body_read(w->leaves, sqlite3_column_blob(sel, i),
                                   (size_t)sqlite3_column_bytes(sel, i), &w->body, &body,
                                   &n) != TP_OK)

@@ -203,8 +203,7 @@ tp_err tpd_leafdict_intern(tpd_leafdict *d, const tpd_leafdef *def, int64_t *id)
              i = (i + 1) & (d->nslots - 1)) {
             ent *c = d->all[d->by_content[i] - 1];
             if (c->hash == h && c->nvar == def->nvar && c->head_len == def->head_len &&
-                c->tail_len == def->tail_len &&
-                memcmp(c->bytes, def->head, def->head_len) == 0 &&
+                c->tail_len == def->tail_len && memcmp(c->bytes, def->head, def->head_len) == 0 &&
                 memcmp(c->bytes + c->head_len, def->tail, def->tail_len) == 0) {
                 *id = c->id;
                 return TP_OK;

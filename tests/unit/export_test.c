@@ -191,11 +191,11 @@ static void same_rows(tpd_store *a, tpd_store *b, const char *sql, int64_t ida, 
             if (strcmp(sqlite3_column_name(sa, i), "body") == 0) {
                 const uint8_t *p;
                 size_t n;
-                ck_assert_int_eq(
-                    tpd_body_read(tpd_store_leafdict(a), pa, (size_t)na, &ua, &p, &n), TP_OK);
+                ck_assert_int_eq(tpd_body_read(tpd_store_leafdict(a), pa, (size_t)na, &ua, &p, &n),
+                                 TP_OK);
                 pa = p, na = (int)n;
-                ck_assert_int_eq(
-                    tpd_body_read(tpd_store_leafdict(b), pb, (size_t)nb, &ub, &p, &n), TP_OK);
+                ck_assert_int_eq(tpd_body_read(tpd_store_leafdict(b), pb, (size_t)nb, &ub, &p, &n),
+                                 TP_OK);
                 pb = p, nb = (int)n;
             }
             ck_assert_msg(na == nb && (na == 0 || memcmp(pa, pb, (size_t)na) == 0),

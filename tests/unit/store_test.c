@@ -159,7 +159,7 @@ static void ingest_ok(tpd_ingest *in, const tb *t, tpd_ingest_result *res)
 
 START_TEST(test_store_open_creates_latest)
 {
-    static const char *const tables[] = {"runs", "executions", "processes", "events", "leafdefs",
+    static const char *const tables[] = {"runs", "executions", "processes", "events",  "leafdefs",
                                          "gaps", "blobs",      "verdicts",  "counters"};
     tpd_store *s = open_store(0);
     char buf[64];
