@@ -24,11 +24,11 @@
 #include "daemon/store/store.h"
 #include "proto/tp_err.h"
 
-#define TPD_EXPORT_FORMAT 1          /* PRAGMA user_version this build writes */
+#define TPD_EXPORT_FORMAT 1 /* PRAGMA user_version this build writes */
 /* The oldest export_info.schema this build imports: versions 2 and 3 export
  * the same columns, and bodies as the agent sent them (never packed). */
 #define TPD_EXPORT_OLDEST_SCHEMA 2
-#define TPD_EXPORT_APP_ID 0x54507831 /* PRAGMA application_id: "TPx1" */
+#define TPD_EXPORT_APP_ID        0x54507831 /* PRAGMA application_id: "TPx1" */
 
 typedef struct tpd_export tpd_export; /* opaque: an export file, checked */
 

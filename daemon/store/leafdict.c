@@ -6,9 +6,10 @@
  * interning and by id for reading through two open-addressing tables of
  * indexes into all[], rebuilt whenever they grow or definitions are
  * forgotten.  pending[] holds the definitions interned since the
- * transaction began; they are kept once a call finds the connection back
- * in autocommit mode without the rollback hook having fired, and dropped
- * by the hook or by tpd_leafdict_undo. */
+ * transaction began; they are kept when the store's commit says so, or
+ * once a call finds the connection back in autocommit mode without the
+ * rollback hook having fired, and dropped by the hook or by
+ * tpd_leafdict_undo. */
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -292,6 +293,11 @@ tp_err tpd_leafdict_get(tpd_leafdict *d, int64_t id, tpd_leafdef *def)
     }
     ent_def(e, def);
     return TP_OK;
+}
+
+void tpd_leafdict_committed(tpd_leafdict *d)
+{
+    d->npending = 0;
 }
 
 size_t tpd_leafdict_mark(tpd_leafdict *d)

@@ -59,6 +59,12 @@ tp_err tpd_leafdict_intern(tpd_leafdict *d, const tpd_leafdef *def, int64_t *id)
  * row), TP_ENOMEM, TP_EDB. */
 tp_err tpd_leafdict_get(tpd_leafdict *d, int64_t id, tpd_leafdef *def);
 
+/* tpd_leafdict_committed keeps the definitions interned in the
+ * transaction just committed: the store's commit calls it.  (A
+ * transaction that ends without it is noticed at the next call, by the
+ * connection's autocommit mode, unless a new one has begun by then.) */
+void tpd_leafdict_committed(tpd_leafdict *d);
+
 /* tpd_leafdict_mark is the point tpd_leafdict_undo goes back to: call it
  * where a savepoint opens. */
 size_t tpd_leafdict_mark(tpd_leafdict *d);

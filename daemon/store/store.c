@@ -10,8 +10,8 @@
  * transaction: all of it happens or none.  Version 1 (its schema is kept as
  * tests/unit/store_v1.sql) also copied the leaves of event bodies into a
  * table; version 2 drops it and adds executions.key where a version 1 file
- * predates it; version 3 adds the leafdefs of packed bodies (pack.h).  Only a database opened for writing is migrated: a reader
- * refuses an older version, whose tables it cannot trust to be this
+ * predates it; version 3 adds the leafdefs of packed bodies (pack.h).  Only a database opened for
+ * writing is migrated: a reader refuses an older version, whose tables it cannot trust to be this
  * version's.  Counter deltas are kept in memory during a transaction so that
  * ingesting a message costs no counter UPDATE; commit writes them.
  *
@@ -381,6 +381,9 @@ tp_err tpd_store_begin(tpd_store *s)
 {
     int rc;
     if (s->in_txn || (s->flags & TPD_STORE_READONLY)) return TP_EINVAL;
+    /* out of any transaction, what was interned is stored (had it rolled
+     * back, the rollback hook would have dropped it) */
+    if (sqlite3_get_autocommit(s->db)) tpd_leafdict_committed(s->leaves);
     rc = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
     if (rc != SQLITE_OK) return tpd_sqlite_err(rc) == TP_OK ? TP_EDB : tpd_sqlite_err(rc);
     s->in_txn = true;
@@ -418,6 +421,7 @@ tp_err tpd_store_commit(tpd_store *s)
     }
     s->in_txn = false;
     s->ncounters = 0;
+    tpd_leafdict_committed(s->leaves);
     return TP_OK;
 }
 

@@ -31,7 +31,7 @@
 #define TPD_STORE_VERSION 3          /* PRAGMA user_version this build writes */
 #define TPD_STORE_APP_ID  0x54507231 /* PRAGMA application_id: "TPr1" */
 
-typedef struct tpd_store tpd_store; /* opaque; one per daemon or query */
+typedef struct tpd_store tpd_store;       /* opaque; one per daemon or query */
 typedef struct tpd_leafdict tpd_leafdict; /* leafdict.h */
 
 enum tpd_store_flags {
