@@ -13,6 +13,9 @@ build=$(cd "${1:-$root/build}" && pwd)
 "$build/bin/coverage_bench" 10
 "$root/.venv/bin/python" "$root/bench/agent_overhead.py" "$build"
 "$root/.venv/bin/python" "$root/bench/resume_overhead.py" "$build"
+# a long record (100,000 steps x 151 tensors; TP_BENCH_STORE_STEPS): the
+# database's bytes per tensor per step, and the queries' time beside the run's
+"$root/.venv/bin/python" "$root/bench/store_long.py" "$build"
 # On a GPU (each says SKIP elsewhere): the device digest against a copy of
 # the same bytes, and the agent's cost on a GPT's steps on the GPU.
 "$root/.venv/bin/python" "$root/bench/gpu_digest.py" "$build"

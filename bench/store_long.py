@@ -1,0 +1,99 @@
+# SPDX-License-Identifier: MIT
+# store_long.py BUILD [STEPS] -- what a long run costs the store: `record`
+# of STEPS steps (default 100,000; TP_BENCH_STORE_STEPS) of a 15-layer
+# MLP trained with Adam, whose every step digests 151 tensors (30
+# parameters, their gradients, Adam's exp_avg, exp_avg_sq and step for
+# each, and the CPU generator's state); then the database's size, its bytes per digested tensor per step,
+# and the time of each query beside the time of the run.  `query diff`
+# compares the run with itself by compare's rules, the work a compare
+# verdict does; it runs under a memory cap (TP_BENCH_STORE_MEM_GB, default
+# 8) and says so when it needs more.
+import os
+import resource
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+LAYERS = 15
+# weight and bias: the parameter, its grad, 3 Adam states; and rng.torch_cpu
+TENSORS = LAYERS * 2 * 5 + 1
+
+TRAIN = """
+import sys, torch
+torch.manual_seed(0)
+steps, layers = int(sys.argv[1]), int(sys.argv[2])
+m = torch.nn.Sequential(*[torch.nn.Linear(4, 4) for _ in range(layers)])
+opt = torch.optim.Adam(m.parameters(), lr=1e-3)
+x, y = torch.randn(8, 4), torch.randn(8, 4)
+for _ in range(steps):
+    opt.zero_grad()
+    torch.nn.functional.mse_loss(m(x), y).backward()
+    opt.step()
+"""
+
+
+def timed(cmd, cwd, mem_gb=None, timeout=None):
+    def cap():
+        if mem_gb:
+            b = int(mem_gb * (1 << 30))
+            resource.setrlimit(resource.RLIMIT_AS, (b, b))
+
+    t0 = time.perf_counter()
+    try:
+        r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, preexec_fn=cap,
+                           timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return time.perf_counter() - t0, None
+    return time.perf_counter() - t0, r
+
+
+def main(build, steps):
+    py = os.path.join(ROOT, ".venv", "bin", "python")
+    run = os.path.join(build, "bin", "trainparity-run")
+    daemon = os.path.join(build, "bin", "trainparity-daemon")
+    mem_gb = float(os.environ.get("TP_BENCH_STORE_MEM_GB", "8"))
+    work = tempfile.mkdtemp(prefix="tp-bench-store-")
+    with open(os.path.join(work, "train.py"), "w") as f:
+        f.write(TRAIN)
+    t_run, r = timed([run, "record", "--name", "long", "--", py, "train.py", str(steps),
+                      str(LAYERS)], work)
+    assert r is not None and r.returncode == 0, (r.stdout[-2000:] + r.stderr) if r else "timeout"
+    db = os.path.join(work, ".trainparity", "runs.db")
+    size = sum(os.path.getsize(db + s) for s in ("", "-wal") if os.path.exists(db + s))
+    c = sqlite3.connect(db)
+    run_id = c.execute("SELECT id FROM runs WHERE name = 'long'").fetchone()[0]
+    # the tensors digested: one definition per tensor path (head: array
+    # header, then "t"), each in every step's snapshot or gradients
+    tensors = sum(1 for (h,) in c.execute("SELECT head FROM leafdefs") if h[1:3] == b"\xa1t")
+    nsteps = c.execute("SELECT count(*) FROM events WHERE kind = 'step'"
+                       " AND step >= 0").fetchone()[0] // 2
+    bodies = c.execute("SELECT sum(length(body)) FROM events").fetchone()[0]
+    c.close()
+    assert tensors == TENSORS, f"{tensors} tensor definitions, expected {TENSORS}"
+    assert nsteps == steps, f"{nsteps} steps stored, expected {steps}"
+    per = size / (steps * TENSORS)
+    print(f"store: record of {steps} steps x {TENSORS} tensors: {t_run:.1f} s; database "
+          f"{size / 1e6:.1f} MB ({bodies / 1e6:.1f} MB of bodies): {per:.1f} bytes per tensor "
+          f"per step (goal <= 64)")
+    for q in (["query", "run", str(run_id)], ["query", "steps", str(run_id)],
+              ["query", "diff", str(run_id), str(run_id)]):
+        t, r = timed([daemon, "--db", db] + q, work, mem_gb=mem_gb, timeout=1800)
+        name = " ".join(q[:2])
+        if r is None:
+            print(f"store: {name}: no answer in 1800 s")
+        elif r.returncode != 0:
+            why = (r.stderr.strip().splitlines() or ["?"])[-1]
+            print(f"store: {name}: exit {r.returncode} after {t:.1f} s under a {mem_gb:g} GB "
+                  f"cap: {why}")
+        else:
+            print(f"store: {name}: {t:.2f} s ({t / t_run:.4f} of the run)")
+
+
+if __name__ == "__main__":
+    build = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build"))
+    n = int(sys.argv[2] if len(sys.argv) > 2 else os.environ.get("TP_BENCH_STORE_STEPS", "100000"))
+    main(build, n)
