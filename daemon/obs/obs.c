@@ -519,7 +519,12 @@ static tp_err on_event(void *arg, const tp_event *e)
     tp_err rc;
     if (e->kind == TP_K_BLOB || e->kind == TP_K_NONE || e->body == NULL) return TP_OK;
     rc = tpd_proc_add_event(c->a, c->p, e);
-    if (rc != TP_OK)
+    if (rc == TP_ENOMEM)
+        WHY("execution %lld, process %lld, event %llu (%s): out of memory holding the run's "
+            "observations",
+            (long long)c->exec, (long long)c->p->pid, (unsigned long long)e->seq,
+            tp_kind_name(e->kind));
+    else if (rc != TP_OK)
         WHY("execution %lld, process %lld, event %llu (%s): unreadable", (long long)c->exec,
             (long long)c->p->pid, (unsigned long long)e->seq, tp_kind_name(e->kind));
     return rc;
