@@ -432,10 +432,19 @@ START_TEST(test_export_refused)
     put_file(bad, x, nx);
     raw_exec(bad, "UPDATE export_info SET schema = schema + 1");
     refused(bad, TP_EVERSION, "newer than", before, nb);
+    put_file(bad, x, nx);
+    raw_exec(bad, "UPDATE export_info SET schema = 1");
+    refused(bad, TP_EVERSION, "imports versions 2 to 3", before, nb);
 
     /* the untouched file still imports: the failures were the files' */
     ck_assert_msg(import_from(xfile, &r, why, sizeof why) == TP_OK, "import: %s", why);
     ck_assert_int_eq(r, 2);
+    /* as does one that version 2 wrote: the same tables, bodies as the
+     * agent sent them, no leafdefs (exports never pack) */
+    put_file(bad, x, nx);
+    raw_exec(bad, "DROP TABLE leafdefs; UPDATE export_info SET schema = 2");
+    ck_assert_msg(import_from(bad, &r, why, sizeof why) == TP_OK, "import: %s", why);
+    ck_assert_int_eq(r, 3);
     free(before);
     free(x);
 
