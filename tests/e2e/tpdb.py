@@ -67,6 +67,61 @@ def unpack(b):
     return _unpack(b, 0)[0]
 
 
+def _count(b, i):
+    """The element count of the map or array header at b[i], and where it
+    ends."""
+    c = b[i]
+    if 0x80 <= c <= 0x9F:
+        return c & 0x0F, i + 1
+    w = 2 if c in (0xDC, 0xDE) else 4
+    return int.from_bytes(b[i + 1 : i + 1 + w], "big"), i + 1 + w
+
+
+def expand(b, defs):
+    """The body the agent sent, from a body the store packed
+    (daemon/store/pack.h: 0xc1, then the map with each leaf list as 0xc1,
+    its array header, and per leaf a key, id * 4 + flags, and its values;
+    flag 1: a tensor's values without their type bytes, flag 2: maxabs as a
+    float32).  defs: the leafdefs rows, {id: (nvar, head, tail)}.  A body
+    that is not packed comes back as it is."""
+    if not b or b[0] != 0xC1:
+        return b
+    out = bytearray()
+    npairs, i = _count(b, 1)
+    out += b[1:i]
+    for _ in range(npairs):
+        _, j = _unpack(b, i)  # the key
+        out += b[i:j]
+        i = j
+        if b[i] != 0xC1:
+            _, j = _unpack(b, i)
+            out += b[i:j]
+            i = j
+            continue
+        nleaves, j = _count(b, i + 1)
+        out += b[i + 1 : j]
+        i = j
+        for _ in range(nleaves):
+            key, i = _unpack(b, i)
+            nvar, head, tail = defs[key >> 2]
+            out += head
+            if key & 1:
+                m = 4 if key & 2 else 8
+                v = b[i : i + 32 + m + 1]
+                i += 32 + m + 1
+                mx = struct.pack(">d", struct.unpack(">f", v[32:36])[0]) if m == 4 else v[32:40]
+                out += (b"\xc4\x10" + v[:16] + b"\xcb" + v[16:24] + b"\xcb" + v[24:32] + b"\xcb"
+                        + mx + v[-1:])
+            else:
+                j = i
+                for _ in range(nvar):
+                    _, j = _unpack(b, j)
+                out += b[i:j]
+                i = j
+            out += tail
+    return bytes(out)
+
+
 class Workdir:
     """A scratch working directory with the build's tools in reach."""
 
@@ -97,8 +152,11 @@ class Workdir:
         if kind:
             q += " AND kind = ?"
             args.append(kind)
-        rows = self.db().execute(q + " ORDER BY seq", args).fetchall()
-        return [{"seq": s, "step": st, "kind": k, "body": unpack(b)} for s, st, k, b in rows]
+        db = self.db()
+        rows = db.execute(q + " ORDER BY seq", args).fetchall()
+        defs = {i: (n, h, t) for i, n, h, t in db.execute("SELECT id, nvar, head, tail FROM leafdefs")}
+        return [{"seq": s, "step": st, "kind": k, "body": unpack(expand(b, defs))}
+                for s, st, k, b in rows]
 
     def execution(self, exec_id):
         return self.db().execute(
