@@ -97,8 +97,8 @@ START_TEST(test_pack_every_kind_round_trips)
             ck_assert(e->kind == TP_K_SNAPSHOT || e->kind == TP_K_STEP || e->kind == TP_K_SCHED ||
                       e->kind == TP_K_SAVE || e->kind == TP_K_LOAD);
         if (e->seq == 100) {
-            /* 40 tensors and 6 other leaves: each tensor 38 bytes once its
-             * definition is known (ids below 16: a one-byte key) ... */
+            /* 40 tensors and 6 other leaves: each tensor 38 to 40 bytes
+             * (37 of values, a key of 1 to 3 bytes) ... */
             ck_assert(packed);
             ck_assert_msg(n < e->body_len / 2, "%zu of %zu", n, e->body_len);
         }
@@ -108,7 +108,7 @@ START_TEST(test_pack_every_kind_round_trips)
         int64_t defs = scalar(s, "SELECT count(*) FROM leafdefs");
         size_t n = stored_form(s, &b.ev[b.n - 1], &packed);
         ck_assert_int_eq(scalar(s, "SELECT count(*) FROM leafdefs"), defs);
-        /* ... and 46 definitions: 40 tensors of 38 or 39 bytes, 6 others */
+        /* ... 38 or 39 here (ids below 64), and 6 other leaves */
         ck_assert_msg(n <= 40 * 39 + 6 * 12 + 32, "%zu", n);
     }
     tp_batch_free(&b);
