@@ -60,9 +60,12 @@ tp_err tpd_leafdict_intern(tpd_leafdict *d, const tpd_leafdef *def, int64_t *id)
 tp_err tpd_leafdict_get(tpd_leafdict *d, int64_t id, tpd_leafdef *def);
 
 /* tpd_leafdict_committed keeps the definitions interned in the
- * transaction just committed: the store's commit calls it.  (A
- * transaction that ends without it is noticed at the next call, by the
- * connection's autocommit mode, unless a new one has begun by then.) */
+ * transaction just committed: the store's commit and begin call it, and a
+ * writer's savepoint released outside a transaction.  (One that ends
+ * otherwise is noticed at the next call, by the connection's autocommit
+ * mode.)  Were a rollback to drop definitions already committed, they
+ * would only be read from the table again, or stored twice if interned
+ * again: never missing. */
 void tpd_leafdict_committed(tpd_leafdict *d);
 
 /* tpd_leafdict_mark is the point tpd_leafdict_undo goes back to: call it

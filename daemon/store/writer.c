@@ -198,7 +198,10 @@ tp_err tpd_writer_savepoint(tpd_writer *w)
 
 tp_err tpd_writer_release(tpd_writer *w)
 {
-    return step(stmt(w, S_RELEASE));
+    tp_err err = step(stmt(w, S_RELEASE));
+    /* released outside a transaction, the savepoint was one: committed */
+    if (err == TP_OK && sqlite3_get_autocommit(w->db)) tpd_leafdict_committed(w->leaves);
+    return err;
 }
 
 void tpd_writer_undo(tpd_writer *w)
