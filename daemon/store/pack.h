@@ -13,7 +13,9 @@
  * pieces are copies of its bytes, and the writer stores a body packed only
  * after unpacking it again has given back the same bytes.  A body that is
  * not packed (one a version 2 database holds, one without leaves, one
- * whose leaves are not of the three kinds) is stored and read as it came. */
+ * whose leaves are not of the three kinds) is stored and read as it came.
+ * Nothing from outside can pass for a packed body: a batch's bodies and an
+ * export's are checked to be maps of the schema before they are stored. */
 #ifndef TP_DAEMON_STORE_PACK_H
 #define TP_DAEMON_STORE_PACK_H
 
