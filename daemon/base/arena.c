@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT
  * arena.c -- chunks of at least 64 KiB, chained; large requests get a chunk
- * of their own. */
+ * of their own, and a large array alone in its chunk grows in place. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,13 +72,38 @@ char *tpd_arena_strdup(tpd_arena *a, const char *s)
     return s ? tpd_arena_strndup(a, s, strlen(s)) : NULL;
 }
 
+/* own_chunk finds the chunk that holds the array arr of n bytes and nothing
+ * else (a chunk of its own, made for a request over CHUNK): the link that
+ * points to it, or NULL. */
+static chunk **own_chunk(tpd_arena *a, const void *arr, size_t n)
+{
+    n = (n + ALIGN - 1) & ~(size_t)(ALIGN - 1);
+    for (chunk **pp = &a->head; *pp; pp = &(*pp)->next)
+        if ((*pp)->data == arr) return (*pp)->used == n ? pp : NULL;
+    return NULL;
+}
+
 void *tpd_arena_grow(tpd_arena *a, void *arr, size_t *cap, size_t need, size_t sz)
 {
     size_t ncap = *cap ? *cap : 16;
+    chunk **pp;
     void *n;
     if (need <= *cap) return arr;
     while (ncap < need) ncap *= 2;
-    if (ncap > SIZE_MAX / sz) return NULL;
+    if (ncap > (SIZE_MAX - sizeof(chunk) - ALIGN) / sz) return NULL;
+    /* a large array alone in its chunk grows in place (realloc): the
+     * doubling leaves no old copies behind, which for a long run's
+     * timeline would hold as much again as the timeline itself */
+    if (arr && *cap * sz > CHUNK && (pp = own_chunk(a, arr, *cap * sz)) != NULL) {
+        size_t old = (*pp)->used, bytes = (ncap * sz + ALIGN - 1) & ~(size_t)(ALIGN - 1);
+        chunk *c = realloc(*pp, sizeof(chunk) + bytes);
+        if (c == NULL) return NULL;
+        memset(c->data + old, 0, bytes - old);
+        c->used = c->cap = bytes;
+        *pp = c;
+        *cap = ncap;
+        return c->data;
+    }
     n = tpd_arena_alloc(a, ncap * sz);
     if (n == NULL) return NULL;
     if (arr) memcpy(n, arr, *cap * sz);

@@ -20,7 +20,9 @@ char *tpd_arena_strndup(tpd_arena *a, const char *s, size_t n);
 char *tpd_arena_strdup(tpd_arena *a, const char *s);
 /* tpd_arena_grow reallocates an array of *cap elements of size sz to hold at
  * least need elements (doubling); returns the (possibly moved) array or NULL.
- * The old block stays in the arena until it is destroyed. */
+ * A small array's old block stays in the arena until it is destroyed; a
+ * large one (over 64 KiB) that has a chunk of its own is reallocated, and
+ * pointers into it are then stale. */
 void *tpd_arena_grow(tpd_arena *a, void *arr, size_t *cap, size_t need, size_t sz);
 
 #endif
