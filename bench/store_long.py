@@ -6,8 +6,9 @@
 # each, and the CPU generator's state); then the database's size, its bytes per digested tensor per step,
 # and the time of each query beside the time of the run.  `query diff`
 # compares the run with itself by compare's rules, the work a compare
-# verdict does; it runs under a memory cap (TP_BENCH_STORE_MEM_GB, default
-# 8) and says so when it needs more.
+# verdict does; it holds both sides in memory (about 12 GB at 100,000
+# steps), under a cap (TP_BENCH_STORE_MEM_GB, default three quarters of
+# the machine's memory, at most 16 GB), and says so when it needs more.
 import os
 import resource
 import sqlite3
@@ -55,7 +56,8 @@ def main(build, steps):
     py = os.path.join(ROOT, ".venv", "bin", "python")
     run = os.path.join(build, "bin", "trainparity-run")
     daemon = os.path.join(build, "bin", "trainparity-daemon")
-    mem_gb = float(os.environ.get("TP_BENCH_STORE_MEM_GB", "8"))
+    ram_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / (1 << 30)
+    mem_gb = float(os.environ.get("TP_BENCH_STORE_MEM_GB", min(16.0, 0.75 * ram_gb)))
     work = tempfile.mkdtemp(prefix="tp-bench-store-")
     with open(os.path.join(work, "train.py"), "w") as f:
         f.write(TRAIN)
@@ -87,7 +89,7 @@ def main(build, steps):
             print(f"store: {name}: no answer in 1800 s")
         elif r.returncode != 0:
             why = (r.stderr.strip().splitlines() or ["?"])[-1]
-            print(f"store: {name}: exit {r.returncode} after {t:.1f} s under a {mem_gb:g} GB "
+            print(f"store: {name}: exit {r.returncode} after {t:.1f} s under a {mem_gb:.1f} GB "
                   f"cap: {why}")
         else:
             print(f"store: {name}: {t:.2f} s ({t / t_run:.4f} of the run)")
