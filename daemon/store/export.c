@@ -117,9 +117,7 @@ static tp_err copy_rows(writer *w, const tpd_xtable *t, sqlite3_stmt *sel, sqlit
             size_t n;
             /* an export holds bodies as the agent sent them: it has no
              * leafdefs, and a reader of any version reads it */
-            if (t == &tpd_xtables[TPD_XT_EVENTS] && i == 7 &&
-                tpd_body_packed(sqlite3_column_blob(sel, i),
-                                (size_t)sqlite3_column_bytes(sel, i))) {
+            if (t == &tpd_xtables[TPD_XT_EVENTS] && i == 7) {
                 if (tpd_body_read(w->leaves, sqlite3_column_blob(sel, i),
                                   (size_t)sqlite3_column_bytes(sel, i), &w->body, &body,
                                   &n) != TP_OK)
@@ -127,7 +125,7 @@ static tp_err copy_rows(writer *w, const tpd_xtable *t, sqlite3_stmt *sel, sqlit
                                     "database: event %lld has a packed body that cannot be read",
                                     (long long)sqlite3_column_int64(sel, 0));
                 tpd_xhash_bytes(w->h, 'b', body, n);
-                sqlite3_bind_blob64(ins, i + 1, body, n, SQLITE_STATIC);
+                sqlite3_bind_blob64(ins, i + 1, n ? (const void *)body : "", n, SQLITE_STATIC);
                 continue;
             }
             tpd_xhash_col(w->h, sel, i);

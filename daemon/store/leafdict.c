@@ -6,9 +6,8 @@
  * interning and by id for reading through two open-addressing tables of
  * indexes into all[], rebuilt whenever they grow or definitions are
  * forgotten.  pending[] holds the definitions interned since the
- * transaction began; they are kept when the store's commit says so, or
- * once a call finds the connection back in autocommit mode without the
- * rollback hook having fired, and dropped by the hook or by
+ * transaction began; they are kept when the transaction's commit says so
+ * (tpd_leafdict_committed), and dropped by the rollback hook or by
  * tpd_leafdict_undo. */
 #include <stdbool.h>
 #include <stdlib.h>
@@ -148,13 +147,6 @@ static void forget(tpd_leafdict *d, size_t from)
     }
 }
 
-/* settle keeps the pending definitions once their transaction is over:
- * had it rolled back, the hook would have dropped them. */
-static void settle(tpd_leafdict *d)
-{
-    if (d->npending && sqlite3_get_autocommit(d->db)) d->npending = 0;
-}
-
 static void on_rollback(void *arg)
 {
     forget(arg, 0);
@@ -197,7 +189,6 @@ tp_err tpd_leafdict_intern(tpd_leafdict *d, const tpd_leafdef *def, int64_t *id)
     tp_err err;
     int rc;
     if (def->nvar > TPD_LEAF_NVAR_MAX) return TP_EINVAL;
-    settle(d);
     h = def_hash(def);
     if (d->nslots) {
         for (size_t i = (size_t)h & (d->nslots - 1); d->by_content[i];
@@ -249,7 +240,6 @@ tp_err tpd_leafdict_get(tpd_leafdict *d, int64_t id, tpd_leafdef *def)
     ent *e;
     tp_err err;
     int rc, nvar;
-    settle(d);
     if (d->nslots) {
         uint64_t h = id_hash(id);
         for (size_t i = (size_t)h & (d->nslots - 1); d->by_id[i]; i = (i + 1) & (d->nslots - 1)) {
@@ -302,7 +292,6 @@ void tpd_leafdict_committed(tpd_leafdict *d)
 
 size_t tpd_leafdict_mark(tpd_leafdict *d)
 {
-    settle(d);
     return d->npending;
 }
 

@@ -61,11 +61,10 @@ tp_err tpd_leafdict_get(tpd_leafdict *d, int64_t id, tpd_leafdef *def);
 
 /* tpd_leafdict_committed keeps the definitions interned in the
  * transaction just committed: the store's commit and begin call it, and a
- * writer's savepoint released outside a transaction.  (One that ends
- * otherwise is noticed at the next call, by the connection's autocommit
- * mode.)  Were a rollback to drop definitions already committed, they
- * would only be read from the table again, or stored twice if interned
- * again: never missing. */
+ * writer's savepoint released outside a transaction.  Were a rollback to
+ * drop definitions already committed (a transaction that ended another
+ * way), they would only be read from the table again, or stored twice if
+ * interned again: never missing. */
 void tpd_leafdict_committed(tpd_leafdict *d);
 
 /* tpd_leafdict_mark is the point tpd_leafdict_undo goes back to: call it

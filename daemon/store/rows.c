@@ -160,7 +160,8 @@ tp_err tpd_rows_events(tpd_store *s, int64_t exec, int64_t pid, tpd_event_row_fn
             if (why)
                 snprintf(why, whylen, "event %lld of process %lld: a packed body that %s",
                          (long long)e.seq, (long long)pid,
-                         rc == TP_ECORRUPT ? "names no stored leaf definition" : "cannot be read");
+                         rc == TP_ECORRUPT ? "is damaged or names no stored leaf definition"
+                                           : "cannot be read");
             break;
         }
         if ((rc = fn(arg, &e)) != TP_OK) break;

@@ -10,9 +10,9 @@
  * transaction: all of it happens or none.  Version 1 (its schema is kept as
  * tests/unit/store_v1.sql) also copied the leaves of event bodies into a
  * table; version 2 drops it and adds executions.key where a version 1 file
- * predates it; version 3 adds the leafdefs of packed bodies (pack.h).  Only a database opened for
- * writing is migrated: a reader refuses an older version, whose tables it cannot trust to be this
- * version's.  Counter deltas are kept in memory during a transaction so that
+ * predates it; version 3 adds the leafdefs of packed bodies (pack.h).  Only
+ * a database opened for writing is migrated: a reader refuses an older
+ * version, whose tables it cannot trust to be this version's.  Counter deltas are kept in memory during a transaction so that
  * ingesting a message costs no counter UPDATE; commit writes them.
  *
  * A database file this code creates is 0600 whatever the umask (it holds

@@ -230,7 +230,8 @@ static tp_err process_steps(tpd_store *s, sqlite3_stmt *ev, sqlite3_stmt *ps, st
         if ((err = tpd_body_read(tpd_store_leafdict(s), sqlite3_column_blob(ev, 2),
                                  (size_t)sqlite3_column_bytes(ev, 2), &scratch, &e.body,
                                  &e.body_len)) != TP_OK) {
-            snprintf(why, whylen, "process %lld: a packed body cannot be read", (long long)pid);
+            if (why)
+                snprintf(why, whylen, "process %lld: a packed body cannot be read", (long long)pid);
             break;
         }
         if (e.body == NULL) continue;
