@@ -8,7 +8,14 @@
  * to tell a regression from a script that differs from itself
  * (daemon/checks/compare/verdict.c).  The golden run is resolved before
  * anything runs: a name or id that names no run is a usage error (64), a
- * run that is not a record run an ERROR (3). */
+ * run that is not a record run an ERROR (3).
+ *
+ * C and D digest the model and optimizer state at boundaries only
+ * (--digest induction, the default; docs/induction.md), the golden run
+ * every tensor at every step.  When the daemon finds a divergence after a
+ * light step, the state may have diverged unseen before it: C (and D when
+ * C and D differ) rerun as C2 (D2) with every tensor digested over those
+ * steps, and the run is judged again. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <jansson.h>
@@ -26,7 +33,7 @@
 #include "tools/base/opts.h"
 #include "tools/exec/session.h"
 
-static const char *against_s, *once_s;
+static const char *against_s, *once_s, *digest_s;
 
 static const tpt_optx extra[] = {
     {"against", "NAME|RUN_ID",
@@ -37,6 +44,11 @@ static const tpt_optx extra[] = {
      "run CMD once: faster, but a nondeterministic script then fails instead of "
      "abstaining (the report says determinism was not checked)",
      &once_s},
+    {"digest", "MODE",
+     "induction (default): C and D digest the model and optimizer state at boundaries and "
+     "are rerun with every tensor digested where a divergence needs it; full: every tensor at "
+     "every step",
+     &digest_s},
     {NULL, NULL, NULL, NULL},
 };
 
@@ -115,27 +127,56 @@ static char *params_json(const tpt_opts *o, int64_t against, bool once)
     return s;
 }
 
+/* narrow runs the reruns the verdict v asks for (docs/induction.md): C
+ * again as C2, and D as D2 when v->narrow_b, every tensor digested from
+ * step narrow_from to narrow_to.  Returns 0 when they ran. */
+static int narrow(tpt_session *s, int64_t run, const tpt_opts *o, char **env,
+                  const tpt_verdict_info *v)
+{
+    char full[96];
+    char *renv[] = {env[0], env[1], full, NULL};
+    tpt_exec_result res;
+    tpt_progress("compare",
+                 "the first divergence lies after a light step: rerunning %s with every tensor "
+                 "digested at steps %lld to %lld",
+                 v->narrow_b ? "C and D" : "C", (long long)v->narrow_from, (long long)v->narrow_to);
+    snprintf(full, sizeof full, "TRAINPARITY_FULL_STEPS=%lld-%lld", (long long)v->narrow_from,
+             (long long)v->narrow_to);
+    for (int i = 0; i < (v->narrow_b ? 2 : 1); i++) {
+        tpt_exec_spec es = {i ? "D2" : "C2", o->cmd, renv, 0};
+        if (tpt_exec_one(s, "compare", run, &es, &res) != 0) return -1;
+    }
+    return 0;
+}
+
 int tpt_cmd_compare(int argc, char **argv)
 {
-    char err[TPT_ERR_LEN], capture[64], *params = NULL;
-    char *env[] = {capture, NULL};
+    char err[TPT_ERR_LEN], capture[64], digest[64], *params = NULL;
+    char *env[] = {capture, digest, NULL};
     const char *roles[] = {"C", "D"};
     tpt_session *s = NULL;
     tpt_exec_result res;
     tpt_tolerance tol;
+    tpt_verdict_info v;
     tpt_run_info g;
     tpt_opts o;
     int64_t run;
     int st;
 
-    against_s = once_s = NULL;
+    against_s = once_s = digest_s = NULL;
     if ((st = tpt_cmd_opts(&spec, argc, argv, &o)) >= 0) return st;
     if (against_s == NULL || against_s[0] == '\0') {
         tpt_error("compare: --against NAME|RUN_ID is required");
         fprintf(stderr, "(see '%s compare --help')\n", TPT_PROG);
         return TPT_EXIT_USAGE;
     }
+    if (digest_s != NULL && strcmp(digest_s, "induction") != 0 && strcmp(digest_s, "full") != 0) {
+        tpt_error("compare: --digest wants induction or full, not '%s'", digest_s);
+        return TPT_EXIT_USAGE;
+    }
     snprintf(capture, sizeof capture, "TRAINPARITY_CAPTURE=%s", o.capture);
+    snprintf(digest, sizeof digest, "TRAINPARITY_DIGEST=%s",
+             digest_s != NULL ? digest_s : "induction");
     if (tpt_session_open(&s, err) != TP_OK) {
         tpt_error("%s", err);
         return TPT_EXIT_ERROR;
@@ -159,6 +200,20 @@ int tpt_cmd_compare(int argc, char **argv)
     tol.declared = o.rtol_set || o.atol_set;
     tol.rtol = o.rtol;
     tol.atol = o.atol;
+    if (tpt_verdict_plan(tpt_session_client(s), run, &tol, &v, err) != TP_OK) {
+        tpt_error("cannot judge run %lld: %s", (long long)run, err);
+        goto done;
+    }
+    if (!v.narrow) {
+        st = tpt_report(tpt_session_client(s), run, &v, &o);
+        goto done;
+    }
+    st = narrow(s, run, &o, env, &v);
+    tpt_verdict_info_free(&v);
+    if (st != 0) {
+        st = TPT_EXIT_ERROR;
+        goto done;
+    }
     st = tpt_judge(tpt_session_client(s), run, &tol, &o);
 done:
     if (tpt_session_close(s, err) != TP_OK) tpt_error("%s", err);

@@ -8,6 +8,7 @@
 
 #include "daemon/base/json.h"
 #include "daemon/checks/divergence.h"
+#include "daemon/checks/narrow.h"
 #include "daemon/checks/compare/ctx.h"
 #include "daemon/checks/compare/verdict.h"
 #include "daemon/checks/params.h"
@@ -78,6 +79,7 @@ static json_t *evidence_json(ctx *x)
     bad |= !tpd_jset(against, "name", tpd_json_str(x->golden ? x->golden->name : NULL));
     bad |= !tpd_jset(o, "against", against);
     bad |= !tpd_jset(o, "determinism", json_string(x->once ? "not checked" : "checked"));
+    bad |= !tpd_jset(o, "induction", tpd_compare_induction_json(x));
     return tpd_jdone(o, bad);
 }
 
@@ -114,7 +116,12 @@ static tp_err finish(ctx *x, tpd_outcome oc, const tpd_gpair *p, tpd_result *out
     if (d != NULL) rc = tpd_golden_divergences(&all, x->run, p, d, x->o);
     memset(out, 0, sizeof *out);
     out->outcome = oc;
+    out->narrow = x->narrow;
+    out->narrow_b = x->narrow_d;
+    out->narrow_from = x->narrow_from;
+    out->narrow_to = x->narrow_to;
     tpd_str_printf(&t, "compare: %s\n", tpd_outcome_name(oc));
+    tpd_compare_induction_text(x);
     tpd_str_puts(&t, x->head.s ? x->head.s : "");
     tpd_str_puts(&t, "  comparison  ");
     tpd_render_comparison(&t, x->o);
@@ -198,8 +205,10 @@ tp_err tpd_verdict_compare(const tpd_run *r, const tpd_run *g, const char *gwhy,
     tpd_params_parse(&params, r->params, NULL, 0);
     x.once = tpd_param_bool(&params, TPP_compare_once);
     tpd_params_clear(&params);
-    x.C = tpd_obs_exec(r, "C");
-    x.D = x.once ? NULL : tpd_obs_exec(r, "D");
+    /* reruns that narrowed an induction-mode divergence stand in for the
+     * first executions (induction.c) */
+    x.C = tpd_standing(r, "C", "C2", &x.pc0);
+    x.D = x.once ? NULL : tpd_standing(r, "D", "D2", &x.pd0);
     x.pc = x.C ? tpd_obs_trainer(x.C) : NULL;
     x.pd = x.D ? tpd_obs_trainer(x.D) : NULL;
     if (tpd_golden_against(r) < 0) return error(&x, out, "the run names no golden run");
@@ -229,6 +238,16 @@ tp_err tpd_verdict_compare(const tpd_run *r, const tpd_run *g, const char *gwhy,
     }
     dgc = tpd_golden_first(&x.gc);
     dcd = x.once ? NULL : tpd_golden_first(&x.cd);
+    /* under the induction mode, a divergence after a light step, or an end
+     * whose state was not compared, is narrowed before it is judged */
+    if (dgc != NULL)
+        tpd_compare_locate(&x, &x.gc, false);
+    else
+        tpd_compare_anchor(&x, &x.gc, false);
+    if (dcd != NULL)
+        tpd_compare_locate(&x, &x.cd, true);
+    else if (!x.once)
+        tpd_compare_anchor(&x, &x.cd, true);
     if (x.once)
         tpd_str_puts(&x.head, "  determinism not checked (--once: C ran once)\n");
     else if (dcd == NULL)

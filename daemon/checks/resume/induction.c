@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "daemon/base/json.h"
+#include "daemon/checks/narrow.h"
 #include "daemon/checks/resume/ctx.h"
 
 typedef tpd_rctx ctx;
@@ -82,29 +83,6 @@ void tpd_resume_anchors(ctx *x)
     }
 }
 
-/* counts gives how many of p's steps had a full start-of-step snapshot, of all. */
-static void counts(const tpd_proc *p, int64_t *full, int64_t *all)
-{
-    *all = p->steps;
-    *full = p->steps - (int64_t)p->timeline.nlight;
-    if (*full < 0) *full = 0;
-}
-
-/* rerun_window finds the steps the rerun r digested whole where the first
- * run f had been light: [*lo, *hi]; false when there are none. */
-static bool rerun_window(const tpd_proc *f, const tpd_proc *r, int64_t *lo, int64_t *hi)
-{
-    bool any = false;
-    for (size_t i = 0; i < f->timeline.nlight; i++) {
-        int64_t s = f->timeline.light[i];
-        if (tpd_light(&r->timeline, s)) continue;
-        if (!any) *lo = s;
-        *hi = s;
-        any = true;
-    }
-    return any;
-}
-
 static bool induced(const ctx *x)
 {
     if (x->pa == NULL || x->pb == NULL || x->pr == NULL) return false;
@@ -124,16 +102,16 @@ void tpd_resume_induction_text(ctx *x)
     int64_t fa, na, fb, nb, fr, nr, lo = 0, hi = 0;
     char roles[32];
     if (!induced(x)) return;
-    counts(x->pa, &fa, &na);
-    counts(x->pb, &fb, &nb);
-    counts(x->pr, &fr, &nr);
+    tpd_full_counts(x->pa, &fa, &na);
+    tpd_full_counts(x->pb, &fb, &nb);
+    tpd_full_counts(x->pr, &fr, &nr);
     tpd_str_printf(
         &x->head,
         "  digests     induction: the model and optimizer state at boundaries (A at %lld "
         "of %lld steps, B at %lld of %lld, R at %lld of %lld), the inputs of every "
         "step\n",
         (long long)fa, (long long)na, (long long)fb, (long long)nb, (long long)fr, (long long)nr);
-    if (x->pa0 != NULL && rerun_window(x->pa0, x->pa, &lo, &hi)) {
+    if (x->pa0 != NULL && tpd_rerun_window(x->pa0, x->pa, &lo, &hi)) {
         tpd_str_printf(&x->head, "  narrowed    %s rerun with every tensor digested at ",
                        reruns(x, roles, sizeof roles));
         if (lo == hi)
@@ -161,10 +139,10 @@ json_t *tpd_resume_induction_json(const ctx *x)
     json_t *o, *narrowed = json_null(), *unseen = json_null();
     bool bad;
     if (!induced(x)) return json_null();
-    counts(x->pa, &fa, &na);
-    counts(x->pb, &fb, &nb);
-    counts(x->pr, &fr, &nr);
-    if (x->pa0 != NULL && rerun_window(x->pa0, x->pa, &lo, &hi)) {
+    tpd_full_counts(x->pa, &fa, &na);
+    tpd_full_counts(x->pb, &fb, &nb);
+    tpd_full_counts(x->pr, &fr, &nr);
+    if (x->pa0 != NULL && tpd_rerun_window(x->pa0, x->pa, &lo, &hi)) {
         json_t *roles = json_array();
         bool rb = !tpd_jpush(roles, json_string("A2"));
         if (x->pb0 != NULL) rb |= !tpd_jpush(roles, json_string("B2"));

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "daemon/checks/divergence.h"
+#include "daemon/checks/narrow.h"
 #include "daemon/checks/render.h"
 #include "daemon/checks/resume/ctx.h"
 #include "daemon/checks/resume/verdict.h"
@@ -299,17 +300,6 @@ static tp_err nomem(ctx *x, tpd_result *out)
     return TP_ENOMEM;
 }
 
-/* standing is the execution that stands for role: its rerun when one ran
- * (*first, when asked, then gets the first one's trainer), else its own. */
-static const tpd_exec *standing(const tpd_run *r, const char *role, const char *rerun,
-                                const tpd_proc **first)
-{
-    const tpd_exec *e = tpd_obs_exec(r, rerun), *f = tpd_obs_exec(r, role);
-    if (e == NULL) return f;
-    if (first != NULL && f != NULL) *first = tpd_obs_trainer(f);
-    return e;
-}
-
 /* ---- DDP's reduction order ----
  *
  * DistributedDataParallel all-reduces the gradients in buckets it builds at
@@ -478,10 +468,10 @@ tp_err tpd_verdict_resume(const tpd_run *r, const tpd_cmp_opts *o, tpd_result *o
     x.o = o;
     /* reruns that narrowed an induction-mode divergence stand in for the
      * first executions (induction.c) */
-    x.A = standing(r, "A", "A2", &x.pa0);
-    x.B = standing(r, "B", "B2", &x.pb0);
-    x.I = standing(r, "I", "I2", NULL);
-    x.R = standing(r, "R", "R2", &x.pr0);
+    x.A = tpd_standing(r, "A", "A2", &x.pa0);
+    x.B = tpd_standing(r, "B", "B2", &x.pb0);
+    x.I = tpd_standing(r, "I", "I2", NULL);
+    x.R = tpd_standing(r, "R", "R2", &x.pr0);
     if (!x.A || !x.B || !x.I || !x.R)
         return error(&x, out, "the run lacks one of its four executions (A, B, I, R)");
     x.pa = tpd_obs_trainer(x.A);

@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: MIT
+ * induction.c -- the compare verdict under the induction mode
+ * (docs/induction.md): C and D digest the model's tensors and the
+ * optimizer's state at boundaries only (the first step, after a save, a
+ * load or a restore, every Kth step, the end), every per-step input at
+ * every step; the golden run G digested everything.  A divergence found
+ * after a light step may have begun unseen at that step, so the verdict
+ * then asks for C (and D, when it is C and D that differ) to be rerun with
+ * every tensor digested over those steps, as C2 (D2), which stand in for
+ * the first ones (verdict.c). */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "daemon/base/json.h"
+#include "daemon/checks/compare/ctx.h"
+#include "daemon/checks/narrow.h"
+
+typedef tpd_gctx ctx;
+
+/* ask widens the narrowing x asks for to the steps lo to hi, of D too when
+ * d_too; once the reruns ran, what is still light stays unseen. */
+static void ask(ctx *x, int64_t lo, int64_t hi, bool d_too)
+{
+    if (x->pc0 != NULL) {
+        if (!x->unseen || lo < x->unseen_from) x->unseen_from = lo;
+        if (!x->unseen || hi > x->unseen_to) x->unseen_to = hi;
+        x->unseen = true;
+        return;
+    }
+    if (!x->narrow || lo < x->narrow_from) x->narrow_from = lo;
+    if (!x->narrow || hi > x->narrow_to) x->narrow_to = hi;
+    x->narrow = true;
+    x->narrow_d |= d_too;
+}
+
+void tpd_compare_locate(ctx *x, const tpd_gpair *p, bool d_too)
+{
+    const tpd_div *d = tpd_golden_first(p);
+    int64_t lo;
+    if (d != NULL && tpd_light_between(&p->a->timeline, 0, &p->b->timeline, 0, 0, d->step_a, &lo))
+        ask(x, lo, d->step_a, d_too);
+}
+
+void tpd_compare_anchor(ctx *x, const tpd_gpair *p, bool d_too)
+{
+    size_t na, nb;
+    int64_t *sa = tpd_state_steps(&p->a->timeline, 0, &na);
+    int64_t *sb = tpd_state_steps(&p->b->timeline, 0, &nb);
+    int64_t end = p->a->steps < p->b->steps ? p->a->steps : p->b->steps, last = -1, lo;
+    for (size_t i = na; sa && sb && i-- > 0 && last < 0;)
+        if (sa[i] <= end && bsearch(&sa[i], sb, nb, sizeof *sb, tpd_step_cmp)) last = sa[i];
+    free(sa);
+    free(sb);
+    if (!d_too) {
+        x->state_last = last;
+        x->state_end = end;
+    }
+    /* the state after the last step, with the objects gone by the exit, is
+     * seen by neither mode */
+    if (last >= 0 && last < end - 1 &&
+        tpd_light_between(&p->a->timeline, 0, &p->b->timeline, 0, last + 1, end - 1, &lo))
+        ask(x, lo, end - 1, d_too);
+}
+
+static bool induced(const ctx *x)
+{
+    if (x->pc == NULL) return false;
+    return (x->pc && x->pc->timeline.nlight) || (x->pd && x->pd->timeline.nlight) || x->pc0 != NULL;
+}
+
+/* narrowed finds the steps the reruns digested whole where C (or D) had
+ * been light. */
+static bool narrowed(const ctx *x, int64_t *lo, int64_t *hi)
+{
+    int64_t l, h;
+    bool any = x->pc0 != NULL && tpd_rerun_window(x->pc0, x->pc, lo, hi);
+    if (x->pd0 != NULL && tpd_rerun_window(x->pd0, x->pd, &l, &h)) {
+        if (!any || l < *lo) *lo = l;
+        if (!any || h > *hi) *hi = h;
+        any = true;
+    }
+    return any;
+}
+
+static bool state_short(const ctx *x)
+{
+    return x->state_last >= 0 && x->state_last < x->state_end - 1;
+}
+
+void tpd_compare_induction_text(ctx *x)
+{
+    int64_t fc, nc, fd, nd, lo = 0, hi = 0;
+    if (!induced(x)) return;
+    tpd_full_counts(x->pc, &fc, &nc);
+    tpd_str_printf(&x->head,
+                   "  digests     induction: the model and optimizer state at boundaries (C at "
+                   "%lld of %lld steps",
+                   (long long)fc, (long long)nc);
+    if (x->pd != NULL) {
+        tpd_full_counts(x->pd, &fd, &nd);
+        tpd_str_printf(&x->head, ", D at %lld of %lld", (long long)fd, (long long)nd);
+    }
+    tpd_str_puts(&x->head, "), the inputs of every step; G every tensor at every step\n");
+    if (narrowed(x, &lo, &hi)) {
+        tpd_str_printf(&x->head, "  narrowed    %s rerun with every tensor digested at ",
+                       x->pd0 != NULL ? "C2, D2" : "C2");
+        if (lo == hi)
+            tpd_str_printf(&x->head, "step %lld", (long long)lo);
+        else
+            tpd_str_printf(&x->head, "steps %lld to %lld", (long long)lo, (long long)hi);
+        tpd_str_puts(&x->head, ", where the state could have diverged unseen\n");
+    }
+    if (state_short(x))
+        tpd_str_printf(&x->head,
+                       "  state       last compared at step %lld: after it the model and "
+                       "optimizer were not digested on both sides (no save after the last step, "
+                       "and gone by the exit)\n",
+                       (long long)x->state_last);
+    if (x->unseen)
+        tpd_str_printf(&x->head,
+                       "  unseen      the rerun was still light from step %lld to %lld: the state "
+                       "may have diverged there before the first divergence below\n",
+                       (long long)x->unseen_from, (long long)x->unseen_to);
+}
+
+json_t *tpd_compare_induction_json(const ctx *x)
+{
+    int64_t fc, nc, fd = 0, nd = 0, lo = 0, hi = 0;
+    json_t *o, *nw = json_null(), *unseen = json_null();
+    bool bad;
+    if (!induced(x)) return json_null();
+    tpd_full_counts(x->pc, &fc, &nc);
+    if (x->pd != NULL) tpd_full_counts(x->pd, &fd, &nd);
+    if (narrowed(x, &lo, &hi)) {
+        json_t *roles = json_array();
+        bool rb = !tpd_jpush(roles, json_string("C2"));
+        if (x->pd0 != NULL) rb |= !tpd_jpush(roles, json_string("D2"));
+        nw = json_pack("{s:I, s:I, s:o}", "from", (json_int_t)lo, "to", (json_int_t)hi, "reruns",
+                       tpd_jdone(roles, rb));
+    }
+    if (x->unseen)
+        unseen = json_pack("{s:I, s:I}", "from", (json_int_t)x->unseen_from, "to",
+                           (json_int_t)x->unseen_to);
+    o = json_pack("{s:{s:I, s:I}}", "C", "full_steps", (json_int_t)fc, "steps", (json_int_t)nc);
+    bad = !tpd_jset(o, "D",
+                    x->pd != NULL ? json_pack("{s:I, s:I}", "full_steps", (json_int_t)fd, "steps",
+                                              (json_int_t)nd)
+                                  : json_null());
+    bad |= !tpd_jset(o, "narrowed", nw);
+    bad |= !tpd_jset(o, "unseen", unseen);
+    bad |= !tpd_jset(o, "state_last", state_short(x) ? json_integer(x->state_last) : json_null());
+    return tpd_jdone(o, bad);
+}

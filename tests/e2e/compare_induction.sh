@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# compare_induction.sh -- compare in the induction mode (docs/induction.md):
+# C and D digest the state at boundaries, the golden run everything.  A
+# change that only the state shows, between boundaries, is named at its
+# exact step.  fixtures/compare/ema.py keeps an EMA of its weights in
+# buffers, updated outside the optimizer; --ema-fault-at 4 changes its
+# warmup, so the average differs while the losses and gradients do not.
+# What the script prints without the tool says after which update the
+# average first differs; compare in the induction mode (C rerun as C2 with
+# full digests over the window) and with --digest full must both name that
+# step and the same components.  Unchanged, the script PASSes with light
+# steps, and its report says how many steps digested the state.  With
+# --ema-noise-at 4 (unseeded noise in the average) C and D differ from each
+# other in the state alone: both are rerun (C2, D2) and the ABSTAIN names
+# their first difference at its exact step.
+TP_NAME=compare_induction
+. "$(dirname "$0")/lib.sh"
+root=$(cd "$(dirname "$0")/../.." && pwd)
+py=${TP_PYTHON:?}
+tp_setup daemon agent
+cp "$root/fixtures/compare/ema.py" . || fail "cannot copy the fixture"
+
+# the truth, without the agent: the first state whose average differs
+env -u LD_PRELOAD "$py" ema.py >clean.txt || fail "clean run failed"
+env -u LD_PRELOAD "$py" ema.py --ema-fault-at 4 >fault.txt || fail "faulty run failed"
+env -u LD_PRELOAD "$py" ema.py --ema-noise-at 4 >noise1.txt || fail "noisy run failed"
+env -u LD_PRELOAD "$py" ema.py --ema-noise-at 4 >noise2.txt || fail "noisy run failed"
+truth=$("$py" - <<'PY'
+def lines(f):
+    return {int(l.split()[1]): (l.split()[3], l.split()[5]) for l in open(f)}
+def first(f, g):
+    a, b = lines(f), lines(g)
+    assert [v[1] for v in a.values()] == [v[1] for v in b.values()], "the losses differ"
+    return min(s for s in a if a[s][0] != b[s][0])
+print(first("clean.txt", "fault.txt"), first("noise1.txt", "noise2.txt"))
+PY
+) || fail "cannot read the truth from the script's output"
+[ "$truth" = "4 4" ] || fail "the averages first differ in the states after updates $truth, not 4 4"
+truth=4
+
+expect_status 0 "$TP_RUN" record --name golden -- "$py" ema.py
+expect_status 0 "$TP_RUN" compare --against golden --json pass.json -- "$py" ema.py
+expect_grep '^compare: PASS$' "$WORK/out"
+expect_grep '^  digests     induction: the model and optimizer state at boundaries \(C at ' "$WORK/out"
+grep -q '^  narrowed' "$WORK/out" && fail "a PASS with the state at the end narrowed nothing"
+
+expect_status 1 "$TP_RUN" compare --against golden --json induction.json -- \
+    "$py" ema.py --ema-fault-at 4
+expect_grep '^compare: FAIL$' "$WORK/out"
+expect_grep '^  narrowed    C2 rerun with every tensor digested at steps 1 to 9, ' "$WORK/out"
+expect_status 1 "$TP_RUN" compare --against golden --digest full --json full.json -- \
+    "$py" ema.py --ema-fault-at 4
+grep -q '^  digests' "$WORK/out" && fail "--digest full: a digests line"
+expect_status 2 "$TP_RUN" compare --against golden --json noise.json -- \
+    "$py" ema.py --ema-noise-at 4
+expect_grep '^  narrowed    C2, D2 rerun with every tensor digested at steps 1 to 9, ' "$WORK/out"
+expect_status 64 "$TP_RUN" compare --against golden --digest some -- "$py" ema.py
+expect_grep "wants induction or full" "$WORK/err"
+
+for f in pass.json induction.json full.json noise.json; do
+    "$py" "$root/tests/e2e/report_schema.py" "$f" >"$f.schema" 2>&1 ||
+        fail "$f does not follow docs/report-schema.json: $(head -20 "$f.schema")"
+done
+"$py" - "$truth" <<'PY' || fail "reports: $(cat pass.json induction.json full.json)"
+import json, sys
+
+truth = int(sys.argv[1])
+ok, ind, full = (json.load(open(f)) for f in ("pass.json", "induction.json", "full.json"))
+ev = ok["evidence"]["induction"]
+# C and D: step 0 (the first of the process) whole, 1 to 9 light
+assert ev["C"] == {"full_steps": 1, "steps": 10} and ev["D"] == ev["C"], ev
+assert ev["narrowed"] is None and ev["unseen"] is None and ev["state_last"] is None, ev
+for r in ind, full:
+    fd = r["first_divergence"]
+    assert r["outcome"] == "FAIL", r["outcome"]
+    assert (fd["between"], fd["path"], fd["step"]) == ("G-C", "model.ema_0_weight", truth), fd
+    assert not [d for d in r["divergences"] if not d["path"].startswith("model.ema_")], r
+assert ind["divergences"] == full["divergences"], (ind["divergences"], full["divergences"])
+assert full["evidence"]["induction"] is None, full["evidence"]["induction"]
+ev = ind["evidence"]["induction"]
+assert ev["narrowed"] == {"from": 1, "to": 9, "reruns": ["C2"]}, ev
+assert ev["unseen"] is None, ev
+assert ev["C"] == {"full_steps": 10, "steps": 10}, ev
+roles = [e["role"] for e in ind["evidence"]["executions"]]
+assert roles == ["G", "C2", "D"], roles
+noise = json.load(open("noise.json"))
+fd = noise["first_divergence"]
+assert noise["outcome"] == "ABSTAIN", noise["outcome"]
+assert (fd["between"], fd["path"], fd["step"]) == ("C-D", "model.ema_0_weight", 4), fd
+ev = noise["evidence"]["induction"]
+assert ev["narrowed"] == {"from": 1, "to": 9, "reruns": ["C2", "D2"]}, ev
+roles = [e["role"] for e in noise["evidence"]["executions"]]
+assert roles == ["G", "C2", "D2"], roles
+PY
+exit 0
