@@ -14,9 +14,10 @@
 # measures.  What runs:
 #   same       plain, both arms the same loop: the instrument's own noise
 #   induction  under trainparity-run record with TRAINPARITY_DIGEST=induction,
-#              as resume's A, B and I run (real daemon; docs/induction.md)
+#              as resume's A, B, I and R and compare's C and D run (real
+#              daemon; docs/induction.md)
 #   on         under trainparity-run record: every tensor digested at every
-#              step (the old design, and resume's R)
+#              step (the old design; record, compare --digest full)
 #   read       plain, the "with" arm reading, with torch's threads, the bytes
 #              the old design hashes where it hashes them: the least any
 #              agent digesting every byte at every step could cost (the
@@ -106,12 +107,12 @@ def main(build, rounds, models):
               f"{CYCLES[model]} cycles each; ratios: median over processes, and their range)",
               flush=True)
         print(f"  the instrument, the same loop in both arms: {spread(got['same'])}", flush=True)
-        print(f"  induction (resume's A, B, I): step {ms(ind, 'without_s'):.1f} ms without, "
+        print(f"  induction (resume's A, B, I, R; compare's C, D): step {ms(ind, 'without_s'):.1f} ms without, "
               f"{ms(ind, 'with_s'):.1f} ms with the agent: ratio {spread(ind)}; its full "
               f"snapshot every {FULL_EVERY} steps adds {full:.4f} and the wrappers' pass-through, "
               f"which both arms pay, {through:.5f}: {ratio + full + through:.3f} in all",
               flush=True)
-        print(f"  old design (every tensor every step; record, compare's C and D, resume's R): "
+        print(f"  old design (every tensor every step; record, compare --digest full): "
               f"ratio {spread(on)}; "
               f"its floor, reading the same bytes: {spread(got['read'])}", flush=True)
         print(f"  health (update norms): ratio {spread(got['health'])}; with --every {SPARSE} "

@@ -8,9 +8,8 @@
  * ends it at the next training-step boundary; R runs the resume command.
  * The daemon then judges the run (daemon/checks/resume/verdict.c).
  *
- * A, B and I digest the model's tensors and the optimizer's state at
- * boundaries only (--digest induction, the default; docs/induction.md), R
- * every tensor at every step.  When the daemon finds the first divergence
+ * A, B, I and R digest the model's tensors and the optimizer's state at
+ * boundaries only (--digest induction, the default; docs/induction.md).  When the daemon finds the first divergence
  * after a light step, the state may have diverged unseen before it: the
  * checkpoints of I and R are moved aside, A (and B when the baselines
  * differ) rerun as A2 (B2) with every tensor digested over those steps,
