@@ -7,7 +7,12 @@
  * the run's params as JSON, so the daemon judges from the stored run alone
  * (daemon/checks/coverage/decl.h, daemon/checks/coverage/verdict.c).  A universe file is read
  * here and sent as sorted ranges of IDs: a dense universe costs a few
- * bytes, whatever its size. */
+ * bytes, whatever its size.
+ *
+ * The verdict reads the sample IDs the loaders yielded, never a tensor, so
+ * the execution runs in the induction mode (docs/induction.md): the model
+ * and optimizer state digested at boundaries only, the cost of resume's
+ * executions. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
@@ -314,7 +319,8 @@ out:
 
 int tpt_cmd_coverage(int argc, char **argv)
 {
-    char err[TPT_ERR_LEN], *env[2] = {NULL, NULL}, *par = NULL;
+    char err[TPT_ERR_LEN], *sample = NULL, *par = NULL;
+    char *env[3] = {"TRAINPARITY_DIGEST=induction", NULL, NULL};
     long long universe, padding, epochs, loader, examples;
     tpt_session *s = NULL;
     tpt_exec_result res;
@@ -331,7 +337,7 @@ int tpt_cmd_coverage(int argc, char **argv)
         params(policy_s, o.sample_id, universe, ids, nids, padding, epochs, loader, examples, &par);
     free(ids);
     if (st != 0) return st;
-    if (o.sample_id && asprintf(&env[0], "TRAINPARITY_SAMPLE_ID=%s", o.sample_id) < 0) {
+    if (o.sample_id && asprintf(&sample, "TRAINPARITY_SAMPLE_ID=%s", o.sample_id) < 0) {
         tpt_error("coverage: out of memory");
         free(par);
         return TPT_EXIT_ERROR;
@@ -339,9 +345,10 @@ int tpt_cmd_coverage(int argc, char **argv)
     if (tpt_session_open(&s, err) != TP_OK) {
         tpt_error("%s", err);
         free(par);
-        free(env[0]);
+        free(sample);
         return TPT_EXIT_ERROR;
     }
+    env[1] = sample;
     st = TPT_EXIT_ERROR;
     if (tpt_run_create(tpt_session_client(s), o.name, "coverage", par, &run, err) != TP_OK) {
         tpt_error("cannot create a run: %s", err);
@@ -358,6 +365,6 @@ int tpt_cmd_coverage(int argc, char **argv)
 done:
     if (tpt_session_close(s, err) != TP_OK) tpt_error("%s", err);
     free(par);
-    free(env[0]);
+    free(sample);
     return st;
 }
