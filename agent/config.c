@@ -66,6 +66,8 @@ void tpa_config_load(void)
     copy_env(tpa_cfg.token, sizeof tpa_cfg.token, TP_ENV_TOKEN);
     copy_env(tpa_cfg.exec_key, sizeof tpa_cfg.exec_key, TP_ENV_EXEC_KEY);
     tpa_cfg.capture_values = cap != NULL && strcmp(cap, "values") == 0;
+    tpa_cfg.capture_until = env_int(TP_ENV_CAPTURE_UNTIL, -1);
+    if (tpa_cfg.capture_until < 0) tpa_cfg.capture_until = -1;
     tpa_cfg.update_norm = env_int(TP_ENV_UPDATE_NORM, 0) != 0;
     tpa_cfg.update_every = env_int(TP_ENV_UPDATE_EVERY, 1);
     if (tpa_cfg.update_every < 1) tpa_cfg.update_every = 1;

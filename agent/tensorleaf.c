@@ -16,6 +16,7 @@
 #include "agent/blob.h"
 #include "agent/config.h"
 #include "agent/devjob.h"
+#include "agent/emit.h"
 #include "agent/flatten_int.h"
 #include "agent/job.h"
 #include "digest/digest.h"
@@ -270,6 +271,16 @@ static int device_digest(tpa_flat *f, PyObject *c, tp_dtype dt, const void *data
     return tpa_dev_enqueue(data, nbytes, dt, (int)dev, f->stream[dev]);
 }
 
+/* capturing says whether the values of the tensors met now are shipped:
+ * TRAINPARITY_CAPTURE=values, up to step TRAINPARITY_CAPTURE_UNTIL when set
+ * (accum compares its first updates only).  Hashed where they are met,
+ * as a value is shipped from the same read. */
+static bool capturing(void)
+{
+    return tpa_cfg.capture_values &&
+           (tpa_cfg.capture_until < 0 || tpa_emit_step() <= tpa_cfg.capture_until);
+}
+
 int tpa_tensor_leaf(tpa_flat *f, PyObject *t, XXH3_state_t *parent)
 {
     char device[32];
@@ -284,7 +295,7 @@ int tpa_tensor_leaf(tpa_flat *f, PyObject *t, XXH3_state_t *parent)
     bool blob = false, large, copied;
     /* A CUDA tensor met where its digest can wait for the job stays on its
      * device, to be digested there (devjob.h). */
-    bool stay = f->job != NULL && !f->manifest && !tpa_cfg.capture_values && room(f);
+    bool stay = f->job != NULL && !f->manifest && !capturing() && room(f);
 
     c = cpu_contiguous(t, device, sizeof device, &copied, stay);
     if (c == NULL) return unreadable(f, t, parent);
@@ -316,12 +327,11 @@ int tpa_tensor_leaf(tpa_flat *f, PyObject *t, XXH3_state_t *parent)
             return unreadable(f, t, parent);
         }
     }
-    large =
-        !f->manifest && data != NULL && nbytes >= DEFER_BYTES && !tpa_cfg.capture_values && room(f);
+    large = !f->manifest && data != NULL && nbytes >= DEFER_BYTES && !capturing() && room(f);
     if (large && f->job != NULL)
         return defer_leaf(f, c, copied, dc->name, dc->dt, shape, ndim, data, nbytes, device, -1);
     tpa_hash_memory(dc->name, shape, ndim, data, nbytes, dc->dt, d, &st);
-    if (tpa_cfg.capture_values && data != NULL && room(f))
+    if (capturing() && data != NULL && room(f))
         blob = tpa_blob_ship(d, data, nbytes, dc->name, shape, ndim) == 0;
     P.Py_DecRef(c);
     feed(parent, 'A', d, 16);

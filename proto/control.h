@@ -111,24 +111,25 @@ const char *tp_ctype_name(tp_ctype t);
 /* ---- the agent's environment ---- */
 
 /* Environment read by the agent (set by trainparity-run). */
-#define TP_ENV_DAEMON       "TRAINPARITY_DAEMON"       /* ingest URL */
-#define TP_ENV_CONTROL      "TRAINPARITY_CONTROL"      /* control URL (else derived) */
-#define TP_ENV_RUN          "TRAINPARITY_RUN"          /* run id */
-#define TP_ENV_EXEC         "TRAINPARITY_EXEC"         /* execution id */
-#define TP_ENV_EXEC_KEY     "TRAINPARITY_EXEC_KEY"     /* the execution's key (exec.create) */
-#define TP_ENV_ROLE         "TRAINPARITY_ROLE"         /* execution role label */
-#define TP_ENV_SPOOL        "TRAINPARITY_SPOOL"        /* spool directory */
-#define TP_ENV_CAPTURE      "TRAINPARITY_CAPTURE"      /* "digests" | "values" */
-#define TP_ENV_INTERRUPT_AT "TRAINPARITY_INTERRUPT_AT" /* optimizer step K */
-#define TP_ENV_UPDATE_NORM  "TRAINPARITY_UPDATE_NORM"  /* "1": exact update norms */
-#define TP_ENV_UPDATE_EVERY "TRAINPARITY_UPDATE_EVERY" /* N: those norms every Nth step */
-#define TP_ENV_TOKEN        "TRAINPARITY_TOKEN"        /* shared token for tcp:// */
-#define TP_ENV_DEBUG        "TRAINPARITY_DEBUG"        /* "1": agent logs to stderr */
-#define TP_ENV_SAMPLE_ID    "TRAINPARITY_SAMPLE_ID"    /* Python expression over a batch */
-#define TP_ENV_DIGEST       "TRAINPARITY_DIGEST"     /* "full" | "induction" (docs/induction.md) */
-#define TP_ENV_FULL_STEPS   "TRAINPARITY_FULL_STEPS" /* "LO-HI": every tensor digested there */
-#define TP_ENV_FULL_EVERY   "TRAINPARITY_FULL_EVERY" /* K: induction's safety net, 0 none */
-#define TP_ENV_PIDNS        "TRAINPARITY_PIDNS"      /* the tool's pid space (tp_pidns) */
+#define TP_ENV_DAEMON        "TRAINPARITY_DAEMON"        /* ingest URL */
+#define TP_ENV_CONTROL       "TRAINPARITY_CONTROL"       /* control URL (else derived) */
+#define TP_ENV_RUN           "TRAINPARITY_RUN"           /* run id */
+#define TP_ENV_EXEC          "TRAINPARITY_EXEC"          /* execution id */
+#define TP_ENV_EXEC_KEY      "TRAINPARITY_EXEC_KEY"      /* the execution's key (exec.create) */
+#define TP_ENV_ROLE          "TRAINPARITY_ROLE"          /* execution role label */
+#define TP_ENV_SPOOL         "TRAINPARITY_SPOOL"         /* spool directory */
+#define TP_ENV_CAPTURE       "TRAINPARITY_CAPTURE"       /* "digests" | "values" */
+#define TP_ENV_CAPTURE_UNTIL "TRAINPARITY_CAPTURE_UNTIL" /* U: values at steps <= U only */
+#define TP_ENV_INTERRUPT_AT  "TRAINPARITY_INTERRUPT_AT"  /* optimizer step K */
+#define TP_ENV_UPDATE_NORM   "TRAINPARITY_UPDATE_NORM"   /* "1": exact update norms */
+#define TP_ENV_UPDATE_EVERY  "TRAINPARITY_UPDATE_EVERY"  /* N: those norms every Nth step */
+#define TP_ENV_TOKEN         "TRAINPARITY_TOKEN"         /* shared token for tcp:// */
+#define TP_ENV_DEBUG         "TRAINPARITY_DEBUG"         /* "1": agent logs to stderr */
+#define TP_ENV_SAMPLE_ID     "TRAINPARITY_SAMPLE_ID"     /* Python expression over a batch */
+#define TP_ENV_DIGEST        "TRAINPARITY_DIGEST"     /* "full" | "induction" (docs/induction.md) */
+#define TP_ENV_FULL_STEPS    "TRAINPARITY_FULL_STEPS" /* "LO-HI": every tensor digested there */
+#define TP_ENV_FULL_EVERY    "TRAINPARITY_FULL_EVERY" /* K: induction's safety net, 0 none */
+#define TP_ENV_PIDNS         "TRAINPARITY_PIDNS"      /* the tool's pid space (tp_pidns) */
 
 /* An execution's key: 128 random bits as lowercase hex, made by exec.create.
  * Every batch for the execution carries it ("key"); the daemon stores only

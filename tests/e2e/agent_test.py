@@ -72,6 +72,33 @@ def test_mlp(py):
     assert w.events(p["pid"], "restore")[-1]["body"]["what"] == "module"
 
 
+def test_capture_window(py):
+    """accum's setting: every tensor digested and its values shipped at steps
+    0 to 2 only (TRAINPARITY_CAPTURE_UNTIL, TRAINPARITY_FULL_STEPS), light
+    snapshots and digests alone after them."""
+    w = Workdir()
+    r = w.run("record", "--capture", "values", "--", py, fixture("mlp.py"),
+              env={"TRAINPARITY_CAPTURE_UNTIL": "2", "TRAINPARITY_DIGEST": "induction",
+                   "TRAINPARITY_FULL_STEPS": "0-2"})
+    assert r.returncode == 0, r.stderr
+    p = trainer(w)
+    complete(p)
+    tensors = lambda leaves: [l for l in leaves if l[0] == "t"]
+    steps = [e for e in w.events(p["pid"], "step") if e["body"]["phase"] == "pre"]
+    assert len(steps) == 8, len(steps)
+    for e in steps:
+        grads = tensors(e["body"]["grads"])
+        assert grads and all(g[-1] is (e["step"] <= 2) for g in grads), (e["step"], grads)
+    snaps = [e for e in w.events(p["pid"], "snapshot") if e["body"]["why"] == "backward"]
+    assert [e["step"] for e in snaps] == list(range(8)), [e["step"] for e in snaps]
+    for e in snaps:
+        model = [l for l in tensors(e["body"]["leaves"]) if l[1].startswith("model.")]
+        if e["step"] <= 2:
+            assert model and all(l[-1] is True for l in model), (e["step"], model)
+        else:
+            assert e["body"]["full"] is False and not model, (e["step"], e["body"])
+
+
 def plain_output(py, script, *args):
     r = subprocess.run([py, fixture(script), *args], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr

@@ -6,7 +6,13 @@
  * micro-batch and full-batch sums are never bit-identical): "full" runs the
  * reference command (one backward per optimizer update), then "micro" runs
  * CMD (N micro-batch backward calls per update).  The user declares the
- * relation; the daemon tests it (daemon/checks/accum/verdict.c). */
+ * relation; the daemon tests it (daemon/checks/accum/verdict.c).
+ *
+ * The verdict reads the first U updates only: the state before each (steps
+ * 0 to U) and the gradients at each.  So every tensor is digested, and its
+ * values captured, at those steps alone; after them the executions run in
+ * the induction mode (docs/induction.md) and capture nothing, at the cost
+ * of resume's executions however long the command trains. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <jansson.h>
@@ -129,10 +135,17 @@ static char *params_json(const plan *p)
 
 int tpt_cmd_accum(int argc, char **argv)
 {
-    char err[TPT_ERR_LEN], *params;
-    /* values: the gradients and weights are compared within a tolerance;
-     * loss counts: the elements each mean-reduced loss averaged over */
-    char *env[] = {"TRAINPARITY_CAPTURE=values", "TRAINPARITY_LOSS_COUNTS=1", NULL, NULL};
+    char err[TPT_ERR_LEN], *params, full[96], until[64];
+    /* values: the gradients and weights are compared within a tolerance,
+     * at the steps the verdict reads (full, until); loss counts: the
+     * elements each mean-reduced loss averaged over */
+    char *env[] = {"TRAINPARITY_CAPTURE=values",
+                   "TRAINPARITY_LOSS_COUNTS=1",
+                   "TRAINPARITY_DIGEST=induction",
+                   full,
+                   until,
+                   NULL,
+                   NULL};
     tpt_session *s = NULL;
     tpt_tolerance tol;
     plan p;
@@ -140,7 +153,9 @@ int tpt_cmd_accum(int argc, char **argv)
     int st;
 
     if ((st = parse_plan(&p, argc, argv)) >= 0) return st;
-    if (no_dropout != NULL) env[2] = "TRAINPARITY_DISABLE_DROPOUT=1";
+    snprintf(full, sizeof full, "TRAINPARITY_FULL_STEPS=0-%lld", p.updates);
+    snprintf(until, sizeof until, "TRAINPARITY_CAPTURE_UNTIL=%lld", p.updates);
+    if (no_dropout != NULL) env[5] = "TRAINPARITY_DISABLE_DROPOUT=1";
     if ((params = params_json(&p)) == NULL) {
         tpt_error("accum: out of memory");
         free(p.full);
