@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT
  * arena.c -- chunks of at least 64 KiB, chained; large requests get a chunk
- * of their own, and a large array alone in its chunk grows in place. */
+ * of their own, and a large array alone in its chunk grows in place.
+ * Interned copies are found again through an open-addressing table of
+ * their hashes, kept beside the chunks. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,8 +18,16 @@ typedef struct chunk {
     _Alignas(16) unsigned char data[];
 } chunk;
 
+typedef struct interned {
+    const unsigned char *p; /* NULL: an empty slot */
+    size_t n;
+    uint64_t h;
+} interned;
+
 struct tpd_arena {
     chunk *head;
+    interned *tab; /* the interned copies; a power of two slots, at most half full */
+    size_t ntab, nused;
 };
 
 tpd_arena *tpd_arena_create(void)
@@ -32,6 +42,7 @@ void tpd_arena_destroy(tpd_arena *a)
         n = c->next;
         free(c);
     }
+    free(a->tab);
     free(a);
 }
 
@@ -70,6 +81,51 @@ char *tpd_arena_strndup(tpd_arena *a, const char *s, size_t n)
 char *tpd_arena_strdup(tpd_arena *a, const char *s)
 {
     return s ? tpd_arena_strndup(a, s, strlen(s)) : NULL;
+}
+
+/* fnv1a is the 64-bit FNV-1a hash of n bytes. */
+static uint64_t fnv1a(const unsigned char *p, size_t n)
+{
+    uint64_t h = 14695981039346656037ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+/* rehash doubles the table (or makes its first 256 slots). */
+static int rehash(tpd_arena *a)
+{
+    size_t n = a->ntab ? a->ntab * 2 : 256;
+    interned *t = calloc(n, sizeof *t);
+    if (t == NULL) return -1;
+    for (size_t i = 0; i < a->ntab; i++) {
+        size_t k = a->tab[i].h & (n - 1);
+        if (a->tab[i].p == NULL) continue;
+        while (t[k].p != NULL) k = (k + 1) & (n - 1);
+        t[k] = a->tab[i];
+    }
+    free(a->tab);
+    a->tab = t;
+    a->ntab = n;
+    return 0;
+}
+
+const void *tpd_arena_intern(tpd_arena *a, const void *p, size_t n)
+{
+    uint64_t h = fnv1a(p, n);
+    unsigned char *d;
+    size_t k;
+    if ((a->nused + 1) * 2 > a->ntab && rehash(a) != 0) return NULL;
+    for (k = h & (a->ntab - 1); a->tab[k].p != NULL; k = (k + 1) & (a->ntab - 1))
+        if (a->tab[k].h == h && a->tab[k].n == n && memcmp(a->tab[k].p, p, n) == 0)
+            return a->tab[k].p;
+    if ((d = tpd_arena_alloc(a, n + 1)) == NULL) return NULL;
+    if (n) memcpy(d, p, n);
+    d[n] = '\0';
+    a->tab[k].p = d;
+    a->tab[k].n = n;
+    a->tab[k].h = h;
+    a->nused++;
+    return d;
 }
 
 /* own_chunk finds the chunk that holds the array arr of n bytes and nothing

@@ -18,6 +18,11 @@ void *tpd_arena_alloc(tpd_arena *a, size_t n);
 char *tpd_arena_strndup(tpd_arena *a, const char *s, size_t n);
 /* tpd_arena_strdup copies a NUL-terminated string; NULL gives NULL. */
 char *tpd_arena_strdup(tpd_arena *a, const char *s);
+/* tpd_arena_intern is a copy of the n bytes at p, followed by a NUL, that
+ * lives as long as a and is the same copy for the same bytes: a run's
+ * paths, dtypes and shapes, repeated at every step, are held once.  Aligned
+ * for any type.  NULL when out of memory. */
+const void *tpd_arena_intern(tpd_arena *a, const void *p, size_t n);
 /* tpd_arena_grow reallocates an array of *cap elements of size sz to hold at
  * least need elements (doubling); returns the (possibly moved) array or NULL.
  * A small array's old block stays in the arena until it is destroyed; a

@@ -81,15 +81,16 @@ tp_err tpd_leaf_val(tpd_arena *a, const tp_leaf *l, tpd_val *v)
     memset(v, 0, sizeof *v);
     v->kind = l->kind;
     if (l->kind == 't') {
-        v->dtype = tpd_arena_strndup(a, l->dtype, l->dtype_len);
+        /* the same at every step: held once */
+        v->dtype = tpd_arena_intern(a, l->dtype, l->dtype_len);
         v->ndim = l->ndim;
-        memcpy(v->shape, l->shape, sizeof(int64_t) * l->ndim);
+        v->shape = tpd_arena_intern(a, l->shape, sizeof(int64_t) * l->ndim);
         memcpy(v->digest, l->digest, TP_DIGEST_LEN);
         if (l->dkind != NULL && l->dkind_len <= TP_DKIND_MAX)
             memcpy(v->dkind, l->dkind, l->dkind_len); /* NUL-terminated by the memset */
         v->stats = l->stats;
         v->blob = l->blob;
-        if (v->dtype == NULL) return TP_ENOMEM;
+        if (v->dtype == NULL || v->shape == NULL) return TP_ENOMEM;
     } else if (l->kind == 'd') {
         memcpy(v->digest, l->digest, TP_DIGEST_LEN);
         v->n = l->nitems;
@@ -116,7 +117,7 @@ tp_err tpd_leaves_add(tpd_arena *a, tpd_items *l, tp_mpr *r, int64_t step, uint6
         memset(&it, 0, sizeof it);
         it.step = step;
         it.ord = ord0 + i;
-        it.path = tpd_arena_strndup(a, leaf.path, leaf.path_len);
+        it.path = tpd_arena_intern(a, leaf.path, leaf.path_len);
         if (it.path == NULL) return TP_ENOMEM;
         it.group = tpd_group_of(it.path);
         if ((rc = tpd_leaf_val(a, &leaf, &it.v)) != TP_OK) return rc;

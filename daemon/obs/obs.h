@@ -46,7 +46,7 @@ typedef struct tpd_val {
     char kind; /* 't' tensor, 'v' value, 'd' digest, 'i' sample ids */
     const char *dtype;
     uint32_t ndim;
-    int64_t shape[TP_MAX_DIMS];
+    const int64_t *shape; /* ndim elements (interned by the loader: tpd_arena_intern) */
     uint8_t digest[TP_DIGEST_LEN];
     /* 't': the kind of the digest (TP_DKIND_*); "" in a value built by hand
      * stands for "xxh3" (tpd_val_dkind) */

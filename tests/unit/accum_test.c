@@ -89,12 +89,13 @@ enum { FULL, MICRO };
 
 static tpd_val tensor(uint8_t tag, double sum)
 {
+    static const int64_t four[1] = {4};
     tpd_val v;
     memset(&v, 0, sizeof v);
     v.kind = 't';
     v.dtype = "float32";
     v.ndim = 1;
-    v.shape[0] = 4;
+    v.shape = four;
     memset(v.digest, tag, sizeof v.digest);
     v.stats.sum = v.stats.l2 = sum;
     v.stats.maxabs = sum / 2;

@@ -2,7 +2,9 @@
  * arena_test.c -- the bump allocator (daemon/base/arena.h): arrays grown
  * one element at a time keep their contents and zero the rest, whether
  * they live among other allocations or, past 64 KiB, in a chunk of their
- * own that grows in place; the allocations around them stay intact. */
+ * own that grows in place; the allocations around them stay intact.
+ * Interned copies: one per distinct byte string, NUL-terminated, aligned,
+ * found again across the table's growth. */
 #include <check.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -48,6 +50,41 @@ START_TEST(test_arena_grow_keeps_contents)
 }
 END_TEST
 
+START_TEST(test_arena_intern_once_per_bytes)
+{
+    tpd_arena *a = tpd_arena_create();
+    const char *first[5000];
+    const int64_t shape[3] = {16, 8, 3}, same[3] = {16, 8, 3}, other[3] = {16, 8, 4};
+    const int64_t *s1, *s2, *s3;
+    char buf[32];
+    ck_assert_ptr_nonnull(a);
+    /* past several doublings of the table (256 slots at first) */
+    for (int i = 0; i < 5000; i++) {
+        int n = snprintf(buf, sizeof buf, "model.layers.%d.weight", i);
+        first[i] = tpd_arena_intern(a, buf, (size_t)n);
+        ck_assert_ptr_nonnull(first[i]);
+        ck_assert_str_eq(first[i], buf);
+        ck_assert_uint_eq((uintptr_t)first[i] % 16, 0);
+    }
+    for (int i = 0; i < 5000; i++) {
+        int n = snprintf(buf, sizeof buf, "model.layers.%d.weight", i);
+        ck_assert_ptr_eq(tpd_arena_intern(a, buf, (size_t)n), first[i]);
+    }
+    /* a prefix is another string; the empty one is one too */
+    ck_assert_ptr_ne(tpd_arena_intern(a, "model.layers.1.weight", 14), first[1]);
+    ck_assert_str_eq(tpd_arena_intern(a, "model.layers.1.weight", 14), "model.layers.1");
+    ck_assert_str_eq(tpd_arena_intern(a, "", 0), "");
+    ck_assert_ptr_eq(tpd_arena_intern(a, "x", 0), tpd_arena_intern(a, "", 0));
+    s1 = tpd_arena_intern(a, shape, sizeof shape);
+    s2 = tpd_arena_intern(a, same, sizeof same);
+    s3 = tpd_arena_intern(a, other, sizeof other);
+    ck_assert_ptr_eq(s1, s2);
+    ck_assert_ptr_ne(s1, s3);
+    ck_assert(s1[0] == 16 && s1[1] == 8 && s1[2] == 3 && s3[2] == 4);
+    tpd_arena_destroy(a);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("arena");
@@ -56,6 +93,7 @@ int main(void)
     int failed;
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_arena_grow_keeps_contents);
+    tcase_add_test(tc, test_arena_intern_once_per_bytes);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -12,6 +12,9 @@
 
 #include "daemon/checks/health/verdict.h"
 
+/* the shape of the tensors built by hand */
+static const int64_t FOUR[1] = {4};
+
 /* ---- building a run by hand ---- */
 
 #define NPROCS 2
@@ -134,7 +137,7 @@ static tpd_val tensor(uint8_t tag, uint64_t nonfinite)
     v.kind = 't';
     v.dtype = "torch.float32";
     v.ndim = 1;
-    v.shape[0] = 4;
+    v.shape = FOUR;
     memset(v.digest, tag, sizeof v.digest);
     v.stats.sum = v.stats.l2 = tag;
     v.stats.nonfinite = nonfinite;

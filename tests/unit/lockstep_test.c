@@ -14,6 +14,9 @@
 #include "daemon/obs/obs.h"
 #include "tests/unit/testdir.h"
 
+/* the shape of the tensors built by hand */
+static const int64_t FOUR[1] = {4}, FIVE[1] = {5};
+
 static const tpd_cmp_opts exact = {false, 0, 0, NULL};
 
 /* tensor is a float32 [4] whose digest is tag repeated, of kind dkind
@@ -25,7 +28,7 @@ static tpd_val tensor(uint8_t tag, const char *dkind)
     v.kind = 't';
     v.dtype = "float32";
     v.ndim = 1;
-    v.shape[0] = 4;
+    v.shape = FOUR;
     memset(v.digest, tag, sizeof v.digest);
     if (dkind) snprintf(v.dkind, sizeof v.dkind, "%s", dkind);
     v.stats.sum = v.stats.l2 = 2.0;
@@ -88,7 +91,7 @@ START_TEST(test_compare_different_kinds_are_unsure)
     other.dtype = "float16";
     ck_assert_int_eq(tpd_val_eq(&h, &other, &exact), TPD_DIFF);
     other = tensor(1, "dev1");
-    other.shape[0] = 5;
+    other.shape = FIVE;
     ck_assert_int_eq(tpd_val_eq(&h, &other, &exact), TPD_DIFF);
 }
 END_TEST

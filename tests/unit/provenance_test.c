@@ -9,6 +9,9 @@
 
 #include "daemon/checks/resume/provenance.h"
 
+/* the shape of the tensors built by hand */
+static const int64_t FOUR[1] = {4}, FIVE[1] = {5};
+
 static tpd_arena *arena;
 
 static tpd_val tensor(uint8_t tag)
@@ -18,7 +21,7 @@ static tpd_val tensor(uint8_t tag)
     v.kind = 't';
     v.dtype = "torch.float32";
     v.ndim = 1;
-    v.shape[0] = 4;
+    v.shape = FOUR;
     memset(v.digest, tag, sizeof v.digest);
     return v;
 }
@@ -143,7 +146,7 @@ START_TEST(test_provenance_digests_of_other_kinds_are_taken_as_held)
     ck_assert_ptr_null(tpd_restore_source(p, &r));
     /* another shape is another tensor, whatever the digests */
     r = restore(11);
-    d.shape[0] = 5;
+    d.shape = FIVE;
     leaf(&r.manifest, "fc.weight", d);
     ck_assert_ptr_null(tpd_restore_source(p, &r));
     /* a digest of kind none says nothing either */

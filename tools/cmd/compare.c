@@ -63,7 +63,10 @@ static const tpt_cmdspec spec = {
     "FAIL (1) with the first divergence, ABSTAIN (2) when C and D already differ\n"
     "at or before it (or a tolerance cannot be justified from statistics),\n"
     "ERROR (3) when an execution fails or the golden run is not a whole record\n"
-    "run, 64 when NAME|RUN_ID names no run.",
+    "run, 64 when NAME|RUN_ID names no run.  C and D digest the model and\n"
+    "optimizer state at boundaries only (--digest induction); a divergence found\n"
+    "after a step they did not digest is narrowed by rerunning C (and D) as C2\n"
+    "(D2) with every tensor digested over those steps.",
     TPT_O_NAME | TPT_O_CAPTURE | TPT_O_JSON | TPT_O_JUNIT | TPT_O_HTML | TPT_O_RTOL | TPT_O_ATOL |
         TPT_O_CMD | TPT_O_LISTEN,
     extra,
