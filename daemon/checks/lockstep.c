@@ -129,19 +129,19 @@ static size_t occurrence(const tpd_items *l, size_t lo, size_t k)
 {
     size_t n = 0;
     for (size_t j = lo; j < k; j++)
-        if (l->v[j].group == l->v[k].group && strcmp(l->v[j].path, l->v[k].path) == 0) n++;
+        if (l->v[j].group == l->v[k].group && tpd_same_path(&l->v[j], &l->v[k])) n++;
     return n;
 }
 
-/* match finds in [lo, hi) of l the occ-th item of group g with path. */
-static size_t match(const tpd_items *l, size_t lo, size_t hi, size_t guess, tpd_group g,
-                    const char *path, size_t occ)
+/* match finds in [lo, hi) of l the occ-th item of x's group with x's path. */
+static size_t match(const tpd_items *l, size_t lo, size_t hi, size_t guess, const tpd_item *x,
+                    size_t occ)
 {
-    if (guess >= lo && guess < hi && l->v[guess].group == g && occ == 0 &&
-        strcmp(l->v[guess].path, path) == 0)
+    if (guess >= lo && guess < hi && l->v[guess].group == x->group && occ == 0 &&
+        tpd_same_path(&l->v[guess], x))
         return guess;
     for (size_t j = lo; j < hi; j++)
-        if (l->v[j].group == g && strcmp(l->v[j].path, path) == 0 && occ-- == 0) return j;
+        if (l->v[j].group == x->group && tpd_same_path(&l->v[j], x) && occ-- == 0) return j;
     return (size_t)-1;
 }
 
@@ -185,7 +185,7 @@ void tpd_compare(const tpd_items *a, int64_t a0, const tpd_items *b, int64_t b0,
                 size_t m;
                 if ((int)x->group != g || (lit && tpd_induced(x))) continue;
                 while (j < bhi && (int)b->v[j].group < g) j++;
-                m = match(b, blo, bhi, j, x->group, x->path, occurrence(a, alo, k));
+                m = match(b, blo, bhi, j, x, occurrence(a, alo, k));
                 if (m == (size_t)-1) {
                     if (!x->anchor && x->group != TPD_G_MODULE)
                         note(d, s + a0, s + b0, x->group, x->path, x, NULL, false);
@@ -206,8 +206,7 @@ void tpd_compare(const tpd_items *a, int64_t a0, const tpd_items *b, int64_t b0,
                 if ((int)y->group != g || y->anchor || y->group == TPD_G_MODULE ||
                     (lit && tpd_induced(y)))
                     continue;
-                if (match(a, alo, ahi, (size_t)-1, y->group, y->path, occurrence(b, blo, k)) ==
-                    (size_t)-1)
+                if (match(a, alo, ahi, (size_t)-1, y, occurrence(b, blo, k)) == (size_t)-1)
                     note(d, s + a0, s + b0, y->group, y->path, NULL, y, false);
             }
         }

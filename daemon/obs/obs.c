@@ -40,6 +40,15 @@ const char *tpd_group_name(tpd_group g)
     return "other";
 }
 
+/* path_hash is a 32-bit FNV-1a of path, never 0 (0: none). */
+static uint32_t path_hash(const char *path)
+{
+    uint32_t h = 2166136261u;
+    for (const unsigned char *p = (const unsigned char *)path; p && *p; p++)
+        h = (h ^ *p) * 16777619u;
+    return h ? h : 1;
+}
+
 tp_err tpd_items_push(tpd_arena *a, tpd_items *l, const tpd_item *it)
 {
     if (l->n == l->cap) {
@@ -47,8 +56,16 @@ tp_err tpd_items_push(tpd_arena *a, tpd_items *l, const tpd_item *it)
         if (v == NULL) return TP_ENOMEM;
         l->v = v;
     }
-    l->v[l->n++] = *it;
+    l->v[l->n] = *it;
+    l->v[l->n++].phash = path_hash(it->path);
     return TP_OK;
+}
+
+bool tpd_same_path(const tpd_item *a, const tpd_item *b)
+{
+    if (a->path == b->path) return true;
+    if (a->phash && b->phash && a->phash != b->phash) return false;
+    return a->path && b->path && strcmp(a->path, b->path) == 0;
 }
 
 static int cmp_item(const void *x, const void *y)

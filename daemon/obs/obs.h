@@ -78,6 +78,9 @@ bool tpd_digests_comparable(const tpd_val *a, const tpd_val *b);
 typedef struct tpd_item {
     int64_t step;
     tpd_group group;
+    /* a hash of path, never 0, set by tpd_items_push (0 in an item built
+     * otherwise): items whose hashes differ have different paths */
+    uint32_t phash;
     uint64_t ord;
     const char *path;
     tpd_val v;
@@ -103,6 +106,10 @@ typedef struct tpd_items {
  * parameters and buffers, those of the modules no optimizer trains, the
  * optimizer's state). */
 bool tpd_induced(const tpd_item *it);
+
+/* tpd_same_path says whether a and b have the same path (their hashes
+ * first, when both have one). */
+bool tpd_same_path(const tpd_item *a, const tpd_item *b);
 
 /* tpd_step_cmp orders int64_t steps, for qsort and bsearch. */
 int tpd_step_cmp(const void *a, const void *b);
@@ -320,7 +327,8 @@ const tpd_proc *tpd_obs_trainer(const tpd_exec *e);
 
 /* ---- building observations (the loader, and tests) ---- */
 
-/* tpd_items_push appends a copy of it (strings are not copied). */
+/* tpd_items_push appends a copy of it (strings are not copied), its path's
+ * hash set (phash). */
 tp_err tpd_items_push(tpd_arena *a, tpd_items *l, const tpd_item *it);
 /* tpd_items_sort orders by (step, group, ord). */
 void tpd_items_sort(tpd_items *l);
