@@ -48,13 +48,13 @@ grep -q '^  narrowed' "$WORK/out" && fail "a PASS with the state at the end narr
 expect_status 1 "$TP_RUN" compare --against golden --json induction.json -- \
     "$py" ema.py --ema-fault-at 4
 expect_grep '^compare: FAIL$' "$WORK/out"
-expect_grep '^  narrowed    C2 rerun with every tensor digested at steps 1 to 9, ' "$WORK/out"
+expect_grep '^  narrowed    C2 rerun with every tensor digested at steps 1 to 8, ' "$WORK/out"
 expect_status 1 "$TP_RUN" compare --against golden --digest full --json full.json -- \
     "$py" ema.py --ema-fault-at 4
 grep -q '^  digests' "$WORK/out" && fail "--digest full: a digests line"
 expect_status 2 "$TP_RUN" compare --against golden --json noise.json -- \
     "$py" ema.py --ema-noise-at 4
-expect_grep '^  narrowed    C2, D2 rerun with every tensor digested at steps 1 to 9, ' "$WORK/out"
+expect_grep '^  narrowed    C2, D2 rerun with every tensor digested at steps 1 to 8, ' "$WORK/out"
 expect_status 64 "$TP_RUN" compare --against golden --digest some -- "$py" ema.py
 expect_grep "wants induction or full" "$WORK/err"
 
@@ -68,8 +68,9 @@ import json, sys
 truth = int(sys.argv[1])
 ok, ind, full = (json.load(open(f)) for f in ("pass.json", "induction.json", "full.json"))
 ev = ok["evidence"]["induction"]
-# C and D: step 0 (the first of the process) whole, 1 to 9 light
-assert ev["C"] == {"full_steps": 1, "steps": 10} and ev["D"] == ev["C"], ev
+# C and D: step 0 (the first of the process) and 9 (the golden run's last)
+# whole, 1 to 8 light
+assert ev["C"] == {"full_steps": 2, "steps": 10} and ev["D"] == ev["C"], ev
 assert ev["narrowed"] is None and ev["unseen"] is None and ev["state_last"] is None, ev
 for r in ind, full:
     fd = r["first_divergence"]
@@ -79,7 +80,7 @@ for r in ind, full:
 assert ind["divergences"] == full["divergences"], (ind["divergences"], full["divergences"])
 assert full["evidence"]["induction"] is None, full["evidence"]["induction"]
 ev = ind["evidence"]["induction"]
-assert ev["narrowed"] == {"from": 1, "to": 9, "reruns": ["C2"]}, ev
+assert ev["narrowed"] == {"from": 1, "to": 8, "reruns": ["C2"]}, ev
 assert ev["unseen"] is None, ev
 assert ev["C"] == {"full_steps": 10, "steps": 10}, ev
 roles = [e["role"] for e in ind["evidence"]["executions"]]
@@ -89,7 +90,7 @@ fd = noise["first_divergence"]
 assert noise["outcome"] == "ABSTAIN", noise["outcome"]
 assert (fd["between"], fd["path"], fd["step"]) == ("C-D", "model.ema_0_weight", 4), fd
 ev = noise["evidence"]["induction"]
-assert ev["narrowed"] == {"from": 1, "to": 9, "reruns": ["C2", "D2"]}, ev
+assert ev["narrowed"] == {"from": 1, "to": 8, "reruns": ["C2", "D2"]}, ev
 roles = [e["role"] for e in noise["evidence"]["executions"]]
 assert roles == ["G", "C2", "D2"], roles
 PY

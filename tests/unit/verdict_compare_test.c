@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT
  * verdict_compare_test.c -- the golden-run verdict (compare) from
  * hand-built observations: every outcome, C against D before C against G,
- * --once, the number of steps, tolerances, and the report's shape. */
+ * --once, the number of steps, tolerances, the report's shape, and the
+ * induction mode: light steps of C and D narrowed where a divergence or an
+ * end without the state needs it, the reruns C2 standing in for C. */
 #include <check.h>
 #include <jansson.h>
 #include <stdlib.h>
@@ -14,12 +16,12 @@ static const int64_t FOUR[1] = {4};
 
 /* ---- building runs by hand ---- */
 
-enum { G, C, D };
+enum { G, C, D, C2 };
 
 typedef struct world {
     tpd_run *golden, *run;
-    tpd_exec ex[3];
-    tpd_proc pr[3];
+    tpd_exec ex[4]; /* C2's only when rerun() made it */
+    tpd_proc pr[4];
 } world;
 
 static tpd_val tensor(uint8_t tag, double sum)
@@ -129,6 +131,37 @@ static world *clean(bool once)
         steps(w, k, 4);
     }
     return w;
+}
+
+/* lighten makes a process's start-of-step snapshot at step s light, as the
+ * induction mode sends it: no model or optimizer state. */
+static void lighten(world *w, int who, int64_t s)
+{
+    tpd_items *l = &w->pr[who].timeline;
+    size_t k = 0;
+    int64_t *v;
+    for (size_t i = 0; i < l->n; i++)
+        if (!(l->v[i].step == s && tpd_induced(&l->v[i]))) l->v[k++] = l->v[i];
+    l->n = k;
+    v = tpd_arena_grow(w->run->arena, l->light, &l->light_cap, l->nlight + 1, sizeof *v);
+    ck_assert_ptr_nonnull(v);
+    l->light = v;
+    l->light[l->nlight++] = s; /* callers go in ascending order */
+}
+
+/* rerun adds C2, a rerun of C with every step whole (4 steps, as C), after
+ * D among the compare run's executions. */
+static void rerun(world *w)
+{
+    w->ex[C2] = w->ex[C];
+    w->ex[C2].id = 4;
+    w->ex[C2].role = "C2";
+    w->ex[C2].procs = &w->pr[C2];
+    w->pr[C2] = w->pr[C];
+    memset(&w->pr[C2].timeline, 0, sizeof w->pr[C2].timeline);
+    w->pr[C2].pid = 103;
+    steps(w, C2, 4);
+    w->run->nexecs = 3;
 }
 
 static void destroy(world *w)
@@ -336,6 +369,103 @@ START_TEST(test_golden_error)
 }
 END_TEST
 
+/* C and D light between their first and last steps, whose state the
+ * golden run's last step made a boundary of: nothing to narrow, and the
+ * report says how many steps digested the state. */
+START_TEST(test_golden_induction_pass)
+{
+    world *w = clean(false);
+    tpd_result res;
+    json_t *j, *ind;
+    for (int64_t s = 1; s <= 2; s++) lighten(w, C, s), lighten(w, D, s);
+    j = judge(w, &exact, TPD_PASS, &res);
+    ck_assert(!res.narrow);
+    ind = json_object_get(json_object_get(j, "evidence"), "induction");
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(ind, "C"), "full_steps")),
+                     2);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(ind, "D"), "steps")), 4);
+    ck_assert(json_is_null(json_object_get(ind, "narrowed")));
+    ck_assert_ptr_nonnull(strstr(res.text, "  digests     induction: "));
+    json_decref(j);
+    tpd_result_clear(&res);
+    destroy(w);
+}
+END_TEST
+
+/* The state after the last whole step was compared nowhere (no snapshot at
+ * the exit, the last step light): those steps are narrowed, C's and D's. */
+START_TEST(test_golden_induction_end_narrowed)
+{
+    world *w = clean(false);
+    tpd_result res;
+    json_t *j;
+    for (int64_t s = 1; s <= 3; s++) lighten(w, C, s), lighten(w, D, s);
+    j = judge(w, &exact, TPD_PASS, &res);
+    ck_assert(res.narrow && res.narrow_b);
+    ck_assert_int_eq(res.narrow_from, 1);
+    ck_assert_int_eq(res.narrow_to, 3);
+    json_decref(j);
+    tpd_result_clear(&res);
+    destroy(w);
+}
+END_TEST
+
+/* C's weights (and D's: the script is deterministic) differ from G's from
+ * step 2 on, which C first digests at step 3: C alone is narrowed from its
+ * first light step; its rerun names step 2, and says what it narrowed. */
+START_TEST(test_golden_induction_divergence_narrowed)
+{
+    world *w = clean(false);
+    tpd_result res;
+    json_t *j, *fd, *nw;
+    for (int k = C; k <= D; k++)
+        for (int64_t s = 2; s <= 3; s++) set(w, k, s, "model.fc.weight", tensor(99, 9.0));
+    for (int64_t s = 1; s <= 2; s++) lighten(w, C, s), lighten(w, D, s);
+    j = judge(w, &exact, TPD_FAIL, &res);
+    ck_assert(res.narrow && !res.narrow_b);
+    ck_assert_int_eq(res.narrow_from, 1);
+    ck_assert_int_eq(res.narrow_to, 3);
+    ck_assert_int_eq(res.step, 3);
+    json_decref(j);
+    tpd_result_clear(&res);
+    /* C2: every step whole */
+    rerun(w);
+    for (int64_t s = 2; s <= 3; s++) set(w, C2, s, "model.fc.weight", tensor(99, 9.0));
+    j = judge(w, &exact, TPD_FAIL, &res);
+    ck_assert(!res.narrow);
+    fd = json_object_get(j, "first_divergence");
+    ck_assert_int_eq(json_integer_value(json_object_get(fd, "step")), 2);
+    ck_assert_str_eq(json_string_value(json_object_get(fd, "path")), "model.fc.weight");
+    nw = json_object_get(json_object_get(json_object_get(j, "evidence"), "induction"), "narrowed");
+    ck_assert_int_eq(json_integer_value(json_object_get(nw, "from")), 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(nw, "to")), 2);
+    ck_assert_int_eq(json_array_size(json_object_get(nw, "reruns")), 1);
+    ck_assert_ptr_nonnull(
+        strstr(res.text, "  narrowed    C2 rerun with every tensor digested at steps 1 to 2"));
+    json_decref(j);
+    tpd_result_clear(&res);
+    destroy(w);
+}
+END_TEST
+
+/* C and D differ from each other in the state alone: both are narrowed. */
+START_TEST(test_golden_induction_nondeterminism_narrows_d)
+{
+    world *w = clean(false);
+    tpd_result res;
+    json_t *j;
+    set(w, D, 3, "model.fc.weight", tensor(98, 8.0));
+    for (int64_t s = 1; s <= 2; s++) lighten(w, C, s), lighten(w, D, s);
+    j = judge(w, &exact, TPD_ABSTAIN, &res);
+    ck_assert(res.narrow && res.narrow_b);
+    ck_assert_int_eq(res.narrow_from, 1);
+    ck_assert_int_eq(res.narrow_to, 3);
+    json_decref(j);
+    tpd_result_clear(&res);
+    destroy(w);
+}
+END_TEST
+
 START_TEST(test_golden_against)
 {
     tpd_run *r = new_run(5, "compare", "{\"against\": 3}");
@@ -360,6 +490,10 @@ static Suite *suite(void)
     tcase_add_test(tc, test_golden_unsure);
     tcase_add_test(tc, test_golden_error);
     tcase_add_test(tc, test_golden_against);
+    tcase_add_test(tc, test_golden_induction_pass);
+    tcase_add_test(tc, test_golden_induction_end_narrowed);
+    tcase_add_test(tc, test_golden_induction_divergence_narrowed);
+    tcase_add_test(tc, test_golden_induction_nondeterminism_narrows_d);
     suite_add_tcase(s, tc);
     return s;
 }

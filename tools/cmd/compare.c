@@ -12,10 +12,13 @@
  *
  * C and D digest the model and optimizer state at boundaries only
  * (--digest induction, the default; docs/induction.md), the golden run
- * every tensor at every step.  When the daemon finds a divergence after a
- * light step, the state may have diverged unseen before it: C (and D when
- * C and D differ) rerun as C2 (D2) with every tensor digested over those
- * steps, and the run is judged again. */
+ * every tensor at every step.  The golden run's last step is made one of
+ * their boundaries: a script whose model and optimizer are gone by its exit
+ * then still has its state compared at the end without a rerun.  When the
+ * daemon finds a divergence after a light step, the state may have
+ * diverged unseen before it: C (and D when C and D differ) rerun as C2 (D2)
+ * with every tensor digested over those steps, and the run is judged
+ * again. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <jansson.h>
@@ -130,6 +133,32 @@ static char *params_json(const tpt_opts *o, int64_t against, bool once)
     return s;
 }
 
+/* golden_steps is how many optimizer steps the golden run's trainer made,
+ * from the stored run (query run: its execution's processes, each with its
+ * count of step events, a pre and a post per optimizer step); -1 when that
+ * cannot be read. */
+static int64_t golden_steps(tpt_session *s, int64_t golden)
+{
+    char err[TPT_ERR_LEN], *text = NULL;
+    json_t *j, *e, *p;
+    size_t i, k;
+    int64_t best = -1;
+    if (tpt_query_json(tpt_session_client(s), "run", golden, &text, err) != TP_OK) return -1;
+    j = json_loads(text, 0, NULL);
+    free(text);
+    json_array_foreach(json_object_get(j, "executions"), i, e)
+    {
+        json_array_foreach(json_object_get(e, "processes"), k, p)
+        {
+            json_t *n = json_object_get(json_object_get(p, "kinds"), "step");
+            if (json_is_integer(n) && json_integer_value(n) / 2 > best)
+                best = json_integer_value(n) / 2;
+        }
+    }
+    json_decref(j);
+    return best;
+}
+
 /* narrow runs the reruns the verdict v asks for (docs/induction.md): C
  * again as C2, and D as D2 when v->narrow_b, every tensor digested from
  * step narrow_from to narrow_to.  Returns 0 when they ran. */
@@ -154,8 +183,9 @@ static int narrow(tpt_session *s, int64_t run, const tpt_opts *o, char **env,
 
 int tpt_cmd_compare(int argc, char **argv)
 {
-    char err[TPT_ERR_LEN], capture[64], digest[64], *params = NULL;
-    char *env[] = {capture, digest, NULL};
+    char err[TPT_ERR_LEN], capture[64], digest[64], last[96], *params = NULL;
+    char *env[] = {capture, digest, NULL, NULL};
+    int64_t gsteps;
     const char *roles[] = {"C", "D"};
     tpt_session *s = NULL;
     tpt_exec_result res;
@@ -196,6 +226,11 @@ int tpt_cmd_compare(int argc, char **argv)
     }
     tpt_progress("compare", "run %lld, against run %lld%s%s", (long long)run, (long long)g.run,
                  g.name[0] ? " " : "", g.name);
+    if ((gsteps = golden_steps(s, g.run)) > 0) {
+        snprintf(last, sizeof last, "TRAINPARITY_FULL_STEPS=%lld-%lld", (long long)gsteps - 1,
+                 (long long)gsteps - 1);
+        env[2] = last;
+    }
     for (int i = 0; i < (once_s != NULL ? 1 : 2); i++) {
         tpt_exec_spec es = {roles[i], o.cmd, env, 0};
         if (tpt_exec_one(s, "compare", run, &es, &res) != 0) goto done;

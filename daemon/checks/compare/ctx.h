@@ -44,8 +44,9 @@ typedef struct tpd_gctx {
  * they stay unseen (induction.c). */
 void tpd_compare_locate(tpd_gctx *x, const tpd_gpair *p, bool d_too);
 
-/* tpd_compare_anchor checks, for a pair p that matched at every step, that
- * the state was compared on both sides up to the end: when the steps
+/* tpd_compare_anchor checks, for a pair p that matched at every step (G-C
+ * and C-D both, the only case whose outcome depends on it), that the state
+ * was compared on both sides up to the end: when the steps
  * after its last comparison were light (no snapshot at the exit, the
  * objects gone), a divergence of the state alone there would be unseen,
  * and x asks to narrow them like a divergence's.  For G-C (!d_too) it

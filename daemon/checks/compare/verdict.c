@@ -238,16 +238,15 @@ tp_err tpd_verdict_compare(const tpd_run *r, const tpd_run *g, const char *gwhy,
     }
     dgc = tpd_golden_first(&x.gc);
     dcd = x.once ? NULL : tpd_golden_first(&x.cd);
-    /* under the induction mode, a divergence after a light step, or an end
-     * whose state was not compared, is narrowed before it is judged */
-    if (dgc != NULL)
-        tpd_compare_locate(&x, &x.gc, false);
-    else
+    /* under the induction mode, a divergence after a light step is
+     * narrowed before it is judged; and when nothing diverged, an end
+     * whose state was not compared (no other outcome depends on it) */
+    if (dgc != NULL) tpd_compare_locate(&x, &x.gc, false);
+    if (dcd != NULL) tpd_compare_locate(&x, &x.cd, true);
+    if (dgc == NULL && dcd == NULL) {
         tpd_compare_anchor(&x, &x.gc, false);
-    if (dcd != NULL)
-        tpd_compare_locate(&x, &x.cd, true);
-    else if (!x.once)
-        tpd_compare_anchor(&x, &x.cd, true);
+        if (!x.once) tpd_compare_anchor(&x, &x.cd, true);
+    }
     if (x.once)
         tpd_str_puts(&x.head, "  determinism not checked (--once: C ran once)\n");
     else if (dcd == NULL)
