@@ -18,6 +18,32 @@ void tpd_full_counts(const tpd_proc *p, int64_t *full, int64_t *all)
     if (*full < 0) *full = 0;
 }
 
+void tpd_narrowed_text(tpd_str *t, const char *reruns, int64_t lo, int64_t hi,
+                       const char *numbering)
+{
+    tpd_str_printf(t, "  narrowed    %s rerun with every tensor digested at ", reruns);
+    if (lo == hi)
+        tpd_str_printf(t, "step %lld", (long long)lo);
+    else
+        tpd_str_printf(t, "steps %lld to %lld", (long long)lo, (long long)hi);
+    tpd_str_printf(t, "%s, where the state could have diverged unseen\n", numbering);
+}
+
+void tpd_unseen_text(tpd_str *t, int64_t last, bool unseen, int64_t from, int64_t to)
+{
+    if (last >= 0)
+        tpd_str_printf(t,
+                       "  state       last compared at step %lld: after it the model and "
+                       "optimizer were not digested on both sides (no save after the last step, "
+                       "and gone by the exit)\n",
+                       (long long)last);
+    if (unseen)
+        tpd_str_printf(t,
+                       "  unseen      the rerun was still light from step %lld to %lld: the state "
+                       "may have diverged there before the first divergence below\n",
+                       (long long)from, (long long)to);
+}
+
 bool tpd_rerun_window(const tpd_proc *f, const tpd_proc *r, int64_t *lo, int64_t *hi)
 {
     bool any = false;

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "daemon/base/text.h"
 #include "daemon/obs/obs.h"
 
 /* tpd_standing is the execution of r that stands for role: its rerun
@@ -26,5 +27,16 @@ void tpd_full_counts(const tpd_proc *p, int64_t *full, int64_t *all);
 /* tpd_rerun_window finds the steps the rerun r digested whole where the
  * first run f had been light: from *lo to *hi; false when there are none. */
 bool tpd_rerun_window(const tpd_proc *f, const tpd_proc *r, int64_t *lo, int64_t *hi);
+
+/* tpd_narrowed_text appends a report's "narrowed" line: the reruns (as
+ * "A2, I2, R2") digested every tensor at steps lo to hi (in the numbering
+ * named by numbering, "" when it goes without saying). */
+void tpd_narrowed_text(tpd_str *t, const char *reruns, int64_t lo, int64_t hi,
+                       const char *numbering);
+
+/* tpd_unseen_text appends a report's "state" line when the state was last
+ * compared at step last (-1: not to be said) before the end, and its
+ * "unseen" line when a rerun was still light from step from to to (unseen). */
+void tpd_unseen_text(tpd_str *t, int64_t last, bool unseen, int64_t from, int64_t to);
 
 #endif

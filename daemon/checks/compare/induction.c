@@ -102,25 +102,10 @@ void tpd_compare_induction_text(ctx *x)
     }
     tpd_str_puts(&x->head, "), the inputs of every step; G every tensor at every step\n");
     if (narrowed(x, &lo, &hi)) {
-        tpd_str_printf(&x->head, "  narrowed    %s rerun with every tensor digested at ",
-                       x->pd0 != NULL ? "C2, D2" : "C2");
-        if (lo == hi)
-            tpd_str_printf(&x->head, "step %lld", (long long)lo);
-        else
-            tpd_str_printf(&x->head, "steps %lld to %lld", (long long)lo, (long long)hi);
-        tpd_str_puts(&x->head, ", where the state could have diverged unseen\n");
+        tpd_narrowed_text(&x->head, x->pd0 != NULL ? "C2, D2" : "C2", lo, hi, "");
     }
-    if (state_short(x))
-        tpd_str_printf(&x->head,
-                       "  state       last compared at step %lld: after it the model and "
-                       "optimizer were not digested on both sides (no save after the last step, "
-                       "and gone by the exit)\n",
-                       (long long)x->state_last);
-    if (x->unseen)
-        tpd_str_printf(&x->head,
-                       "  unseen      the rerun was still light from step %lld to %lld: the state "
-                       "may have diverged there before the first divergence below\n",
-                       (long long)x->unseen_from, (long long)x->unseen_to);
+    tpd_unseen_text(&x->head, state_short(x) ? x->state_last : -1, x->unseen, x->unseen_from,
+                    x->unseen_to);
 }
 
 json_t *tpd_compare_induction_json(const ctx *x)

@@ -111,26 +111,11 @@ void tpd_resume_induction_text(ctx *x)
         "of %lld steps, B at %lld of %lld, R at %lld of %lld), the inputs of every "
         "step\n",
         (long long)fa, (long long)na, (long long)fb, (long long)nb, (long long)fr, (long long)nr);
-    if (x->pa0 != NULL && tpd_rerun_window(x->pa0, x->pa, &lo, &hi)) {
-        tpd_str_printf(&x->head, "  narrowed    %s rerun with every tensor digested at ",
-                       reruns(x, roles, sizeof roles));
-        if (lo == hi)
-            tpd_str_printf(&x->head, "step %lld", (long long)lo);
-        else
-            tpd_str_printf(&x->head, "steps %lld to %lld", (long long)lo, (long long)hi);
-        tpd_str_puts(&x->head, " (A's numbering), where the state could have diverged unseen\n");
-    }
-    if (x->state_last >= 0 && x->state_last < x->state_end - 1)
-        tpd_str_printf(&x->head,
-                       "  state       last compared at step %lld: after it the model and "
-                       "optimizer were not digested on both sides (no save after the last step, "
-                       "and gone by the exit)\n",
-                       (long long)x->state_last);
-    if (x->unseen)
-        tpd_str_printf(&x->head,
-                       "  unseen      the rerun was still light from step %lld to %lld: the state "
-                       "may have diverged there before the first divergence below\n",
-                       (long long)x->unseen_from, (long long)x->unseen_to);
+    if (x->pa0 != NULL && tpd_rerun_window(x->pa0, x->pa, &lo, &hi))
+        tpd_narrowed_text(&x->head, reruns(x, roles, sizeof roles), lo, hi, " (A's numbering)");
+    tpd_unseen_text(&x->head,
+                    x->state_last >= 0 && x->state_last < x->state_end - 1 ? x->state_last : -1,
+                    x->unseen, x->unseen_from, x->unseen_to);
 }
 
 json_t *tpd_resume_induction_json(const ctx *x)
