@@ -13,7 +13,9 @@
 # steps, and its report says how many steps digested the state.  With
 # --ema-noise-at 4 (unseeded noise in the average) C and D differ from each
 # other in the state alone: both are rerun (C2, D2) and the ABSTAIN names
-# their first difference at its exact step.
+# their first difference at its exact step.  With --ckpt the script resumes
+# on its own from the checkpoint it finds: what C saved is moved aside
+# before D runs, so D trains from scratch and the check PASSes.
 TP_NAME=compare_induction
 . "$(dirname "$0")/lib.sh"
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -55,6 +57,15 @@ grep -q '^  digests' "$WORK/out" && fail "--digest full: a digests line"
 expect_status 2 "$TP_RUN" compare --against golden --json noise.json -- \
     "$py" ema.py --ema-noise-at 4
 expect_grep '^  narrowed    C2, D2 rerun with every tensor digested at steps 1 to 8, ' "$WORK/out"
+expect_status 0 "$TP_RUN" record --name selfresume -- "$py" ema.py --ckpt ck.pt
+rm ck.pt || fail "the golden run saved no checkpoint"
+expect_status 0 "$TP_RUN" compare --against selfresume -- "$py" ema.py --ckpt ck.pt
+expect_grep '^compare: PASS$' "$WORK/out"
+run=$(sed -n 's/^run \([0-9]*\)$/\1/p' "$WORK/out" | head -1)
+for role in C D; do
+    [ -f ".trainparity/runs/$run/$role/ck.pt" ] || fail "$role's checkpoint was not moved aside"
+done
+[ -e ck.pt ] && fail "D's checkpoint was left in place"
 expect_status 64 "$TP_RUN" compare --against golden --digest some -- "$py" ema.py
 expect_grep "wants induction or full" "$WORK/err"
 

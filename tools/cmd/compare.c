@@ -18,7 +18,12 @@
  * daemon finds a divergence after a light step, the state may have
  * diverged unseen before it: C (and D when C and D differ) rerun as C2 (D2)
  * with every tensor digested over those steps, and the run is judged
- * again. */
+ * again.
+ *
+ * What each execution saved is moved aside after it (into
+ * .trainparity/runs/<run>/<role>/, as resume's baselines), so that the
+ * next one trains from scratch even when the script resumes on its own
+ * from a checkpoint it finds. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <jansson.h>
@@ -35,6 +40,8 @@
 #include "tools/exec/exec.h"
 #include "tools/base/opts.h"
 #include "tools/exec/session.h"
+#include "tools/exec/setaside.h"
+#include "tools/exec/tree.h"
 
 static const char *against_s, *once_s, *digest_s;
 
@@ -159,25 +166,44 @@ static int64_t golden_steps(tpt_session *s, int64_t golden)
     return best;
 }
 
+/* run_one runs CMD as execution role, then moves what it saved aside
+ * (tpt_session_aside; tool: the working directory when the check started).
+ * Returns 0 when it ran (whatever its status) and was recorded whole. */
+static int run_one(tpt_session *s, int64_t run, const char *role, char **cmd, char **env,
+                   const tpt_snapshot *tool)
+{
+    char err[TPT_ERR_LEN];
+    tpt_snapshot before = {{0, 0}, NULL, 0, false};
+    tpt_exec_spec es = {role, cmd, env, 0};
+    tpt_exec_result res;
+    int rc = -1;
+    if (tpt_snapshot_take(&before, err) != TP_OK) {
+        tpt_error("%s", err);
+        return -1;
+    }
+    if (tpt_exec_one(s, "compare", run, &es, &res) == 0 &&
+        tpt_session_aside(s, "compare", run, role, res.exec, tool, &before) == 0)
+        rc = 0;
+    tpt_snapshot_free(&before);
+    return rc;
+}
+
 /* narrow runs the reruns the verdict v asks for (docs/induction.md): C
  * again as C2, and D as D2 when v->narrow_b, every tensor digested from
  * step narrow_from to narrow_to.  Returns 0 when they ran. */
 static int narrow(tpt_session *s, int64_t run, const tpt_opts *o, char **env,
-                  const tpt_verdict_info *v)
+                  const tpt_verdict_info *v, const tpt_snapshot *tool)
 {
     char full[96];
     char *renv[] = {env[0], env[1], full, NULL};
-    tpt_exec_result res;
     tpt_progress("compare",
                  "the first divergence lies after a light step: rerunning %s with every tensor "
                  "digested at steps %lld to %lld",
                  v->narrow_b ? "C and D" : "C", (long long)v->narrow_from, (long long)v->narrow_to);
     snprintf(full, sizeof full, "TRAINPARITY_FULL_STEPS=%lld-%lld", (long long)v->narrow_from,
              (long long)v->narrow_to);
-    for (int i = 0; i < (v->narrow_b ? 2 : 1); i++) {
-        tpt_exec_spec es = {i ? "D2" : "C2", o->cmd, renv, 0};
-        if (tpt_exec_one(s, "compare", run, &es, &res) != 0) return -1;
-    }
+    for (int i = 0; i < (v->narrow_b ? 2 : 1); i++)
+        if (run_one(s, run, i ? "D2" : "C2", o->cmd, renv, tool) != 0) return -1;
     return 0;
 }
 
@@ -188,7 +214,7 @@ int tpt_cmd_compare(int argc, char **argv)
     int64_t gsteps;
     const char *roles[] = {"C", "D"};
     tpt_session *s = NULL;
-    tpt_exec_result res;
+    tpt_snapshot tool = {{0, 0}, NULL, 0, false};
     tpt_tolerance tol;
     tpt_verdict_info v;
     tpt_run_info g;
@@ -210,8 +236,11 @@ int tpt_cmd_compare(int argc, char **argv)
     snprintf(capture, sizeof capture, "TRAINPARITY_CAPTURE=%s", o.capture);
     snprintf(digest, sizeof digest, "TRAINPARITY_DIGEST=%s",
              digest_s != NULL ? digest_s : "induction");
-    if (tpt_session_open(&s, err) != TP_OK) {
+    /* taken before anything runs: nothing that existed then (the file
+     * stdout is redirected to, an earlier run's checkpoint) is moved */
+    if (tpt_snapshot_take(&tool, err) != TP_OK || tpt_session_open(&s, err) != TP_OK) {
         tpt_error("%s", err);
+        tpt_snapshot_free(&tool);
         return TPT_EXIT_ERROR;
     }
     if ((st = resolve(s, against_s, &g)) >= 0) goto done;
@@ -231,10 +260,8 @@ int tpt_cmd_compare(int argc, char **argv)
                  (long long)gsteps - 1);
         env[2] = last;
     }
-    for (int i = 0; i < (once_s != NULL ? 1 : 2); i++) {
-        tpt_exec_spec es = {roles[i], o.cmd, env, 0};
-        if (tpt_exec_one(s, "compare", run, &es, &res) != 0) goto done;
-    }
+    for (int i = 0; i < (once_s != NULL ? 1 : 2); i++)
+        if (run_one(s, run, roles[i], o.cmd, env, &tool) != 0) goto done;
     tol.declared = o.rtol_set || o.atol_set;
     tol.rtol = o.rtol;
     tol.atol = o.atol;
@@ -246,7 +273,7 @@ int tpt_cmd_compare(int argc, char **argv)
         st = tpt_report(tpt_session_client(s), run, &v, &o);
         goto done;
     }
-    st = narrow(s, run, &o, env, &v);
+    st = narrow(s, run, &o, env, &v, &tool);
     tpt_verdict_info_free(&v);
     if (st != 0) {
         st = TPT_EXIT_ERROR;
@@ -255,6 +282,7 @@ int tpt_cmd_compare(int argc, char **argv)
     st = tpt_judge(tpt_session_client(s), run, &tol, &o);
 done:
     if (tpt_session_close(s, err) != TP_OK) tpt_error("%s", err);
+    tpt_snapshot_free(&tool);
     free(params);
     return st;
 }

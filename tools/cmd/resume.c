@@ -9,8 +9,8 @@
  * The daemon then judges the run (daemon/checks/resume/verdict.c).
  *
  * A, B, I and R digest the model's tensors and the optimizer's state at
- * boundaries only (--digest induction, the default; docs/induction.md).  When the daemon finds the first divergence
- * after a light step, the state may have diverged unseen before it: the
+ * boundaries only (--digest induction, the default; docs/induction.md).  When the daemon finds the
+ * first divergence after a light step, the state may have diverged unseen before it: the
  * checkpoints of I and R are moved aside, A (and B when the baselines
  * differ) rerun as A2 (B2) with every tensor digested over those steps,
  * and the run is judged again. */
@@ -23,7 +23,6 @@
 #include <time.h>
 
 #include "proto/params.h"
-#include "tools/client/follow.h"
 #include "tools/exec/setaside.h"
 #include "tools/base/cli.h"
 #include "tools/cmd/cmds.h"
@@ -102,20 +101,12 @@ static int run_one(tpt_session *s, int64_t run, const char *role, char **argv, c
     return tpt_exec_one(s, "resume", run, &es, res);
 }
 
-/* aside moves what execution exec (of role) saved out of the way
- * (tpt_set_aside) and, on the network, has the hosts that follow the check
- * do the same with what it saved there. */
+/* aside moves what execution exec (of role) saved out of the way, on this
+ * host and the hosts that follow the check (tpt_session_aside). */
 static int aside(tpt_session *s, int64_t run, const char *role, int64_t exec,
                  const tpt_snapshot *tool, const tpt_snapshot *before)
 {
-    char err[TPT_ERR_LEN];
-    if (tpt_set_aside(tpt_session_client(s), "resume", run, role, exec, tool, before) != 0)
-        return -1;
-    if (!tpt_daemon_on_network(tpt_session_daemon(s))) return 0;
-    if (tpt_follow_aside(tpt_session_client(s), run, exec, err) == TP_OK) return 0;
-    tpt_error("%s: cannot have the hosts that follow the check move its checkpoints aside: %s",
-              role, err);
-    return -1;
+    return tpt_session_aside(s, "resume", run, role, exec, tool, before);
 }
 
 /* baseline runs A or B (or their reruns A2, B2) and moves what it saved out

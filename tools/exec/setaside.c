@@ -10,6 +10,8 @@
 #include "tools/exec/aside.h"
 #include "tools/base/cli.h"
 #include "tools/client/ctl.h"
+#include "tools/client/daemon.h"
+#include "tools/client/follow.h"
 #include "tools/base/errbuf.h"
 #include "tools/base/paths.h"
 #include "tools/exec/setaside.h"
@@ -122,4 +124,16 @@ int tpt_set_aside(tpt_client *c, const char *tag, int64_t run, const char *role,
                      role);
     saves_free(&v);
     return 0;
+}
+
+int tpt_session_aside(tpt_session *s, const char *tag, int64_t run, const char *role, int64_t exec,
+                      const tpt_snapshot *tool, const tpt_snapshot *before)
+{
+    char err[TPT_ERR_LEN];
+    if (tpt_set_aside(tpt_session_client(s), tag, run, role, exec, tool, before) != 0) return -1;
+    if (!tpt_daemon_on_network(tpt_session_daemon(s))) return 0;
+    if (tpt_follow_aside(tpt_session_client(s), run, exec, err) == TP_OK) return 0;
+    tpt_error("%s: cannot have the hosts that follow the check move its checkpoints aside: %s",
+              role, err);
+    return -1;
 }
