@@ -292,10 +292,10 @@ int tpa_tensor_leaf(tpa_flat *f, PyObject *t, XXH3_state_t *parent)
     tp_stats st;
     const void *data = NULL;
     size_t nbytes = 0;
-    bool blob = false, large, copied;
+    bool blob = false, large, copied, cap = capturing();
     /* A CUDA tensor met where its digest can wait for the job stays on its
      * device, to be digested there (devjob.h). */
-    bool stay = f->job != NULL && !f->manifest && !capturing() && room(f);
+    bool stay = f->job != NULL && !f->manifest && !cap && room(f);
 
     c = cpu_contiguous(t, device, sizeof device, &copied, stay);
     if (c == NULL) return unreadable(f, t, parent);
@@ -327,11 +327,11 @@ int tpa_tensor_leaf(tpa_flat *f, PyObject *t, XXH3_state_t *parent)
             return unreadable(f, t, parent);
         }
     }
-    large = !f->manifest && data != NULL && nbytes >= DEFER_BYTES && !capturing() && room(f);
+    large = !f->manifest && data != NULL && nbytes >= DEFER_BYTES && !cap && room(f);
     if (large && f->job != NULL)
         return defer_leaf(f, c, copied, dc->name, dc->dt, shape, ndim, data, nbytes, device, -1);
     tpa_hash_memory(dc->name, shape, ndim, data, nbytes, dc->dt, d, &st);
-    if (capturing() && data != NULL && room(f))
+    if (cap && data != NULL && room(f))
         blob = tpa_blob_ship(d, data, nbytes, dc->name, shape, ndim) == 0;
     P.Py_DecRef(c);
     feed(parent, 'A', d, 16);

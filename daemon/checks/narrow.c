@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT
  * narrow.c -- what the induction-mode verdicts share (see narrow.h). */
+#include <stdlib.h>
+
 #include "daemon/checks/narrow.h"
 
 const tpd_exec *tpd_standing(const tpd_run *r, const char *role, const char *rerun,
@@ -16,6 +18,19 @@ void tpd_full_counts(const tpd_proc *p, int64_t *full, int64_t *all)
     *all = p->steps;
     *full = p->steps - (int64_t)p->timeline.nlight;
     if (*full < 0) *full = 0;
+}
+
+int64_t tpd_last_state(const tpd_items *a, int64_t a0, const tpd_items *b, int64_t b0, int64_t end)
+{
+    size_t na, nb;
+    int64_t *sa = tpd_state_steps(a, 0, &na), *sb = tpd_state_steps(b, 0, &nb), last = -1;
+    for (size_t i = na; sa && sb && i-- > 0 && last < 0;) {
+        int64_t s = sa[i], t = s - a0 + b0;
+        if (s >= a0 && s <= end && bsearch(&t, sb, nb, sizeof *sb, tpd_step_cmp)) last = s;
+    }
+    free(sa);
+    free(sb);
+    return last;
 }
 
 void tpd_narrowed_text(tpd_str *t, const char *reruns, int64_t lo, int64_t hi,

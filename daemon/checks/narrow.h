@@ -28,6 +28,12 @@ void tpd_full_counts(const tpd_proc *p, int64_t *full, int64_t *all);
  * first run f had been light: from *lo to *hi; false when there are none. */
 bool tpd_rerun_window(const tpd_proc *f, const tpd_proc *r, int64_t *lo, int64_t *hi);
 
+/* tpd_last_state is the last step s of a, from a0 to end (a's numbering),
+ * at which both a and b (its step s - a0 + b0) hold model or optimizer
+ * state (tpd_state_steps): where the two runs' state was last compared;
+ * -1 when nowhere (or out of memory). */
+int64_t tpd_last_state(const tpd_items *a, int64_t a0, const tpd_items *b, int64_t b0, int64_t end);
+
 /* tpd_narrowed_text appends a report's "narrowed" line: the reruns (as
  * "A2, I2, R2") digested every tensor at steps lo to hi (in the numbering
  * named by numbering, "" when it goes without saying). */

@@ -195,6 +195,8 @@ static int narrow(tpt_session *s, int64_t run, const tpt_opts *o, char **env,
                   const tpt_verdict_info *v, const tpt_snapshot *tool)
 {
     char full[96];
+    /* the window replaces the golden run's last step as a boundary: that
+     * one anchors a PASS, and a narrowing follows a divergence */
     char *renv[] = {env[0], env[1], full, NULL};
     tpt_progress("compare",
                  "the first divergence lies after a light step: rerunning %s with every tensor "

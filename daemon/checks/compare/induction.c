@@ -43,14 +43,8 @@ void tpd_compare_locate(ctx *x, const tpd_gpair *p, bool d_too)
 
 void tpd_compare_anchor(ctx *x, const tpd_gpair *p, bool d_too)
 {
-    size_t na, nb;
-    int64_t *sa = tpd_state_steps(&p->a->timeline, 0, &na);
-    int64_t *sb = tpd_state_steps(&p->b->timeline, 0, &nb);
-    int64_t end = p->a->steps < p->b->steps ? p->a->steps : p->b->steps, last = -1, lo;
-    for (size_t i = na; sa && sb && i-- > 0 && last < 0;)
-        if (sa[i] <= end && bsearch(&sa[i], sb, nb, sizeof *sb, tpd_step_cmp)) last = sa[i];
-    free(sa);
-    free(sb);
+    int64_t end = p->a->steps < p->b->steps ? p->a->steps : p->b->steps, lo;
+    int64_t last = tpd_last_state(&p->a->timeline, 0, &p->b->timeline, 0, end);
     if (!d_too) {
         x->state_last = last;
         x->state_end = end;
@@ -65,7 +59,7 @@ void tpd_compare_anchor(ctx *x, const tpd_gpair *p, bool d_too)
 static bool induced(const ctx *x)
 {
     if (x->pc == NULL) return false;
-    return (x->pc && x->pc->timeline.nlight) || (x->pd && x->pd->timeline.nlight) || x->pc0 != NULL;
+    return x->pc->timeline.nlight || (x->pd && x->pd->timeline.nlight) || x->pc0 != NULL;
 }
 
 /* narrowed finds the steps the reruns digested whole where C (or D) had

@@ -44,8 +44,6 @@ void tpd_resume_locate(ctx *x, const tpd_cmp_result *cmp, int64_t a0, const tpd_
 
 void tpd_resume_anchors(ctx *x)
 {
-    size_t na, nr;
-    int64_t *sa, *sr;
     x->state_end = x->c + (x->na < x->nr ? x->na : x->nr);
     x->state_last = -1;
     /* the state R had after its load is compared with A's at the save:
@@ -55,15 +53,7 @@ void tpd_resume_anchors(ctx *x)
         x->narrow_from = x->narrow_to = x->c;
         return;
     }
-    sa = tpd_state_steps(&x->pa->timeline, 0, &na);
-    sr = tpd_state_steps(&x->pr->timeline, 0, &nr);
-    for (size_t i = na; sa && sr && i-- > 0 && x->state_last < 0;) {
-        int64_t s = sa[i], t = s - x->c + x->r0;
-        if (s >= x->c && s <= x->state_end && bsearch(&t, sr, nr, sizeof *sr, tpd_step_cmp))
-            x->state_last = s;
-    }
-    free(sa);
-    free(sr);
+    x->state_last = tpd_last_state(&x->pa->timeline, x->c, &x->pr->timeline, x->r0, x->state_end);
     /* steps after the last comparison of the state, before the end, were
      * light: a divergence of the state alone there would be unseen, where
      * digesting every step would have seen it, so they are narrowed too
