@@ -89,6 +89,11 @@ for r in ind, full:
     assert (fd["between"], fd["path"], fd["step"]) == ("G-C", "model.ema_0_weight", truth), fd
     assert not [d for d in r["divergences"] if not d["path"].startswith("model.ema_")], r
 assert ind["divergences"] == full["divergences"], (ind["divergences"], full["divergences"])
+# the explanation names the buffer, not "the weights": only the EMA differs
+for r in ind, full:
+    upd = [w["text"] for w in r["explanation"] if w["kind"] == "update"]
+    assert len(upd) == 1 and "model.ema_0_weight differs after it" in upd[0], r["explanation"]
+    assert "everything compared at step %d matched" % (truth - 1) in upd[0], upd
 assert full["evidence"]["induction"] is None, full["evidence"]["induction"]
 ev = ind["evidence"]["induction"]
 assert ev["narrowed"] == {"from": 1, "to": 8, "reruns": ["C2"]}, ev

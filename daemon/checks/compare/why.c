@@ -203,13 +203,15 @@ static void before(ctx *x, const tpd_div *d)
     tpd_str_free(&s);
     if (d->group == TPD_G_MODEL && d->step_a == 0)
         tpd_why_add(x->why, "initial_state",
-                    "the weights differ at step 0, before any update: they were initialised or "
-                    "loaded differently");
+                    "%s differs at step 0, before any update: the model was initialised or "
+                    "loaded differently",
+                    d->path);
     else if (d->group == TPD_G_MODEL)
         tpd_why_add(x->why, "update",
                     "everything compared at step %lld matched, the loss and the gradients "
-                    "included, and the weights after its update differ",
-                    (long long)(d->step_a - 1));
+                    "included, and %s differs after it: what that step wrote (the optimizer's "
+                    "update, or a buffer written beside it)",
+                    (long long)(d->step_a - 1), d->path);
 }
 
 void tpd_golden_explain(tpd_why *w, const tpd_gpair *p, const tpd_div *d, const tpd_cmp_opts *o)
