@@ -99,6 +99,31 @@ def test_capture_window(py):
             assert e["body"]["full"] is False and not model, (e["step"], e["body"])
 
 
+def test_update_norm(py):
+    """health's update norms (agent/update.c): each step's `unorm` and
+    `changed` as the script computes them from copies it takes itself, on a
+    tensor larger than one of the agent's pieces and a float64 one, with a
+    step that moves nothing; and the same bits on one thread as on two."""
+    runs = []
+    for threads in ("1", "2"):
+        w = Workdir()
+        r = w.run("health", "--", py, fixture("update.py"),
+                  env={"TRAINPARITY_HASH_THREADS": threads})
+        # FAIL: step 3 moved no parameter (the verdict of docs/health.md)
+        assert r.returncode == 1 and "no parameter changed" in r.stdout, (r.stdout, r.stderr)
+        want = [json.loads(l) for l in r.stdout.splitlines() if l.startswith("{\"step\"")]
+        assert len(want) == 6 and not want[3]["changed"], want
+        p = trainer(w)
+        complete(p)
+        post = [e["body"] for e in w.events(p["pid"], "step") if e["body"]["phase"] == "post"]
+        assert len(post) == 6, post
+        for b, t in zip(post, want):
+            assert b["changed"] is t["changed"], (b, t)
+            assert abs(b["unorm"] - t["norm"]) <= 1e-9 * t["norm"], (b, t)
+        runs.append([b["unorm"] for b in post])
+    assert runs[0] == runs[1], runs
+
+
 def plain_output(py, script, *args):
     r = subprocess.run([py, fixture(script), *args], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
