@@ -178,3 +178,31 @@ const char *tpd_exec_problem(const tpd_exec *e, const tpd_trust *t, char *buf, s
     }
     return unseen_ranks(e, t, buf, n);
 }
+
+bool tpd_same_ckpt(const tpd_ckpt *a, const tpd_ckpt *b)
+{
+    return a->has_digest && b->has_digest && memcmp(a->digest, b->digest, TP_DIGEST_LEN) == 0;
+}
+
+/* explains says whether checkpoint c of p's (saves: load false), or of
+ * ref's when ref is p's reference, is l or its file. */
+static bool explains(const tpd_ckpt *c, const tpd_ckpt *l)
+{
+    return tpd_same_ckpt(c, l) || (c->name && l->name && strcmp(c->name, l->name) == 0);
+}
+
+const tpd_ckpt *tpd_foreign_load(const tpd_proc *p, const tpd_proc *ref)
+{
+    if (p == NULL) return NULL;
+    for (size_t i = 0; i < p->nckpts; i++) {
+        const tpd_ckpt *l = &p->ckpts[i];
+        bool known = false;
+        if (!l->load || l->error) continue;
+        for (size_t k = 0; k < i && !known; k++)
+            known = !p->ckpts[k].load && explains(&p->ckpts[k], l);
+        for (size_t k = 0; ref != NULL && k < ref->nckpts && !known; k++)
+            known = ref->ckpts[k].load && !ref->ckpts[k].error && explains(&ref->ckpts[k], l);
+        if (!known) return l;
+    }
+    return NULL;
+}

@@ -51,4 +51,18 @@ typedef struct tpd_trust {
  * sentence that says why not.  Pure, but for this host's name (uname). */
 const char *tpd_exec_problem(const tpd_exec *e, const tpd_trust *t, char *buf, size_t n);
 
+/* tpd_foreign_load finds the first checkpoint that p loaded and nothing
+ * explains: no earlier save of p's of the same content (digest) or file
+ * name, and no load of ref's (the process p is held against: the golden
+ * run's trainer; NULL: none) of the same content or file name.  A load that
+ * failed is none.  Such a load (a checkpoint an earlier run left, found by
+ * a script that resumes on its own) is the cause of whatever else differs
+ * in p, so a check names it as its ERROR.  NULL when there is none or p is
+ * NULL.  Pure. */
+const tpd_ckpt *tpd_foreign_load(const tpd_proc *p, const tpd_proc *ref);
+
+/* tpd_same_ckpt says whether a and b are one checkpoint: both have a
+ * content digest and the two are equal. */
+bool tpd_same_ckpt(const tpd_ckpt *a, const tpd_ckpt *b);
+
 #endif

@@ -15,7 +15,8 @@
 # other in the state alone: both are rerun (C2, D2) and the ABSTAIN names
 # their first difference at its exact step.  With --ckpt the script resumes
 # on its own from the checkpoint it finds: what C saved is moved aside
-# before D runs, so D trains from scratch and the check PASSes.
+# before D runs, so D trains from scratch and the check PASSes; a checkpoint
+# the golden run left, found by C, is named as the check's ERROR.
 TP_NAME=compare_induction
 . "$(dirname "$0")/lib.sh"
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -66,6 +67,19 @@ for role in C D; do
     [ -f ".trainparity/runs/$run/$role/ck.pt" ] || fail "$role's checkpoint was not moved aside"
 done
 [ -e ck.pt ] && fail "D's checkpoint was left in place"
+# A golden run that leaves its checkpoint (record moves nothing): saving
+# after every 4th step, it leaves step 8's, and C resuming from it trains
+# steps 8 and 9 only.  Without the check, C against G read FAIL at
+# model.net.0.weight, step 0 ("initialised or loaded differently"): a
+# difference of where C started, not of the script.  Removed, it PASSes.
+expect_status 0 "$TP_RUN" record --name stale -- "$py" ema.py --ckpt ck.pt --ckpt-every 4
+[ -f ck.pt ] || fail "the golden run left no checkpoint"
+expect_status 3 "$TP_RUN" compare --against stale -- "$py" ema.py --ckpt ck.pt --ckpt-every 4
+expect_grep '^compare: ERROR$' "$WORK/out"
+expect_grep "^  C \(this run\) loaded .*/ck.pt, a checkpoint it did not write and the golden run did not load \(the golden run wrote it" "$WORK/out"
+rm ck.pt || fail "no checkpoint to remove"
+expect_status 0 "$TP_RUN" compare --against stale -- "$py" ema.py --ckpt ck.pt --ckpt-every 4
+expect_grep '^compare: PASS$' "$WORK/out"
 expect_status 64 "$TP_RUN" compare --against golden --digest some -- "$py" ema.py
 expect_grep "wants induction or full" "$WORK/err"
 

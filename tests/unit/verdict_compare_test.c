@@ -369,6 +369,65 @@ START_TEST(test_golden_error)
 }
 END_TEST
 
+/* ckpt adds a save or a load (load) of the file name, of content tag, to
+ * who's trainer. */
+static void ckpt(world *w, int who, bool load, uint8_t tag, const char *name)
+{
+    tpd_proc *p = &w->pr[who];
+    tpd_arena *a = who == G ? w->golden->arena : w->run->arena;
+    tpd_ckpt *c = tpd_arena_grow(a, p->ckpts, &p->ckpts_cap, p->nckpts + 1, sizeof *c);
+    ck_assert_ptr_nonnull(c);
+    p->ckpts = c;
+    c = &p->ckpts[p->nckpts++];
+    memset(c, 0, sizeof *c);
+    c->seq = (uint64_t)p->nckpts;
+    c->load = load;
+    c->api = "torch";
+    c->target = "path";
+    c->name = name;
+    c->has_digest = true;
+    memset(c->digest, tag, sizeof c->digest);
+}
+
+/* A checkpoint C or D loaded is explained by an earlier save of its own or
+ * by a load of the golden run's (pretrained weights, by content or by
+ * file); one the golden run wrote and never loaded (what record left, found
+ * by a script that resumes on its own) is named as the ERROR, before
+ * anything it caused; one nothing explains, too. */
+START_TEST(test_golden_foreign_load)
+{
+    for (int k = 0; k < 4; k++) {
+        world *w = clean(false);
+        tpd_result res;
+        ckpt(w, G, true, 0x10, "/data/pretrained.pt");
+        ckpt(w, G, false, 0x20, "/work/ck.pt");
+        ckpt(w, C, true, 0x10, "/elsewhere/pretrained.pt"); /* the same content */
+        ckpt(w, D, true, 0x11, "/data/pretrained.pt");      /* the same file */
+        if (k == 1) ckpt(w, C, true, 0x20, "/work/ck.pt");  /* found at its start */
+        ckpt(w, C, false, 0x30, "/work/ck.pt");
+        ckpt(w, C, true, 0x30, "/work/ck.pt"); /* its own */
+        if (k == 2) ckpt(w, D, true, 0x40, "/old/last.pt");
+        if (k == 3) w->pr[C].ckpts[0].error = "FileNotFoundError"; /* no load at all */
+        ck_assert_int_eq(tpd_verdict_compare(w->run, w->golden, NULL, &exact, &res), TP_OK);
+        if (k == 0 || k == 3) {
+            ck_assert_msg(res.outcome == TPD_PASS, "%d: %s", k, res.text);
+        } else {
+            ck_assert_int_eq(res.outcome, TPD_ERROR);
+            ck_assert_msg(strstr(res.text, k == 1
+                                               ? "C (this run) loaded /work/ck.pt, a checkpoint "
+                                                 "it did not write and the golden run did not "
+                                                 "load (the golden run wrote it"
+                                               : "D (again) loaded /old/last.pt, a checkpoint it "
+                                                 "did not write and the golden run did not load "
+                                                 "(left from an earlier run?)") != NULL,
+                          "%d: %s", k, res.text);
+        }
+        tpd_result_clear(&res);
+        destroy(w);
+    }
+}
+END_TEST
+
 /* C and D light between their first and last steps, whose state the
  * golden run's last step made a boundary of: nothing to narrow, and the
  * report says how many steps digested the state. */
@@ -490,6 +549,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_golden_unsure);
     tcase_add_test(tc, test_golden_error);
     tcase_add_test(tc, test_golden_against);
+    tcase_add_test(tc, test_golden_foreign_load);
     tcase_add_test(tc, test_golden_induction_pass);
     tcase_add_test(tc, test_golden_induction_end_narrowed);
     tcase_add_test(tc, test_golden_induction_divergence_narrowed);

@@ -173,6 +173,14 @@ static const char *exec_problem(const tpd_exec *e, const char *who, char *buf, s
     return tpd_exec_problem(e, &t, buf, n);
 }
 
+/* golden_wrote says whether g (the golden run's trainer) saved checkpoint l. */
+static bool golden_wrote(const tpd_proc *g, const tpd_ckpt *l)
+{
+    for (size_t i = 0; g != NULL && i < g->nckpts; i++)
+        if (!g->ckpts[i].load && tpd_same_ckpt(&g->ckpts[i], l)) return true;
+    return false;
+}
+
 static void head_lines(ctx *x)
 {
     const tpd_run *g = x->golden;
@@ -225,6 +233,22 @@ tp_err tpd_verdict_compare(const tpd_run *r, const tpd_run *g, const char *gwhy,
     snprintf(who, sizeof who, "G (golden run %lld)", (long long)g->id);
     if ((why = exec_problem(x.G, who, buf, sizeof buf)))
         return error(&x, out, "the golden run is not whole: %s", why);
+    /* C or D that loaded a checkpoint of an earlier run (a script that
+     * resumes on its own, finding what record left) starts elsewhere than
+     * G did: that is the cause of whatever else differs, so it is named */
+    for (int k = 0; k < 2; k++) {
+        const tpd_proc *p = k ? x.pd : x.pc;
+        const tpd_ckpt *f = tpd_foreign_load(p, x.pg);
+        if (f != NULL)
+            return error(&x, out,
+                         "%s loaded %s, a checkpoint it did not write and the golden run did not "
+                         "load (%s): move it away so that %s starts as the golden run did",
+                         role_name(k ? "D" : "C"), f->name ? f->name : "a buffer",
+                         golden_wrote(x.pg, f) ? "the golden run wrote it: record leaves what it "
+                                                 "saves in place"
+                                               : "left from an earlier run?",
+                         k ? "D" : "C");
+    }
     if ((why = exec_problem(x.C, role_name("C"), buf, sizeof buf)) ||
         (!x.once && (why = exec_problem(x.D, role_name("D"), buf, sizeof buf))))
         return error(&x, out, "%s", why);

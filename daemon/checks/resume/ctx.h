@@ -12,6 +12,7 @@
 #include "daemon/checks/lockstep.h"
 #include "daemon/checks/result.h"
 #include "daemon/checks/resume/stream.h"
+#include "daemon/checks/trust.h"
 #include "daemon/obs/obs.h"
 
 typedef struct tpd_rctx {
@@ -128,7 +129,5 @@ const char *tpd_resume_within(const char *path, tpd_group g);
 
 /* tpd_resume_base is the file name of path, or "a buffer" for NULL. */
 const char *tpd_resume_base(const char *path);
-/* tpd_resume_same_digest: both checkpoints have a content digest, equal. */
-bool tpd_resume_same_digest(const tpd_ckpt *a, const tpd_ckpt *b);
 
 #endif

@@ -102,7 +102,7 @@ bool tpd_resume_saves(tpd_rctx *x, tpd_div *d)
         occ = occurrence(x->pa, sa);
         sr = counterpart(x->pr, sa, sa->step - x->c + x->r0, occ);
         if (sr == NULL || sr->seq < x->loaded->seq) continue;
-        if (tpd_resume_same_digest(sa, sr)) continue;
+        if (tpd_same_ckpt(sa, sr)) continue;
         sb = x->pb != NULL ? counterpart(x->pb, sa, sa->step, occ) : NULL;
         if (!first_entry(x, sa, sr, sb, &ea, &er)) continue;
         snprintf(x->save_path, sizeof x->save_path, "file[%s].%s", tpd_resume_base(sa->name),

@@ -225,28 +225,6 @@ static const char *exec_problem(const tpd_exec *e, char *buf, size_t n)
     return tpd_exec_problem(e, &t, buf, n);
 }
 
-bool tpd_resume_same_digest(const tpd_ckpt *a, const tpd_ckpt *b)
-{
-    return a->has_digest && b->has_digest && memcmp(a->digest, b->digest, TP_DIGEST_LEN) == 0;
-}
-
-/* foreign_load finds a load of p's that no earlier save of p's explains. */
-static const tpd_ckpt *foreign_load(const tpd_proc *p)
-{
-    for (size_t i = 0; i < p->nckpts; i++) {
-        const tpd_ckpt *l = &p->ckpts[i];
-        bool mine = false;
-        if (!l->load || l->error) continue;
-        for (size_t k = 0; k < i && !mine; k++) {
-            const tpd_ckpt *s = &p->ckpts[k];
-            mine = !s->load && (tpd_resume_same_digest(s, l) ||
-                                (s->name && l->name && strcmp(s->name, l->name) == 0));
-        }
-        if (!mine) return l;
-    }
-    return NULL;
-}
-
 static void head_lines(ctx *x)
 {
     tpd_str_printf(&x->head, "  executions  A %lld steps, B %lld steps", (long long)x->pa->steps,
@@ -483,7 +461,7 @@ tp_err tpd_verdict_resume(const tpd_run *r, const tpd_cmp_opts *o, tpd_result *o
      * finished run's checkpoint runs no step), so it is named first. */
     for (int k = 0; k < 2; k++) {
         const tpd_proc *p = k ? x.pb : x.pa;
-        if (p != NULL && (foreign = foreign_load(p)) != NULL)
+        if (p != NULL && (foreign = tpd_foreign_load(p, NULL)) != NULL)
             return error(&x, out,
                          "%s loaded %s, a checkpoint it did not write (left from an earlier run?): "
                          "move it away so that the baselines start from scratch",
@@ -516,7 +494,7 @@ tp_err tpd_verdict_resume(const tpd_run *r, const tpd_cmp_opts *o, tpd_result *o
         if (!l->load) continue;
         for (size_t k = 0; k < x.pi->nckpts; k++) {
             const tpd_ckpt *s = &x.pi->ckpts[k];
-            if (!s->load && s->seq >= x.armed->seq && tpd_resume_same_digest(s, l)) {
+            if (!s->load && s->seq >= x.armed->seq && tpd_same_ckpt(s, l)) {
                 x.loaded = l;
                 x.saved = s;
                 break;

@@ -62,7 +62,7 @@ bool tpd_resume_from_checkpoint(const tpd_rctx *x, const tpd_restore *r)
     if ((l = tpd_restore_source(x->pr, r)) == NULL) return false;
     for (size_t i = 0; i < x->pi->nckpts; i++) {
         const tpd_ckpt *s = &x->pi->ckpts[i];
-        if (!s->load && s->seq >= x->armed->seq && tpd_resume_same_digest(s, l)) return true;
+        if (!s->load && s->seq >= x->armed->seq && tpd_same_ckpt(s, l)) return true;
     }
     return false;
 }
@@ -672,7 +672,7 @@ static bool loaded_twin(const ctx *x, const tpd_ckpt *s)
             t->manifest.n == 0)
             continue;
         for (size_t k = 0; k < x->pr->nckpts && !loaded; k++)
-            loaded = x->pr->ckpts[k].load && tpd_resume_same_digest(&x->pr->ckpts[k], t);
+            loaded = x->pr->ckpts[k].load && tpd_same_ckpt(&x->pr->ckpts[k], t);
         if (loaded && holds_all_of(s, t) && holds_all_of(t, s)) return true;
     }
     return false;
@@ -724,7 +724,7 @@ void tpd_resume_explain(tpd_rctx *x, const tpd_cmp_result *cmp)
         bool loaded = false;
         if (s->load || s->seq < x->armed->seq || !s->has_digest || !holds_state(s)) continue;
         for (size_t k = 0; k < x->pr->nckpts && !loaded; k++)
-            loaded = x->pr->ckpts[k].load && tpd_resume_same_digest(&x->pr->ckpts[k], s);
+            loaded = x->pr->ckpts[k].load && tpd_same_ckpt(&x->pr->ckpts[k], s);
         if (!loaded) loaded = loaded_twin(x, s);
         if (!loaded && s->name)
             tpd_why_add(&x->why, "not_loaded", "R never loaded %s, which I saved at step %lld",
