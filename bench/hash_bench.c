@@ -12,13 +12,26 @@
  * row's time in the same round (a moment when the machine's memory is slow
  * or fast falls on both), and its GB/s the best round's.
  *
+ * Two more rows say which part of the ratio is the kernel and which the
+ * machine.  "In cache": the digest over IN_CACHE bytes that stay in the
+ * core's cache, again and again: the kernel's own speed, with no memory to
+ * wait for; where it is not well above the memory read, the single-thread
+ * ratio is bounded by the core, not the memory, and moves with the core's
+ * clock.  "On every core": each of the machine's cores reads, then digests,
+ * its own share of the bytes at once, as the agent hashes a snapshot's
+ * tensors on torch's compute threads (agent/team.h): the ratio the agent
+ * meets, against the read of every core.
+ *
  * usage: hash_bench [MiB]   (default 256) */
 #define _GNU_SOURCE
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <xxhash.h>
 
@@ -63,7 +76,9 @@ __attribute__((noinline)) static void digest_all(const char *dtype, tp_dtype dt,
     sink += d[0];
 }
 
-#define REPS 9
+#define REPS        9
+#define IN_CACHE    ((size_t)256 << 10) /* in L2 on every x86 core of the last years */
+#define MAX_THREADS 64
 
 static const char *const kernel_names[] = {"C", "AVX2", "AVX-512"};
 
@@ -92,6 +107,90 @@ static void run(const row *r, const float *f32, const uint16_t *bf16, size_t byt
     else
         digest_all("torch.bfloat16", TP_DT_BF16, bf16, bytes);
     tp_digest_use_kernel(TP_KERNEL_AVX512);
+}
+
+/* ---- in cache, and on every core ---- */
+
+/* median_of sorts v (REPS ratios) and returns its median. */
+static double median_of(double *v)
+{
+    qsort(v, REPS, sizeof(double), by_value);
+    return v[REPS / 2];
+}
+
+/* in_cache prints the digest's speed over IN_CACHE bytes of f32, hashed
+ * bytes / IN_CACHE times, beside mem, the memory read's GB/s. */
+static void in_cache(const float *f32, size_t bytes, double mem)
+{
+    size_t times = bytes / IN_CACHE;
+    double best = 1e9, bestr = 1e9;
+    for (int rep = 0; rep < REPS; rep++) {
+        double t = now_s();
+        for (size_t i = 0; i < times; i++) read_all((const uint64_t *)f32, IN_CACHE / 8);
+        t = now_s() - t;
+        bestr = t < bestr ? t : bestr;
+        t = now_s();
+        for (size_t i = 0; i < times; i++) digest_all("torch.float32", TP_DT_F32, f32, IN_CACHE);
+        t = now_s() - t;
+        best = t < best ? t : best;
+    }
+    printf("  in cache (%zu KiB, again and again): read %.2f GB/s, digest + stats %.2f GB/s:"
+           " the kernel's own speed, %.2f of the memory read\n",
+           IN_CACHE >> 10, (double)(times * IN_CACHE) / bestr / 1e9,
+           (double)(times * IN_CACHE) / best / 1e9, (double)(times * IN_CACHE) / best / 1e9 / mem);
+}
+
+typedef struct share {
+    const float *p;
+    size_t bytes;
+    bool digest;
+} share;
+
+static void *share_run(void *arg)
+{
+    const share *s = arg;
+    if (s->digest)
+        digest_all("torch.float32", TP_DT_F32, s->p, s->bytes);
+    else
+        read_all((const uint64_t *)s->p, s->bytes / 8);
+    return NULL;
+}
+
+/* on_cores runs n threads at once, each over its own share of bytes at f32
+ * (whole 64-byte lines), reading or digesting, and returns the time. */
+static double on_cores(const float *f32, size_t bytes, int n, bool digest)
+{
+    pthread_t t[MAX_THREADS];
+    share sh[MAX_THREADS];
+    size_t part = bytes / (size_t)n / 64 * 64;
+    int started = 0;
+    double t0 = now_s();
+    for (int i = 0; i < n; i++) {
+        sh[i] = (share){(const float *)((const char *)f32 + part * (size_t)i), part, digest};
+        if (i == n - 1 || pthread_create(&t[i], NULL, share_run, &sh[i]) != 0)
+            share_run(&sh[i]); /* the last share on this thread */
+        else
+            started++;
+    }
+    for (int i = 0; i < started; i++) pthread_join(t[i], NULL);
+    return now_s() - t0;
+}
+
+static void every_core(const float *f32, size_t bytes)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int n = ncpu < 1 ? 1 : ncpu > MAX_THREADS ? MAX_THREADS : (int)ncpu;
+    double ratio[REPS], br = 1e9, bd = 1e9;
+    for (int rep = 0; rep < REPS; rep++) {
+        double tr = on_cores(f32, bytes, n, false), td = on_cores(f32, bytes, n, true);
+        br = tr < br ? tr : br;
+        bd = td < bd ? td : bd;
+        ratio[rep] = tr / td;
+    }
+    printf("  on every core (%d threads, each its share): read %.2f GB/s, digest + stats %.2f"
+           " GB/s, ratio to read %.2f (rounds ",
+           n, (double)bytes / br / 1e9, (double)bytes / bd / 1e9, median_of(ratio));
+    printf("%.2f-%.2f)\n", ratio[0], ratio[REPS - 1]);
 }
 
 int main(int argc, char **argv)
@@ -140,6 +239,8 @@ int main(int argc, char **argv)
                rows[k].label, (double)bytes / rows[k].best / 1e9, rows[k].ratio[REPS / 2],
                rows[k].ratio[0], rows[k].ratio[REPS - 1], read / rows[k].best);
     }
+    in_cache(f32, bytes, (double)bytes / read / 1e9);
+    every_core(f32, bytes);
     free(f32);
     free(bf16);
     return sink == 42 ? 1 : 0;
