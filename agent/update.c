@@ -5,8 +5,11 @@
  * The copy before the step and the comparison after it are memory-bound
  * passes over every parameter (two on 11M float32 parameters took about 10
  * ms on one thread, 5 on two, on a 2-core machine).  Both run on the
- * process's compute threads (team.h), idle while the hook runs, with the GIL
- * released, in PIECE-byte pieces shared out through one atomic counter.
+ * process's compute threads (team.h), idle while the hook runs, in
+ * PIECE-byte pieces shared out through one atomic counter.  The GIL stays
+ * held: the arena and the lists of tensors and pieces are the process's
+ * one set, which another Python thread's optimizer step must not touch
+ * while the threads read them.
  * Each piece's sum of squares is its own and the sums are added in the order
  * of the pieces, so the norm is the same bits whatever the number of
  * threads. */
@@ -24,9 +27,8 @@
 
 #define P tpa_py
 
-#define PIECE             ((size_t)1 << 20) /* a multiple of every element size */
-#define PARALLEL_BYTES    ((size_t)2 << 20) /* below this, one thread */
-#define RELEASE_GIL_BYTES ((size_t)1 << 20)
+#define PIECE          ((size_t)1 << 20) /* a multiple of every element size */
+#define PARALLEL_BYTES ((size_t)2 << 20) /* below this, one thread */
 
 /* one tensor: its bytes now, where its copy is in the arena */
 typedef struct span {
@@ -196,15 +198,12 @@ static void run(bool compare, size_t total)
 {
     share sh = {.compare = compare};
     int threads = 1;
-    PyThreadState *ts = NULL;
     if (total >= PARALLEL_BYTES && npieces > 1) {
         threads = tpa_team_size();
         if ((size_t)threads > npieces) threads = (int)npieces;
     }
     atomic_init(&sh.next, 0);
-    if (total >= RELEASE_GIL_BYTES) ts = P.PyEval_SaveThread();
     tpa_team_run(work, &sh, threads);
-    if (ts) P.PyEval_RestoreThread(ts);
 }
 
 int tpa_update_begin(PyObject *params)
