@@ -445,6 +445,27 @@ START_TEST(test_golden_induction_pass)
     ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(ind, "D"), "steps")), 4);
     ck_assert(json_is_null(json_object_get(ind, "narrowed")));
     ck_assert_ptr_nonnull(strstr(res.text, "  digests     induction: "));
+    ck_assert_ptr_nonnull(strstr(res.text, "; G every tensor at every step\n"));
+    json_decref(j);
+    tpd_result_clear(&res);
+    destroy(w);
+}
+END_TEST
+
+/* A golden run recorded with TRAINPARITY_DIGEST=induction set is light
+ * too: the digests line says how many of its steps held the state, not
+ * "every tensor at every step". */
+START_TEST(test_golden_induction_light_golden)
+{
+    world *w = clean(false);
+    tpd_result res;
+    json_t *j;
+    for (int64_t s = 1; s <= 2; s++) lighten(w, G, s), lighten(w, C, s), lighten(w, D, s);
+    j = judge(w, &exact, TPD_PASS, &res);
+    ck_assert_msg(strstr(res.text, "; G at 2 of 4 steps (recorded in the induction mode: where G "
+                                   "was light, no rerun of C can show the state)\n") != NULL,
+                  "%s", res.text);
+    ck_assert_ptr_null(strstr(res.text, "G every tensor"));
     json_decref(j);
     tpd_result_clear(&res);
     destroy(w);
@@ -551,6 +572,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_golden_against);
     tcase_add_test(tc, test_golden_foreign_load);
     tcase_add_test(tc, test_golden_induction_pass);
+    tcase_add_test(tc, test_golden_induction_light_golden);
     tcase_add_test(tc, test_golden_induction_end_narrowed);
     tcase_add_test(tc, test_golden_induction_divergence_narrowed);
     tcase_add_test(tc, test_golden_induction_nondeterminism_narrows_d);

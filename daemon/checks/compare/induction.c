@@ -59,7 +59,8 @@ void tpd_compare_anchor(ctx *x, const tpd_gpair *p, bool d_too)
 static bool induced(const ctx *x)
 {
     if (x->pc == NULL) return false;
-    return x->pc->timeline.nlight || (x->pd && x->pd->timeline.nlight) || x->pc0 != NULL;
+    return x->pc->timeline.nlight || (x->pd && x->pd->timeline.nlight) || x->pc0 != NULL ||
+           (x->pg && x->pg->timeline.nlight);
 }
 
 /* narrowed finds the steps the reruns digested whole where C (or D) had
@@ -83,7 +84,7 @@ static bool state_short(const ctx *x)
 
 void tpd_compare_induction_text(ctx *x)
 {
-    int64_t fc, nc, fd, nd, lo = 0, hi = 0;
+    int64_t fc, nc, fd, nd, fg, ng, lo = 0, hi = 0;
     if (!induced(x)) return;
     tpd_full_counts(x->pc, &fc, &nc);
     tpd_str_printf(&x->head,
@@ -94,7 +95,17 @@ void tpd_compare_induction_text(ctx *x)
         tpd_full_counts(x->pd, &fd, &nd);
         tpd_str_printf(&x->head, ", D at %lld of %lld", (long long)fd, (long long)nd);
     }
-    tpd_str_puts(&x->head, "), the inputs of every step; G every tensor at every step\n");
+    tpd_str_puts(&x->head, "), the inputs of every step; ");
+    if (x->pg && x->pg->timeline.nlight) {
+        /* a golden run recorded with TRAINPARITY_DIGEST=induction set */
+        tpd_full_counts(x->pg, &fg, &ng);
+        tpd_str_printf(&x->head,
+                       "G at %lld of %lld steps (recorded in the induction mode: where G was "
+                       "light, no rerun of C can show the state)\n",
+                       (long long)fg, (long long)ng);
+    } else {
+        tpd_str_puts(&x->head, "G every tensor at every step\n");
+    }
     if (narrowed(x, &lo, &hi)) {
         tpd_narrowed_text(&x->head, x->pd0 != NULL ? "C2, D2" : "C2", lo, hi, "");
     }
