@@ -5,14 +5,16 @@
  * The copy before the step and the comparison after it are memory-bound
  * passes over every parameter (two on 11M float32 parameters took about 10
  * ms on one thread, 5 on two, on a 2-core machine).  Both run on the
- * process's compute threads (team.h), idle while the hook runs, in
- * PIECE-byte pieces shared out through one atomic counter.  The GIL stays
- * held: the arena and the lists of tensors and pieces are the process's
- * one set, which another Python thread's optimizer step must not touch
- * while the threads read them.
- * Each piece's sum of squares is its own and the sums are added in the order
- * of the pieces, so the norm is the same bits whatever the number of
- * threads. */
+ * process's compute threads (team.h), idle while the hook runs, shared out
+ * through one atomic counter: the copy in PIECE-byte pieces, the comparison
+ * by whole tensors, largest first, so that each tensor's sum of squares is
+ * the same chain of additions as on one thread, and the sums are added in
+ * the tensors' order: the norm is the same bits whatever the number of
+ * threads, and the same as the agent's before the threads (a stored run's
+ * `update.norm` is compared exactly, `query diff`).  The GIL stays held:
+ * the arena and the lists of tensors and pieces are the process's one set,
+ * which another Python thread's optimizer step must not touch while the
+ * threads read them. */
 #define _GNU_SOURCE
 #include <math.h>
 #include <stdatomic.h>
@@ -30,26 +32,29 @@
 #define PIECE          ((size_t)1 << 20) /* a multiple of every element size */
 #define PARALLEL_BYTES ((size_t)2 << 20) /* below this, one thread */
 
-/* one tensor: its bytes now, where its copy is in the arena */
+/* one tensor: its bytes now, where its copy is in the arena, and what the
+ * comparison found */
 typedef struct span {
     const uint8_t *data;
     size_t off, nb;
     tp_dtype dt;
     PyObject *keep;
-} span;
-
-/* one piece of a tensor, and what the comparison found in it */
-typedef struct piece {
-    size_t span, lo, hi;
     double sq;
     bool differs;
+} span;
+
+/* one piece of a tensor, for the copy */
+typedef struct piece {
+    size_t span, lo, hi;
 } piece;
 
 static uint8_t *arena;
 static size_t arena_cap, arena_len;
 static Py_ssize_t count;
 static span *spans;
-static size_t spans_cap;
+static size_t spans_cap, nspans;
+static size_t *order; /* span indices, the most bytes first */
+static size_t order_cap;
 static piece *pieces;
 static size_t pieces_cap, npieces;
 
@@ -105,17 +110,18 @@ static Py_ssize_t collect(PyObject *params, bool want_dtype, size_t *total)
             release((size_t)i);
             return -1;
         }
-        spans[i] = (span){data, off, nb, want_dtype ? dtype_code(t) : TP_DT_OTHER, keep};
+        spans[i] = (span){data, off, nb, want_dtype ? dtype_code(t) : TP_DT_OTHER, keep, 0, false};
         for (size_t lo = 0; lo < nb; lo += PIECE) {
             if ((pieces = grow(pieces, &pieces_cap, npieces + 1, sizeof *pieces)) == NULL) {
                 release((size_t)i + 1);
                 goto oom0;
             }
-            pieces[npieces++] = (piece){(size_t)i, lo, nb - lo < PIECE ? nb : lo + PIECE, 0, false};
+            pieces[npieces++] = (piece){(size_t)i, lo, nb - lo < PIECE ? nb : lo + PIECE};
         }
         off += nb;
     }
     *total = off;
+    nspans = (size_t)n;
     return n;
 oom0:
     P.PyErr_SetString(*P.Exc_RuntimeError, "out of memory for the update copy");
@@ -170,37 +176,45 @@ static double sq_diff(tp_dtype dt, const void *a, const void *b, size_t nb)
 }
 
 /* work is what each thread runs: no Python, no lock; each writes only its
- * own pieces (of the arena, or of the results). */
+ * own pieces of the arena, or its own tensors' results. */
 static void work(void *arg)
 {
     share *sh = arg;
     size_t k;
-    while ((k = atomic_fetch_add_explicit(&sh->next, 1, memory_order_relaxed)) < npieces) {
-        piece *p = &pieces[k];
-        const span *s = &spans[p->span];
-        const uint8_t *now = s->data + p->lo;
-        uint8_t *copy = arena + s->off + p->lo;
-        size_t nb = p->hi - p->lo;
+    while ((k = atomic_fetch_add_explicit(&sh->next, 1, memory_order_relaxed)) <
+           (sh->compare ? nspans : npieces)) {
         if (!sh->compare) {
-            memcpy(copy, now, nb);
+            const piece *p = &pieces[k];
+            const span *s = &spans[p->span];
+            memcpy(arena + s->off + p->lo, s->data + p->lo, p->hi - p->lo);
             continue;
         }
-        /* one pass over both where the step moved the piece (a positive sum
-         * of squares says it did); the bytes compared only where it did not
-         * seem to: equal values of other bit patterns (-0 and 0), NaNs,
+        span *s = &spans[order[k]];
+        if (s->nb == 0) continue;
+        /* one pass over both where the step moved the tensor (a positive
+         * sum of squares says it did); the bytes compared only where it did
+         * not seem to: equal values of other bit patterns (-0 and 0), NaNs,
          * dtypes without a norm */
-        p->sq = sq_diff(s->dt, now, copy, nb);
-        p->differs = p->sq > 0 || memcmp(copy, now, nb) != 0;
+        s->sq = sq_diff(s->dt, s->data, arena + s->off, s->nb);
+        s->differs = s->sq > 0 || memcmp(arena + s->off, s->data, s->nb) != 0;
     }
+}
+
+/* larger_first orders span indices by their bytes, most first. */
+static int larger_first(const void *a, const void *b)
+{
+    size_t x = spans[*(const size_t *)a].nb, y = spans[*(const size_t *)b].nb;
+    return x < y ? 1 : x > y ? -1 : 0;
 }
 
 static void run(bool compare, size_t total)
 {
     share sh = {.compare = compare};
+    size_t tasks = compare ? nspans : npieces;
     int threads = 1;
-    if (total >= PARALLEL_BYTES && npieces > 1) {
+    if (total >= PARALLEL_BYTES && tasks > 1) {
         threads = tpa_team_size();
-        if ((size_t)threads > npieces) threads = (int)npieces;
+        if ((size_t)threads > tasks) threads = (int)tasks;
     }
     atomic_init(&sh.next, 0);
     tpa_team_run(work, &sh, threads);
@@ -247,12 +261,19 @@ int tpa_update_end(PyObject *params, double *norm, bool *changed)
         P.PyErr_SetString(*P.Exc_RuntimeError, "parameter sizes changed during the step");
         return -1;
     }
+    if ((order = grow(order, &order_cap, nspans + 1, sizeof *order)) == NULL) {
+        release((size_t)n);
+        P.PyErr_SetString(*P.Exc_RuntimeError, "out of memory for the update copy");
+        return -1;
+    }
+    for (size_t i = 0; i < nspans; i++) order[i] = i;
+    qsort(order, nspans, sizeof *order, larger_first);
     run(true, total);
     release((size_t)n);
-    for (size_t k = 0; k < npieces; k++)
-        if (pieces[k].differs) {
+    for (size_t i = 0; i < nspans; i++)
+        if (spans[i].differs) {
             ch = true;
-            s += pieces[k].sq;
+            s += spans[i].sq;
         }
     *norm = sqrt(s);
     *changed = ch;
