@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: MIT
  * job.c -- deferred tensors and their parallel hashing (see job.h).  The
- * threads share the tensors out through one atomic counter, largest first so
+ * threads share the tensors out through one counter (tpa_team_each), largest first so
  * that no thread is left with a large one at the end; each writes only its
  * own tensors' results, and the patching and the gradient norm are done
  * afterwards on the calling thread, in the order the tensors were met. */
 #define _GNU_SOURCE
 #include <math.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,20 +93,15 @@ size_t tpa_put_u64_fixed(tp_buf *b, uint64_t v)
 typedef struct run_ctx {
     tpa_deferred *items;
     const size_t *order; /* NULL: the items' own order */
-    size_t n;
-    atomic_size_t next;
 } run_ctx;
 
-/* hash_share is what each thread runs: no Python, no lock. */
-static void hash_share(void *arg)
+/* hash_one is what each thread runs for the k-th tensor: no Python, no lock. */
+static void hash_one(void *arg, size_t k)
 {
     run_ctx *c = arg;
-    size_t k;
-    while ((k = atomic_fetch_add_explicit(&c->next, 1, memory_order_relaxed)) < c->n) {
-        tpa_deferred *d = &c->items[c->order ? c->order[k] : k];
-        if (d->done) continue;
+    tpa_deferred *d = &c->items[c->order ? c->order[k] : k];
+    if (!d->done)
         tp_digest_tensor(d->dtype, d->shape, d->ndim, d->data, d->nbytes, d->dt, d->digest, &d->st);
-    }
 }
 
 /* larger_first orders item indices by the bytes left to hash, most first. */
@@ -190,10 +184,8 @@ void tpa_job_run(tpa_job *j, tp_buf *body)
     }
     c.items = j->items;
     c.order = order;
-    c.n = j->n;
-    atomic_init(&c.next, 0);
     if (total >= RELEASE_GIL_BYTES) ts = P.PyEval_SaveThread();
-    tpa_team_run(hash_share, &c, threads);
+    tpa_team_each(hash_one, &c, j->n, threads);
     if (ts) P.PyEval_RestoreThread(ts);
     free(order);
 

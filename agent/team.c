@@ -4,6 +4,7 @@
  * torch, after the agent booted. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,4 +44,26 @@ void tpa_team_run(void (*fn)(void *), void *arg, int nthreads)
         ((gomp_parallel_fn)(uintptr_t)gp)(fn, arg, (unsigned)nthreads, 0);
     else
         fn(arg);
+}
+
+typedef struct each_ctx {
+    void (*fn)(void *, size_t);
+    void *arg;
+    size_t n;
+    atomic_size_t next;
+} each_ctx;
+
+static void each_share(void *arg)
+{
+    each_ctx *c = arg;
+    size_t i;
+    while ((i = atomic_fetch_add_explicit(&c->next, 1, memory_order_relaxed)) < c->n)
+        c->fn(c->arg, i);
+}
+
+void tpa_team_each(void (*fn)(void *, size_t), void *arg, size_t n, int nthreads)
+{
+    each_ctx c = {fn, arg, n, 0};
+    atomic_init(&c.next, 0);
+    tpa_team_run(each_share, &c, nthreads);
 }

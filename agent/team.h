@@ -26,4 +26,10 @@ int tpa_team_size(void);
  * child (the team's threads are the parent's). */
 void tpa_team_run(void (*fn)(void *), void *arg, int nthreads);
 
+/* tpa_team_each calls fn(arg, i) once for each i from 0 to n - 1, on up to
+ * nthreads threads as tpa_team_run does (the same rules for fn), each i
+ * taken in turn from one shared counter: a thread that ends a short task
+ * takes the next, so tasks sorted largest first share out evenly. */
+void tpa_team_each(void (*fn)(void *, size_t), void *arg, size_t n, int nthreads);
+
 #endif

@@ -6,7 +6,7 @@
  * passes over every parameter (two on 11M float32 parameters took about 10
  * ms on one thread, 5 on two, on a 2-core machine).  Both run on the
  * process's compute threads (team.h), idle while the hook runs, shared out
- * through one atomic counter: the copy in PIECE-byte pieces, the comparison
+ * through one counter (tpa_team_each): the copy in PIECE-byte pieces, the comparison
  * by whole tensors, largest first, so that each tensor's sum of squares is
  * the same chain of additions as on one thread, and the sums are added in
  * the tensors' order: the norm is the same bits whatever the number of
@@ -17,7 +17,6 @@
  * threads read them. */
 #define _GNU_SOURCE
 #include <math.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,11 +90,11 @@ static void release(size_t n)
     for (size_t i = 0; i < n; i++) P.Py_DecRef(spans[i].keep);
 }
 
-/* collect reads where each tensor of params keeps its bytes, and cuts them
- * into pieces; with want_dtype, each one's dtype too.  Returns the number of
+/* collect reads where each tensor of params keeps its bytes; for the copy
+ * (copy), cuts them into pieces, else reads each one's dtype.  Returns the number of
  * tensors, with a reference to each held in spans (release them), or -1 with
  * a Python exception set. */
-static Py_ssize_t collect(PyObject *params, bool want_dtype, size_t *total)
+static Py_ssize_t collect(PyObject *params, bool copy, size_t *total)
 {
     Py_ssize_t n = P.PyList_Size(params);
     size_t off = 0;
@@ -110,8 +109,8 @@ static Py_ssize_t collect(PyObject *params, bool want_dtype, size_t *total)
             release((size_t)i);
             return -1;
         }
-        spans[i] = (span){data, off, nb, want_dtype ? dtype_code(t) : TP_DT_OTHER, keep, 0, false};
-        for (size_t lo = 0; lo < nb; lo += PIECE) {
+        spans[i] = (span){data, off, nb, copy ? TP_DT_OTHER : dtype_code(t), keep, 0, false};
+        for (size_t lo = 0; copy && lo < nb; lo += PIECE) {
             if ((pieces = grow(pieces, &pieces_cap, npieces + 1, sizeof *pieces)) == NULL) {
                 release((size_t)i + 1);
                 goto oom0;
@@ -127,11 +126,6 @@ oom0:
     P.PyErr_SetString(*P.Exc_RuntimeError, "out of memory for the update copy");
     return -1;
 }
-
-typedef struct share {
-    bool compare; /* false: copy the tensors; true: compare them with the copy */
-    atomic_size_t next;
-} share;
 
 /* LANES independent partial sums: a single running sum is one chain of
  * dependent additions the compiler may not reorder (no fast-math); eight
@@ -175,29 +169,28 @@ static double sq_diff(tp_dtype dt, const void *a, const void *b, size_t nb)
     return t;
 }
 
-/* work is what each thread runs: no Python, no lock; each writes only its
- * own pieces of the arena, or its own tensors' results. */
-static void work(void *arg)
+/* copy_one is what each thread runs for the k-th piece, compare_one for
+ * the k-th tensor, largest first: no Python, no lock; each writes only its
+ * own piece of the arena, or its own tensor's results. */
+static void copy_one(void *arg, size_t k)
 {
-    share *sh = arg;
-    size_t k;
-    while ((k = atomic_fetch_add_explicit(&sh->next, 1, memory_order_relaxed)) <
-           (sh->compare ? nspans : npieces)) {
-        if (!sh->compare) {
-            const piece *p = &pieces[k];
-            const span *s = &spans[p->span];
-            memcpy(arena + s->off + p->lo, s->data + p->lo, p->hi - p->lo);
-            continue;
-        }
-        span *s = &spans[order[k]];
-        if (s->nb == 0) continue;
-        /* one pass over both where the step moved the tensor (a positive
-         * sum of squares says it did); the bytes compared only where it did
-         * not seem to: equal values of other bit patterns (-0 and 0), NaNs,
-         * dtypes without a norm */
-        s->sq = sq_diff(s->dt, s->data, arena + s->off, s->nb);
-        s->differs = s->sq > 0 || memcmp(arena + s->off, s->data, s->nb) != 0;
-    }
+    const piece *p = &pieces[k];
+    const span *s = &spans[p->span];
+    (void)arg;
+    memcpy(arena + s->off + p->lo, s->data + p->lo, p->hi - p->lo);
+}
+
+static void compare_one(void *arg, size_t k)
+{
+    span *s = &spans[order[k]];
+    (void)arg;
+    if (s->nb == 0) return;
+    /* one pass over both where the step moved the tensor (a positive sum of
+     * squares says it did); the bytes compared only where it did not seem
+     * to: equal values of other bit patterns (-0 and 0), NaNs, dtypes
+     * without a norm */
+    s->sq = sq_diff(s->dt, s->data, arena + s->off, s->nb);
+    s->differs = s->sq > 0 || memcmp(arena + s->off, s->data, s->nb) != 0;
 }
 
 /* larger_first orders span indices by their bytes, most first. */
@@ -209,15 +202,13 @@ static int larger_first(const void *a, const void *b)
 
 static void run(bool compare, size_t total)
 {
-    share sh = {.compare = compare};
     size_t tasks = compare ? nspans : npieces;
     int threads = 1;
     if (total >= PARALLEL_BYTES && tasks > 1) {
         threads = tpa_team_size();
         if ((size_t)threads > tasks) threads = (int)tasks;
     }
-    atomic_init(&sh.next, 0);
-    tpa_team_run(work, &sh, threads);
+    tpa_team_each(compare ? compare_one : copy_one, NULL, tasks, threads);
 }
 
 int tpa_update_begin(PyObject *params)
@@ -226,7 +217,7 @@ int tpa_update_begin(PyObject *params)
     Py_ssize_t n;
     arena_len = 0;
     count = 0;
-    if ((n = collect(params, false, &total)) < 0) return -1;
+    if ((n = collect(params, true, &total)) < 0) return -1;
     if (total > arena_cap) {
         uint8_t *a = realloc(arena, total * 2);
         if (a == NULL) {
@@ -255,7 +246,7 @@ int tpa_update_end(PyObject *params, double *norm, bool *changed)
         P.PyErr_SetString(*P.Exc_RuntimeError, "parameter list changed during the step");
         return -1;
     }
-    if ((n = collect(params, true, &total)) < 0) return -1;
+    if ((n = collect(params, false, &total)) < 0) return -1;
     if (total != arena_len) {
         release((size_t)n);
         P.PyErr_SetString(*P.Exc_RuntimeError, "parameter sizes changed during the step");
