@@ -354,13 +354,69 @@ static const char *key_of(const tp_event *e, tp_field f)
     return tp_fields[f].key;
 }
 
+tp_err tp_body_index(const tp_event *e, tp_body_ix *ix)
+{
+    tp_body_id b;
+    tp_mpr r;
+    uint32_t n;
+    if (e->kind <= TP_K_NONE || e->kind >= TP_K__COUNT) return TP_EINVAL;
+    b = tp_kinds[e->kind].body;
+    ix->have = 0;
+    tp_mpr_init(&r, e->body, e->body_len);
+    if (tp_mpr_map(&r, &n) != TP_OK) return TP_EPROTO;
+    for (uint32_t i = 0; i < n; i++) {
+        const char *k;
+        uint32_t kn;
+        int f;
+        if (tp_mpr_str(&r, &k, &kn) != TP_OK) return TP_EPROTO;
+        f = tp_field_of(b, k, kn);
+        if (f >= 0) {
+            unsigned at = (unsigned)f - (unsigned)tp_bodies[b].first;
+            if (at < TP_BODY_KEYS_MAX && !(ix->have >> at & 1)) {
+                ix->have |= (uint64_t)1 << at;
+                ix->off[at] = (uint32_t)(r.p - e->body);
+            }
+        }
+        if (tp_mpr_skip(&r) != TP_OK) return TP_EPROTO;
+    }
+    return TP_OK;
+}
+
+/* locate positions *v at the value of field f, the key of e's kind key
+ * names: from e's index when it has one, else by walking the map.
+ * TP_ENOENT when absent; the map reader's error when the body is not a
+ * map of string keys. */
+static tp_err locate(const tp_event *e, tp_field f, const char *key, tp_mpr *v)
+{
+    unsigned at;
+    if (e->ix == NULL) return tp_mp_map_find(e->body, e->body_len, key, v);
+    at = (unsigned)f - (unsigned)tp_bodies[tp_kinds[e->kind].body].first;
+    if (at >= TP_BODY_KEYS_MAX || !(e->ix->have >> at & 1)) return TP_ENOENT;
+    tp_mpr_init(v, e->body + e->ix->off[at], e->body_len - e->ix->off[at]);
+    return TP_OK;
+}
+
 tp_err tp_body_find(const tp_event *e, tp_field f, tp_mpr *field)
 {
     const char *key = key_of(e, f);
     tp_err rc;
     if (key == NULL) return TP_EINVAL;
-    rc = tp_mp_map_find(e->body, e->body_len, key, field);
+    rc = locate(e, f, key, field);
     return rc == TP_OK || rc == TP_ENOENT ? rc : TP_EPROTO;
+}
+
+/* present is locate where a nil value counts as absent (TP_ENOENT), as
+ * tp_mp_map_value has it. */
+static tp_err present(const tp_event *e, tp_field f, const char *key, tp_mpr *v)
+{
+    tp_mptype t;
+    tp_mpr r;
+    tp_err rc = locate(e, f, key, &r);
+    if (rc != TP_OK) return rc;
+    if ((rc = tp_mpr_peek(&r, &t)) != TP_OK) return rc;
+    if (t == TP_MP_NIL) return TP_ENOENT;
+    *v = r;
+    return TP_OK;
 }
 
 /* find_present is tp_body_find that also treats nil as absent. */
@@ -369,14 +425,18 @@ static tp_err find_present(const tp_event *e, tp_field f, tp_mpr *v)
     const char *key = key_of(e, f);
     tp_err rc;
     if (key == NULL) return TP_EINVAL;
-    rc = tp_mp_map_value(e->body, e->body_len, key, v);
+    rc = present(e, f, key, v);
     return rc == TP_OK || rc == TP_ENOENT ? rc : TP_EPROTO;
 }
 
 tp_err tp_body_int(const tp_event *e, tp_field f, int64_t *v)
 {
     const char *key = key_of(e, f);
-    return key == NULL ? TP_EINVAL : tp_mp_map_int(e->body, e->body_len, key, v);
+    tp_mpr r;
+    tp_err rc;
+    if (key == NULL) return TP_EINVAL;
+    rc = present(e, f, key, &r);
+    return rc != TP_OK ? rc : tp_mpr_int(&r, v);
 }
 
 tp_err tp_body_f64(const tp_event *e, tp_field f, double *v)
@@ -389,13 +449,21 @@ tp_err tp_body_f64(const tp_event *e, tp_field f, double *v)
 tp_err tp_body_bool(const tp_event *e, tp_field f, bool *v)
 {
     const char *key = key_of(e, f);
-    return key == NULL ? TP_EINVAL : tp_mp_map_bool(e->body, e->body_len, key, v);
+    tp_mpr r;
+    tp_err rc;
+    if (key == NULL) return TP_EINVAL;
+    rc = present(e, f, key, &r);
+    return rc != TP_OK ? rc : tp_mpr_bool(&r, v);
 }
 
 tp_err tp_body_str(const tp_event *e, tp_field f, const char **s, uint32_t *n)
 {
     const char *key = key_of(e, f);
-    return key == NULL ? TP_EINVAL : tp_mp_map_str(e->body, e->body_len, key, s, n);
+    tp_mpr r;
+    tp_err rc;
+    if (key == NULL) return TP_EINVAL;
+    rc = present(e, f, key, &r);
+    return rc != TP_OK ? rc : tp_mpr_str(&r, s, n);
 }
 
 tp_err tp_body_digest(const tp_event *e, tp_field f, uint8_t d[16])

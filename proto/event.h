@@ -52,6 +52,19 @@ typedef struct tp_header {
     uint32_t key_len;
 } tp_header;
 
+/* TP_BODY_KEYS_MAX: the most keys a body declares (proto/events.def). */
+#define TP_BODY_KEYS_MAX 64
+
+/* Where a body's keys are, found in one walk of its map (tp_body_index):
+ * each getter then finds its key at once instead of walking the map from
+ * its start, and skipping every value before the key on the way.  A
+ * snapshot's leaves come before its other keys, so a reader that asks a
+ * snapshot for three keys walked its leaves three times. */
+typedef struct tp_body_ix {
+    uint64_t have;                  /* bit i: the body's field first + i is present */
+    uint32_t off[TP_BODY_KEYS_MAX]; /* ... and its value's offset in the body */
+} tp_body_ix;
+
 typedef struct tp_event {
     uint64_t seq;     /* per-process sequence number, from 0 */
     uint64_t time_ns; /* CLOCK_MONOTONIC */
@@ -59,6 +72,7 @@ typedef struct tp_event {
     tp_kind kind;
     const uint8_t *body; /* the validated body map, inside the message */
     size_t body_len;
+    const tp_body_ix *ix; /* where body's keys are, or NULL: the getters walk it */
 } tp_event;
 
 typedef struct tp_batch {
@@ -150,6 +164,13 @@ void tp_enc_leaf_value_begin(tp_buf *b, const char *path, size_t path_len);
 tp_err tp_batch_decode(const void *buf, size_t len, tp_batch *out, char *why, size_t whylen);
 /* tp_batch_free releases what tp_batch_decode allocated.  NULL is a no-op. */
 void tp_batch_free(tp_batch *b);
+
+/* tp_body_index fills *ix with where e's keys are, for e->ix; the first
+ * of a key found twice, none of a key the kind does not declare.  Errors:
+ * TP_EPROTO (the body is not a map of string keys; e->ix stays NULL then,
+ * and the getters report what they find), TP_EINVAL (e's kind has no
+ * body). */
+tp_err tp_body_index(const tp_event *e, tp_body_ix *ix);
 
 /* tp_body_find positions *field at the value of field f (TPF_<body>_<key>,
  * proto/events.def) in a validated body.  TP_ENOENT when the key is absent,

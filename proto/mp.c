@@ -429,53 +429,81 @@ tp_err tp_mpr_map(tp_mpr *r, uint32_t *n)
     return read_container(r, 1, n);
 }
 
-static tp_err skip(tp_mpr *r, int depth)
+/* skip_head reads the header of the value at p (end: the end of the
+ * input): *len receives the bytes of the value when it is not a container,
+ * else of its header, and *elems the values the container holds (a map's
+ * keys and values both), 0 for any other value.  False for a truncated
+ * header or payload, a container that claims more values than bytes
+ * remain, an extension type or the reserved byte 0xc1. */
+static bool skip_head(const uint8_t *p, const uint8_t *end, uint64_t *len, uint64_t *elems)
 {
-    tp_mptype t;
-    uint32_t n;
-    const uint8_t *p;
-    int64_t i;
-    uint64_t u;
-    bool b;
-    double d;
-    if (depth > TP_MP_MAX_DEPTH) return TP_EPROTO;
-    if (tp_mpr_peek(r, &t) != TP_OK) return TP_EPROTO;
-    switch (t) {
-    case TP_MP_NIL:
-        return tp_mpr_nil(r);
-    case TP_MP_BOOL:
-        return tp_mpr_bool(r, &b);
-    case TP_MP_INT:
-        if (tp_mpr_int(r, &i) == TP_OK) return TP_OK;
-        return tp_mpr_uint(r, &u);
-    case TP_MP_FLOAT:
-        return tp_mpr_f64(r, &d);
-    case TP_MP_STR:
-        return read_blob(r, 1, &p, &n);
-    case TP_MP_BIN:
-        return read_blob(r, 0, &p, &n);
-    case TP_MP_ARRAY:
-    case TP_MP_MAP: {
-        tp_mpr save = *r;
-        int is_map = t == TP_MP_MAP;
-        if (read_container(r, is_map, &n) != TP_OK) return TP_EPROTO;
-        for (uint64_t k = 0; k < (uint64_t)n * (is_map ? 2 : 1); k++) {
-            if (skip(r, depth + 1) != TP_OK) {
-                *r = save;
-                return TP_EPROTO;
-            }
+    uint8_t c = p[0];
+    uint64_t w = 0, body = 0, n = 0;
+    bool sized = false; /* a str, bin or container whose size follows in w bytes */
+    *elems = 0;
+    if (c <= 0x7f || c >= 0xe0 || c == 0xc0 || c == 0xc2 || c == 0xc3)
+        *len = 1;
+    else if (c <= 0x8f)
+        *len = 1, *elems = (uint64_t)(c & 0x0f) * 2;
+    else if (c <= 0x9f)
+        *len = 1, *elems = c & 0x0f;
+    else if (c <= 0xbf)
+        *len = 1 + (uint64_t)(c & 0x1f);
+    else if (c == 0xca || c == 0xcb)
+        *len = c == 0xca ? 5 : 9;
+    else if (c >= 0xcc && c <= 0xd3)
+        *len = 1 + ((uint64_t)1 << ((c - 0xcc) & 3));
+    else if (c >= 0xc4 && c <= 0xc6)
+        w = (uint64_t)1 << (c - 0xc4), sized = true;
+    else if (c >= 0xd9 && c <= 0xdb)
+        w = (uint64_t)1 << (c - 0xd9), sized = true;
+    else if (c == 0xdc || c == 0xdd || c == 0xde || c == 0xdf)
+        w = c == 0xdc || c == 0xde ? 2 : 4, sized = true;
+    else
+        return false; /* 0xc1, and the extension types the schema never uses */
+    if (sized) {
+        if ((uint64_t)(end - p) < 1 + w) return false;
+        for (uint64_t k = 0; k < w; k++) n = n << 8 | p[1 + k];
+        if (c >= 0xdc) {
+            *elems = c >= 0xde ? n * 2 : n;
+            *len = 1 + w;
+        } else {
+            body = n;
+            *len = 1 + w + body;
         }
-        return TP_OK;
     }
-    case TP_MP_EXT:
-        return TP_EPROTO; /* the schema uses no extension types */
-    }
-    return TP_EPROTO;
+    /* every value a container holds needs at least one byte */
+    return *len <= (uint64_t)(end - p) && *elems <= (uint64_t)(end - p) - *len;
 }
 
+/* tp_mpr_skip walks the value at r without a call per value: a stack of
+ * the values left in each open container.  It accepts what the typed
+ * readers accept, no deeper than TP_MP_MAX_DEPTH; on an error r is left
+ * where it was. */
 tp_err tp_mpr_skip(tp_mpr *r)
 {
-    return skip(r, 0);
+    uint64_t left[TP_MP_MAX_DEPTH + 2];
+    const uint8_t *p = r->p;
+    int depth = 0; /* containers open; the next value is at this depth */
+    left[0] = 1;
+    for (;;) {
+        uint64_t len, elems;
+        while (left[depth] == 0) {
+            if (depth == 0) {
+                r->p = p;
+                return TP_OK;
+            }
+            depth--;
+        }
+        if (depth > TP_MP_MAX_DEPTH || p >= r->end || !skip_head(p, r->end, &len, &elems))
+            return TP_EPROTO;
+        left[depth]--;
+        p += len;
+        if (elems) {
+            if (depth + 1 > TP_MP_MAX_DEPTH + 1) return TP_EPROTO;
+            left[++depth] = elems;
+        }
+    }
 }
 
 bool tp_mp_str_eq(const char *s, uint32_t n, const char *key)

@@ -138,6 +138,7 @@ tp_err tpd_rows_events(tpd_store *s, int64_t exec, int64_t pid, tpd_event_row_fn
     sqlite3 *db = tpd_store_db(s);
     sqlite3_stmt *st = NULL;
     tp_buf scratch; /* a packed body, unpacked */
+    tp_body_ix ix;  /* where its keys are: the reader asks for several */
     tp_err rc = TP_OK;
     int src;
     tp_buf_init(&scratch);
@@ -164,6 +165,7 @@ tp_err tpd_rows_events(tpd_store *s, int64_t exec, int64_t pid, tpd_event_row_fn
                                            : "cannot be read");
             break;
         }
+        if (e.kind != TP_K_NONE && tp_body_index(&e, &ix) == TP_OK) e.ix = &ix;
         if ((rc = fn(arg, &e)) != TP_OK) break;
     }
     tp_buf_free(&scratch);

@@ -1162,6 +1162,151 @@ static void exercise(const tp_batch *b)
     }
 }
 
+/* same_get checks that e answers getter f alike with its key index and
+ * without: the same result, and the same value where there is one. */
+static void same_get(tp_event *e, const tp_body_ix *ix, tp_field f)
+{
+    tp_mpr r[2];
+    int64_t iv[2] = {0, 0};
+    double dv[2] = {0, 0};
+    bool bv[2] = {false, false};
+    const char *sv[2] = {NULL, NULL};
+    uint32_t sn[2] = {0, 0};
+    uint8_t d[2][16];
+    tp_err find[2], in[2], fl[2], bo[2], st[2], di[2];
+    memset(d, 0, sizeof d);
+    for (int k = 0; k < 2; k++) {
+        e->ix = k ? ix : NULL;
+        find[k] = tp_body_find(e, f, &r[k]);
+        in[k] = tp_body_int(e, f, &iv[k]);
+        fl[k] = tp_body_f64(e, f, &dv[k]);
+        bo[k] = tp_body_bool(e, f, &bv[k]);
+        st[k] = tp_body_str(e, f, &sv[k], &sn[k]);
+        di[k] = tp_body_digest(e, f, d[k]);
+    }
+    e->ix = NULL;
+    ck_assert_int_eq(find[0], find[1]);
+    if (find[0] == TP_OK) ck_assert_ptr_eq(r[0].p, r[1].p);
+    ck_assert_int_eq(in[0], in[1]);
+    ck_assert_int_eq(fl[0], fl[1]);
+    ck_assert_int_eq(bo[0], bo[1]);
+    ck_assert_int_eq(st[0], st[1]);
+    ck_assert_int_eq(di[0], di[1]);
+    ck_assert(iv[0] == iv[1] && bv[0] == bv[1] && sv[0] == sv[1] && sn[0] == sn[1]);
+    ck_assert(memcmp(&dv[0], &dv[1], sizeof dv[0]) == 0);
+    ck_assert(memcmp(d[0], d[1], 16) == 0);
+}
+
+/* The key index (tp_body_index) changes no getter's answer: every field
+ * of every kind, present, absent or nil, read with it and without. */
+START_TEST(test_proto_body_index)
+{
+    tb t;
+    tp_batch b;
+    tb_begin(&t, 7, 8, 4242, 1, "secret");
+    tb_all(&t, 0);
+    tb_backward_scaled(&t, 16, 1, 0.75, 1, 1);
+    tb_end(&t);
+    ck_assert(!t.buf.oom);
+    b = decode_ok(&t.buf);
+    for (size_t i = 0; i < b.n; i++) {
+        tp_event *e = &b.ev[i];
+        tp_body_id body = tp_kinds[e->kind].body;
+        tp_body_ix ix;
+        ck_assert_int_eq(tp_body_index(e, &ix), TP_OK);
+        ck_assert(ix.have != 0);
+        for (unsigned f = 0; f < TPF__COUNT; f++) same_get(e, &ix, (tp_field)f);
+        /* a field of another body: refused either way */
+        same_get(e, &ix, (tp_field)(tp_bodies[body].first == 0 ? TPF__COUNT - 1 : 0));
+    }
+    tp_batch_free(&b);
+    tb_free(&t);
+}
+END_TEST
+
+/* tp_mpr_skip steps over exactly one value of every type, nested, and
+ * refuses what the typed readers refuse, leaving the reader where it was. */
+START_TEST(test_proto_skip)
+{
+    tp_buf b;
+    tp_mpr r;
+    uint8_t big[70000];
+    size_t one;
+    memset(big, 7, sizeof big);
+    tp_buf_init(&b);
+    /* one value: an array of every type, with each width of header */
+    tp_mp_array(&b, 21);
+    tp_mp_nil(&b);
+    tp_mp_bool(&b, true);
+    tp_mp_int(&b, 5);
+    tp_mp_int(&b, -3);
+    tp_mp_int(&b, -100);
+    tp_mp_int(&b, 1000);
+    tp_mp_int(&b, -70000);
+    tp_mp_int(&b, INT64_MIN);
+    tp_mp_uint(&b, UINT64_MAX);
+    tp_mp_f64(&b, 0.5);
+    tp_mp_str(&b, "abc", 3);
+    tp_mp_str(&b, (const char *)big, 40);
+    tp_mp_str(&b, (const char *)big, 300);
+    tp_mp_str(&b, (const char *)big, sizeof big);
+    tp_mp_bin(&b, big, 16);
+    tp_mp_bin(&b, big, 300);
+    tp_mp_bin(&b, big, sizeof big);
+    tp_mp_map(&b, 2);
+    tp_mp_cstr(&b, "k");
+    tp_mp_array(&b, 20);
+    for (int i = 0; i < 20; i++) tp_mp_int(&b, i);
+    tp_mp_cstr(&b, "m");
+    tp_mp_map(&b, 0);
+    tp_mp_array(&b, 0);
+    tp_mp_map(&b, 20);
+    for (int i = 0; i < 20; i++) {
+        tp_mp_int(&b, i);
+        tp_mp_nil(&b);
+    }
+    tp_mp_array(&b, 1);
+    tp_mp_f64(&b, 1.0);
+    one = b.len;
+    tp_mp_int(&b, 9); /* the value after it */
+    ck_assert(!b.oom);
+    tp_mpr_init(&r, b.data, b.len);
+    ck_assert_int_eq(tp_mpr_skip(&r), TP_OK);
+    ck_assert_uint_eq((size_t)(r.p - b.data), one);
+    /* every prefix of the value is refused, the reader left at its start */
+    for (size_t len = 0; len < one; len++) {
+        tp_mpr_init(&r, b.data, len);
+        ck_assert_msg(tp_mpr_skip(&r) == TP_EPROTO, "prefix of %zu bytes", len);
+        ck_assert_ptr_eq(r.p, b.data);
+    }
+    /* the reserved byte, an extension type, an array that claims more
+     * values than bytes remain */
+    {
+        static const uint8_t bad[][6] = {{0x91, 0xc1},
+                                         {0x91, 0xd4, 1, 1},
+                                         {0xc7, 1, 1, 1},
+                                         {0xdc, 0x00, 0x05, 1, 2, 3},
+                                         {0x83, 1, 1, 1, 1, 1}};
+        static const size_t len[] = {2, 4, 4, 6, 6};
+        for (size_t i = 0; i < sizeof len / sizeof len[0]; i++) {
+            tp_mpr_init(&r, bad[i], len[i]);
+            ck_assert_msg(tp_mpr_skip(&r) == TP_EPROTO, "case %zu", i);
+            ck_assert_ptr_eq(r.p, bad[i]);
+        }
+    }
+    /* nesting: TP_MP_MAX_DEPTH arrays around a value pass, one more does not */
+    for (int extra = 0; extra < 2; extra++) {
+        tp_buf_reset(&b);
+        for (int i = 0; i < TP_MP_MAX_DEPTH + extra; i++) tp_mp_array(&b, 1);
+        tp_mp_int(&b, 1);
+        tp_mpr_init(&r, b.data, b.len);
+        ck_assert_int_eq(tp_mpr_skip(&r), extra ? TP_EPROTO : TP_OK);
+        ck_assert_ptr_eq(r.p, extra ? b.data : b.data + b.len);
+    }
+    tp_buf_free(&b);
+}
+END_TEST
+
 START_TEST(test_proto_mutations)
 {
     const char *env_iters = getenv("TP_FUZZ_ITERS");
@@ -1223,6 +1368,8 @@ static Suite *proto_suite(void)
     tcase_add_test(tc, test_proto_oversized_message);
     tcase_add_test(tc, test_proto_truncated_every_offset);
     tcase_add_test(tc, test_proto_mutations);
+    tcase_add_test(tc, test_proto_body_index);
+    tcase_add_test(tc, test_proto_skip);
     suite_add_tcase(s, tc);
     return s;
 }
