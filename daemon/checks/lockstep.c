@@ -159,11 +159,46 @@ static void note(tpd_div *d, int64_t sa, int64_t sb, tpd_group g, const char *pa
     d->b = b;
 }
 
+/* same_shape says whether the step slices [alo, ahi) of a and [blo, bhi)
+ * of b hold the same components in the same order, so that the k-th item
+ * of one is matched with the k-th of the other: what match finds then,
+ * in one pass instead of a search per item. */
+static bool same_shape(const tpd_items *a, size_t alo, size_t ahi, const tpd_items *b, size_t blo,
+                       size_t bhi)
+{
+    if (ahi - alo != bhi - blo) return false;
+    for (size_t k = 0; k < ahi - alo; k++) {
+        const tpd_item *x = &a->v[alo + k], *y = &b->v[blo + k];
+        if (x->group != y->group || x->anchor != y->anchor || !tpd_same_path(x, y)) return false;
+    }
+    return true;
+}
+
+/* compare_same compares the items of group g at one step whose slices
+ * have the same shape (same_shape), the k-th of a with the k-th of b, as
+ * tpd_compare's general walk would match them. */
+static void compare_same(const tpd_items *a, size_t alo, size_t ahi, const tpd_items *b, size_t blo,
+                         int g, bool lit, int64_t sa, int64_t sb, const tpd_cmp_opts *o, tpd_div *d,
+                         tpd_cmp_result *out)
+{
+    for (size_t k = alo; k < ahi; k++) {
+        const tpd_item *x = &a->v[k], *y = &b->v[blo + (k - alo)];
+        tpd_eq eq;
+        if ((int)x->group != g || (lit && tpd_induced(x))) continue;
+        eq = tpd_val_eq(&x->v, &y->v, o);
+        if (eq == TPD_UNSURE)
+            note(&out->first_unsure, sa, sb, x->group, x->path, x, y, true);
+        else if (eq == TPD_DIFF)
+            note(d, sa, sb, x->group, x->path, x, y, false);
+        if (d->found && d == &out->first_other) return;
+    }
+}
+
 void tpd_compare(const tpd_items *a, int64_t a0, const tpd_items *b, int64_t b0,
                  const tpd_cmp_opts *o, tpd_cmp_result *out)
 {
     size_t ia = 0, ib = 0;
-    bool lit;
+    bool lit, same;
     memset(out, 0, sizeof *out);
     while (ia < a->n && a->v[ia].step < a0) ia++;
     while (ib < b->n && b->v[ib].step < b0) ib++;
@@ -177,9 +212,14 @@ void tpd_compare(const tpd_items *a, int64_t a0, const tpd_items *b, int64_t b0,
         out->steps++;
         /* a light step on either side compares no induced component */
         lit = tpd_light(a, s + a0) || tpd_light(b, s + b0);
+        same = same_shape(a, alo, ahi, b, blo, bhi);
         for (int g = 0; g < TPD_G__COUNT && !out->first_other.found; g++) {
             tpd_div *d = g == TPD_G_RNG ? &out->first_rng : &out->first_other;
             size_t j = blo;
+            if (same) {
+                compare_same(a, alo, ahi, b, blo, g, lit, s + a0, s + b0, o, d, out);
+                continue;
+            }
             for (size_t k = alo; k < ahi; k++) {
                 const tpd_item *x = &a->v[k];
                 size_t m;

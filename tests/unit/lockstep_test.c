@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT
  * lockstep_test.c -- tpd_val_eq on tensors whose digests are of different
  * kinds (the host's XXH3, a GPU's "dev1", none made), with and without
- * captured values, and how reports word it. */
+ * captured values, and how reports word it; and tpd_compare's walk of
+ * steps whose two sides hold the same components in the same order. */
 #define _DEFAULT_SOURCE
 #include <check.h>
 #include <stdio.h>
@@ -137,6 +138,154 @@ START_TEST(test_compare_different_kinds_captured_values_decide)
 }
 END_TEST
 
+/* ---- tpd_compare where both sides have one shape ---- */
+
+/* A small deterministic generator, so that a failure repeats. */
+static uint64_t rnd_state;
+static unsigned rnd(unsigned n)
+{
+    rnd_state = rnd_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (unsigned)(rnd_state >> 33) % n;
+}
+
+static const char *const PATHS[] = {
+    "model.w",      "model.b",       "module[ema].w", "optimizer.state.0.exp_avg",
+    "optimizer.lr", "rng.torch_cpu", "loss",          "grad.w",
+    "grad.b",       "update.norm"};
+#define NPATHS (sizeof PATHS / sizeof PATHS[0])
+
+/* timeline fills l with steps 0..nsteps-1, each holding the components
+ * picked by the generator: some twice at a step, some anchors; values
+ * small integers, so that the two sides differ now and then. */
+static void timeline(tpd_arena *a, tpd_items *l, int nsteps, const int *pick, int npick,
+                     unsigned vary)
+{
+    memset(l, 0, sizeof *l);
+    for (int s = 0; s < nsteps; s++)
+        for (int k = 0; k < npick; k++) {
+            tpd_item it;
+            memset(&it, 0, sizeof it);
+            it.step = s;
+            it.ord = TPD_ORD((uint64_t)s * 100 + (uint64_t)k);
+            it.path = PATHS[pick[k]];
+            it.group = tpd_group_of(it.path);
+            it.anchor = pick[k] == 0 && k == npick - 1;
+            it.v.kind = 'v';
+            it.v.vtype = TP_V_INT;
+            it.v.i = vary && rnd(vary) == 0 ? 1 : 0;
+            ck_assert_int_eq(tpd_items_push(a, l, &it), TP_OK);
+        }
+    tpd_items_sort(l);
+}
+
+/* reshaped is l with the items of each (step, group) reordered: those of
+ * one path keep their order among themselves, so every item is matched
+ * as before, but the sequence of paths differs from the other side's
+ * wherever a group has two paths. */
+static void reshaped(tpd_arena *a, const tpd_items *l, tpd_items *out)
+{
+    memset(out, 0, sizeof *out);
+    for (size_t lo = 0, hi; lo < l->n; lo = hi) {
+        for (hi = lo;
+             hi < l->n && l->v[hi].step == l->v[lo].step && l->v[hi].group == l->v[lo].group; hi++)
+            continue;
+        /* the last path's items first, then the rest in order */
+        for (int pass = 0; pass < 2; pass++)
+            for (size_t k = lo; k < hi; k++)
+                if ((pass == 0) == tpd_same_path(&l->v[k], &l->v[hi - 1])) {
+                    tpd_item it = l->v[k];
+                    it.ord = TPD_ORD(out->n);
+                    ck_assert_int_eq(tpd_items_push(a, out, &it), TP_OK);
+                }
+    }
+    out->light = l->light;
+    out->nlight = l->nlight;
+}
+
+static void same_div(const tpd_div *x, const tpd_div *y)
+{
+    ck_assert_int_eq(x->found, y->found);
+    if (!x->found) return;
+    ck_assert_int_eq(x->step_a, y->step_a);
+    ck_assert_int_eq(x->group, y->group);
+    ck_assert_str_eq(x->path, y->path);
+    ck_assert_ptr_eq(x->a, y->a); /* the same item of a */
+    ck_assert_int_eq(x->b != NULL, y->b != NULL);
+    if (x->b) ck_assert_int_eq(x->b->v.i, y->b->v.i);
+}
+
+/* Steps whose two sides hold the same components in the same order are
+ * compared item by item in one pass: the same divergences (the first, the
+ * RNG's, the first other, the first unsure; with duplicate paths, anchors,
+ * modules and light steps) as the general walk, which the same sides
+ * reordered within each group (matched alike) go through. */
+START_TEST(test_compare_same_shape_as_general)
+{
+    rnd_state = 42;
+    for (int round = 0; round < 400; round++) {
+        tpd_arena *ar = tpd_arena_create();
+        tpd_items a, b, b2;
+        tpd_cmp_result r1, r2;
+        int pick[8], npick = 1 + (int)rnd(8), nsteps = 1 + (int)rnd(6);
+        unsigned vary = 1 + rnd(40);
+        ck_assert_ptr_nonnull(ar);
+        for (int k = 0; k < npick; k++) pick[k] = (int)rnd(NPATHS);
+        timeline(ar, &a, nsteps, pick, npick, 0);
+        timeline(ar, &b, nsteps, pick, npick, vary);
+        if (rnd(3) == 0) {
+            static int64_t lit[1];
+            lit[0] = rnd((unsigned)nsteps);
+            b.light = lit;
+            b.nlight = 1;
+        }
+        reshaped(ar, &b, &b2);
+        tpd_compare(&a, 0, &b, 0, &exact, &r1);
+        tpd_compare(&a, 0, &b2, 0, &exact, &r2);
+        ck_assert_int_eq(r1.steps, r2.steps);
+        same_div(&r1.first, &r2.first);
+        same_div(&r1.first_rng, &r2.first_rng);
+        same_div(&r1.first_other, &r2.first_other);
+        same_div(&r1.first_unsure, &r2.first_unsure);
+        tpd_arena_destroy(ar);
+    }
+}
+END_TEST
+
+/* tpd_items_sort orders by (step, group, ord) whether the steps come in
+ * order (each step sorted on its own) or not (the whole sorted at once). */
+START_TEST(test_items_sort_either_way)
+{
+    rnd_state = 7;
+    for (int round = 0; round < 200; round++) {
+        tpd_arena *ar = tpd_arena_create();
+        tpd_items l;
+        bool back = round % 2; /* steps that go back now and then */
+        int64_t step = 0;
+        memset(&l, 0, sizeof l);
+        for (int k = 0; k < 60; k++) {
+            tpd_item it;
+            memset(&it, 0, sizeof it);
+            if (rnd(8) == 0) step += 1;
+            if (back && rnd(16) == 0) step = rnd(4);
+            it.step = step;
+            it.ord = TPD_ORD(rnd(1000)) + (uint64_t)k; /* distinct */
+            it.path = PATHS[rnd(NPATHS)];
+            it.group = tpd_group_of(it.path);
+            ck_assert_int_eq(tpd_items_push(ar, &l, &it), TP_OK);
+        }
+        tpd_items_sort(&l);
+        for (size_t i = 1; i < l.n; i++) {
+            const tpd_item *x = &l.v[i - 1], *y = &l.v[i];
+            ck_assert(x->step < y->step ||
+                      (x->step == y->step &&
+                       (x->group < y->group || (x->group == y->group && x->ord < y->ord))));
+        }
+        ck_assert_uint_eq(l.n, 60);
+        tpd_arena_destroy(ar);
+    }
+}
+END_TEST
+
 START_TEST(test_compare_reports_say_why)
 {
     tpd_val h = tensor(1, "xxh3"), d = tensor(1, "dev1"), n = tensor(1, "none"),
@@ -230,6 +379,8 @@ static Suite *suite(void)
     tcase_add_test(tc, test_compare_different_kinds_are_unsure);
     tcase_add_test(tc, test_compare_different_kinds_captured_values_decide);
     tcase_add_test(tc, test_compare_reports_say_why);
+    tcase_add_test(tc, test_compare_same_shape_as_general);
+    tcase_add_test(tc, test_items_sort_either_way);
     suite_add_tcase(s, tc);
     return s;
 }
