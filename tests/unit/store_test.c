@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "daemon/checks/compare/diff.h"
 #include "daemon/ingest/ingest.h"
 #include "daemon/store/blob.h"
 #include "daemon/store/pack.h"
@@ -154,6 +155,60 @@ static void ingest_ok(tpd_ingest *in, const tb *t, tpd_ingest_result *res)
     tp_err rc = tpd_ingest_message(in, t->buf.data, t->buf.len, res, why, sizeof why);
     ck_assert_msg(rc == TP_OK, "ingest: %s: %s", tp_strerror(rc), why);
 }
+
+/* ---- query diff, from the store ---- */
+
+/* diff_text is query diff's report of run 1 against itself. */
+static void diff_text(tpd_store *s, tpd_str *out)
+{
+    char why[512] = "";
+    bool match = false;
+    tpd_diff_side a = {1, -1}, b = {1, -1};
+    tp_err rc = tpd_golden_diff(s, a, b, false, out, &match, why, sizeof why);
+    ck_assert_msg(rc == TP_OK, "diff: %s: %s", tp_strerror(rc), why);
+    ck_assert_msg(match, "%s", out->s);
+    ck_assert_msg(strstr(out->s, "the executions match at every step"), "%s", out->s);
+}
+
+/* query diff loads its second side on a second connection when it can,
+ * and on the first when that cannot be opened (here: the file is gone
+ * from its folder, while the first connection holds it open): the same
+ * report either way.  A run it does not hold is refused either way. */
+START_TEST(test_store_diff_two_connections)
+{
+    tpd_store *s = open_store(0);
+    tpd_ingest *in = NULL;
+    tpd_ingest_result res;
+    char key[TP_EXEC_KEY_LEN + 1], why[512] = "", wal[720];
+    int64_t run, exec = keyed_exec(s, &run, key);
+    tpd_str two = {0}, one = {0}, none = {0};
+    tpd_diff_side a = {1, -1}, absent = {99, -1};
+    bool match;
+    tb t;
+    ck_assert_int_eq(tpd_ingest_create(&in, s, NULL), TP_OK);
+    tb_begin_key(&t, run, exec, 4242, 0, NULL, key);
+    tb_all(&t, 0);
+    tb_end(&t);
+    ingest_ok(in, &t, &res);
+    tb_free(&t);
+    tpd_ingest_destroy(in);
+    diff_text(s, &two);
+    ck_assert_int_eq(tpd_golden_diff(s, a, absent, false, &none, &match, why, sizeof why),
+                     TP_ENOENT);
+    ck_assert_msg(strstr(why, "99"), "%s", why);
+    snprintf(wal, sizeof wal, "%s-wal", db);
+    ck_assert_int_eq(unlink(db), 0);
+    unlink(wal);
+    diff_text(s, &one);
+    ck_assert_str_eq(one.s, two.s);
+    ck_assert_int_eq(tpd_golden_diff(s, a, absent, false, &none, &match, why, sizeof why),
+                     TP_ENOENT);
+    ck_assert_ptr_null(none.s);
+    tpd_str_free(&two);
+    tpd_str_free(&one);
+    tpd_store_close(s);
+}
+END_TEST
 
 /* ---- open, migrate, refuse ---- */
 
@@ -1305,6 +1360,7 @@ static Suite *store_suite(void)
     tcase_add_test(tc, test_store_database_private);
     tcase_add_test(tc, test_store_spool_file);
     tcase_add_test(tc, test_store_query_text);
+    tcase_add_test(tc, test_store_diff_two_connections);
     suite_add_tcase(s, tc);
     return s;
 }
