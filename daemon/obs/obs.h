@@ -44,22 +44,30 @@ const char *tpd_group_name(tpd_group g);
 /* One observed value. */
 typedef struct tpd_val {
     char kind; /* 't' tensor, 'v' value, 'd' digest, 'i' sample ids */
-    const char *dtype;
-    uint32_t ndim;
-    const int64_t *shape; /* ndim elements (interned by the loader: tpd_arena_intern) */
-    uint8_t digest[TP_DIGEST_LEN];
     /* 't': the kind of the digest (TP_DKIND_*); "" in a value built by hand
      * stands for "xxh3" (tpd_val_dkind) */
     char dkind[TP_DKIND_MAX + 1];
-    tp_stats stats;
     bool blob;
-    tp_vtype vtype;
     bool b;
-    int64_t i;
-    double f;
-    const char *s;
-    uint64_t n;         /* 'd': items; 'i': number of ids */
-    const int64_t *ids; /* 'i': the n ids */
+    tp_vtype vtype;
+    uint32_t ndim;
+    uint8_t digest[TP_DIGEST_LEN];
+    const char *dtype;
+    const int64_t *shape; /* ndim elements (interned by the loader: tpd_arena_intern) */
+    tp_stats stats;
+    /* the fields of one kind at a time: a long run holds millions of values
+     * (the fields are laid out so that a value is 112 bytes, not 152) */
+    union {
+        struct { /* 'v' */
+            int64_t i;
+            double f;
+            const char *s;
+        };
+        struct {
+            uint64_t n;         /* 'd': items; 'i': number of ids */
+            const int64_t *ids; /* 'i': the n ids */
+        };
+    };
 } tpd_val;
 
 /* tpd_val_dkind is the kind of v's digest: its tensor leaf's, or "xxh3"
@@ -77,18 +85,18 @@ bool tpd_digests_comparable(const tpd_val *a, const tpd_val *b);
 
 typedef struct tpd_item {
     int64_t step;
+    uint64_t ord;
+    const char *path;
     tpd_group group;
     /* a hash of path, never 0, set by tpd_items_push (0 in an item built
      * otherwise): items whose hashes differ have different paths */
     uint32_t phash;
-    uint64_t ord;
-    const char *path;
-    tpd_val v;
     /* an induced component of a save's snapshot, filed in the timeline at
      * a step that has no start-of-step snapshot of its own (after the last
      * step: the end of an induction's interval, when the objects are gone
      * by the exit snapshot); compared only where the other side has it */
     bool anchor;
+    tpd_val v;
 } tpd_item;
 
 typedef struct tpd_items {
