@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <xxhash.h>
+
 #include "daemon/base/arena.h"
 
 #define CHUNK (64u * 1024u)
@@ -83,14 +85,6 @@ char *tpd_arena_strdup(tpd_arena *a, const char *s)
     return s ? tpd_arena_strndup(a, s, strlen(s)) : NULL;
 }
 
-/* fnv1a is the 64-bit FNV-1a hash of n bytes. */
-static uint64_t fnv1a(const unsigned char *p, size_t n)
-{
-    uint64_t h = 14695981039346656037ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
-    return h;
-}
-
 /* rehash doubles the table (or makes its first 256 slots). */
 static int rehash(tpd_arena *a)
 {
@@ -111,7 +105,7 @@ static int rehash(tpd_arena *a)
 
 const void *tpd_arena_intern(tpd_arena *a, const void *p, size_t n)
 {
-    uint64_t h = fnv1a(p, n);
+    uint64_t h = XXH3_64bits(p, n);
     unsigned char *d;
     size_t k;
     if ((a->nused + 1) * 2 > a->ntab && rehash(a) != 0) return NULL;

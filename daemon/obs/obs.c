@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <xxhash.h>
+
 #include "daemon/obs/obs.h"
 #include "daemon/store/rows.h"
 #include "daemon/store/store.h"
@@ -40,12 +42,10 @@ const char *tpd_group_name(tpd_group g)
     return "other";
 }
 
-/* path_hash is a 32-bit FNV-1a of path, never 0 (0: none). */
+/* path_hash is a 32-bit hash of path (XXH3's low bits), never 0 (0: none). */
 static uint32_t path_hash(const char *path)
 {
-    uint32_t h = 2166136261u;
-    for (const unsigned char *p = (const unsigned char *)path; p && *p; p++)
-        h = (h ^ *p) * 16777619u;
+    uint32_t h = path ? (uint32_t)XXH3_64bits(path, strlen(path)) : 0;
     return h ? h : 1;
 }
 
