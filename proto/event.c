@@ -151,6 +151,47 @@ static tp_err read_dkind(tp_mpr *r, tp_leaf *l)
     return TP_OK;
 }
 
+tp_err tp_leaf_read_vars(tp_mpr *r, char kind, tp_leaf *l)
+{
+    tp_mptype t;
+    switch (kind) {
+    case 't':
+        if (read_digest(r, l->digest) != TP_OK || read_number(r, &l->stats.sum) != TP_OK ||
+            read_number(r, &l->stats.l2) != TP_OK || read_number(r, &l->stats.maxabs) != TP_OK ||
+            tp_mpr_uint(r, &l->stats.nonfinite) != TP_OK)
+            return TP_EPROTO;
+        return TP_OK;
+    case 'd':
+        if (read_digest(r, l->digest) != TP_OK || tp_mpr_uint(r, &l->nitems) != TP_OK)
+            return TP_EPROTO;
+        return TP_OK;
+    case 'v':
+        if (tp_mpr_peek(r, &t) != TP_OK) return TP_EPROTO;
+        switch (t) {
+        case TP_MP_NIL:
+            l->vtype = TP_V_NIL;
+            return tp_mpr_nil(r);
+        case TP_MP_BOOL:
+            l->vtype = TP_V_BOOL;
+            return tp_mpr_bool(r, &l->b);
+        case TP_MP_INT:
+            l->vtype = TP_V_INT;
+            return tp_mpr_int(r, &l->i);
+        case TP_MP_FLOAT:
+            l->vtype = TP_V_FLOAT;
+            return tp_mpr_f64(r, &l->f);
+        case TP_MP_STR:
+            l->vtype = TP_V_STR;
+            if (tp_mpr_str(r, &l->s, &l->s_len) != TP_OK || l->s_len > 65536) return TP_EPROTO;
+            return TP_OK;
+        default:
+            return TP_EPROTO;
+        }
+    default:
+        return TP_EPROTO;
+    }
+}
+
 /* read_tensor_leaf reads the n - 1 elements after "t": 10, or 11 with the
  * digest's kind. */
 static tp_err read_tensor_leaf(tp_mpr *r, tp_leaf *l, uint32_t n)
@@ -162,42 +203,13 @@ static tp_err read_tensor_leaf(tp_mpr *r, tp_leaf *l, uint32_t n)
     l->ndim = nd;
     for (uint32_t i = 0; i < nd; i++)
         if (tp_mpr_int(r, &l->shape[i]) != TP_OK || l->shape[i] < 0) return TP_EPROTO;
-    if (read_digest(r, l->digest) != TP_OK) return TP_EPROTO;
-    if (read_number(r, &l->stats.sum) != TP_OK || read_number(r, &l->stats.l2) != TP_OK ||
-        read_number(r, &l->stats.maxabs) != TP_OK || tp_mpr_uint(r, &l->stats.nonfinite) != TP_OK)
-        return TP_EPROTO;
+    if (tp_leaf_read_vars(r, 't', l) != TP_OK) return TP_EPROTO;
     if (tp_mpr_str(r, &l->device, &l->device_len) != TP_OK || l->device_len > 64) return TP_EPROTO;
     if (tp_mpr_bool(r, &l->blob) != TP_OK) return TP_EPROTO;
     if (n == 12) return read_dkind(r, l);
     l->dkind = TP_DKIND_XXH3;
     l->dkind_len = (uint32_t)strlen(TP_DKIND_XXH3);
     return TP_OK;
-}
-
-static tp_err read_value_leaf(tp_mpr *r, tp_leaf *l)
-{
-    tp_mptype t;
-    if (read_path(r, l) != TP_OK || tp_mpr_peek(r, &t) != TP_OK) return TP_EPROTO;
-    switch (t) {
-    case TP_MP_NIL:
-        l->vtype = TP_V_NIL;
-        return tp_mpr_nil(r);
-    case TP_MP_BOOL:
-        l->vtype = TP_V_BOOL;
-        return tp_mpr_bool(r, &l->b);
-    case TP_MP_INT:
-        l->vtype = TP_V_INT;
-        return tp_mpr_int(r, &l->i);
-    case TP_MP_FLOAT:
-        l->vtype = TP_V_FLOAT;
-        return tp_mpr_f64(r, &l->f);
-    case TP_MP_STR:
-        l->vtype = TP_V_STR;
-        if (tp_mpr_str(r, &l->s, &l->s_len) != TP_OK || l->s_len > 65536) return TP_EPROTO;
-        return TP_OK;
-    default:
-        return TP_EPROTO;
-    }
 }
 
 tp_err tp_leaf_read(tp_mpr *r, tp_leaf *out)
@@ -212,13 +224,8 @@ tp_err tp_leaf_read(tp_mpr *r, tp_leaf *out)
     l.kind = k[0];
     if (l.kind == 't' && (n == 11 || n == 12))
         rc = read_tensor_leaf(r, &l, n);
-    else if (l.kind == 'v' && n == 3)
-        rc = read_value_leaf(r, &l);
-    else if (l.kind == 'd' && n == 4) {
-        if (read_path(r, &l) == TP_OK && read_digest(r, l.digest) == TP_OK &&
-            tp_mpr_uint(r, &l.nitems) == TP_OK)
-            rc = TP_OK;
-    }
+    else if ((l.kind == 'v' && n == 3) || (l.kind == 'd' && n == 4))
+        rc = read_path(r, &l) == TP_OK ? tp_leaf_read_vars(r, l.kind, &l) : TP_EPROTO;
     if (rc != TP_OK) goto fail;
     *out = l;
     return TP_OK;

@@ -186,6 +186,12 @@ tp_err tp_body_digest(const tp_event *e, tp_field f, uint8_t d[16]);
 
 /* tp_leaf_read reads one leaf (validated or not) from r. */
 tp_err tp_leaf_read(tp_mpr *r, tp_leaf *out);
+/* tp_leaf_read_vars reads into *l the values of a leaf of kind kind that
+ * change from step to step, at r, as tp_leaf_read reads them: a tensor's
+ * digest and four statistics, a value's value (and its vtype), a digest's
+ * digest and count.  TP_EPROTO when they are not what the kind has, or
+ * kind is none of 't', 'v' and 'd'; r is then left anywhere among them. */
+tp_err tp_leaf_read_vars(tp_mpr *r, char kind, tp_leaf *l);
 
 /* tp_body_validate checks a body map of kind k against the schema.
  * Exposed for tests; tp_batch_decode calls it on every event. */

@@ -6,6 +6,7 @@
 
 #include <xxhash.h>
 
+#include "daemon/obs/leafmemo.h"
 #include "daemon/obs/obs.h"
 #include "daemon/store/rows.h"
 #include "daemon/store/store.h"
@@ -114,6 +115,29 @@ bool tpd_digests_comparable(const tpd_val *a, const tpd_val *b)
     return strcmp(x, y) == 0 && strcmp(x, TP_DKIND_NONE) != 0;
 }
 
+tp_err tpd_leaf_vals(tpd_arena *a, const tp_leaf *l, tpd_val *v)
+{
+    switch (l->kind) {
+    case 't':
+        memcpy(v->digest, l->digest, TP_DIGEST_LEN);
+        v->stats = l->stats;
+        return TP_OK;
+    case 'd':
+        memcpy(v->digest, l->digest, TP_DIGEST_LEN);
+        v->n = l->nitems;
+        return TP_OK;
+    default:
+        v->vtype = l->vtype;
+        v->b = l->b;
+        v->i = l->i;
+        v->f = l->f;
+        v->s = NULL;
+        if (l->vtype == TP_V_STR && (v->s = tpd_arena_strndup(a, l->s, l->s_len)) == NULL)
+            return TP_ENOMEM;
+        return TP_OK;
+    }
+}
+
 tp_err tpd_leaf_val(tpd_arena *a, const tp_leaf *l, tpd_val *v)
 {
     memset(v, 0, sizeof *v);
@@ -123,42 +147,35 @@ tp_err tpd_leaf_val(tpd_arena *a, const tp_leaf *l, tpd_val *v)
         v->dtype = tpd_arena_intern(a, l->dtype, l->dtype_len);
         v->ndim = l->ndim;
         v->shape = tpd_arena_intern(a, l->shape, sizeof(int64_t) * l->ndim);
-        memcpy(v->digest, l->digest, TP_DIGEST_LEN);
         if (l->dkind != NULL && l->dkind_len <= TP_DKIND_MAX)
             memcpy(v->dkind, l->dkind, l->dkind_len); /* NUL-terminated by the memset */
-        v->stats = l->stats;
         v->blob = l->blob;
         if (v->dtype == NULL || v->shape == NULL) return TP_ENOMEM;
-    } else if (l->kind == 'd') {
-        memcpy(v->digest, l->digest, TP_DIGEST_LEN);
-        v->n = l->nitems;
-    } else {
-        v->vtype = l->vtype;
-        v->b = l->b;
-        v->i = l->i;
-        v->f = l->f;
-        if (l->vtype == TP_V_STR && (v->s = tpd_arena_strndup(a, l->s, l->s_len)) == NULL)
-            return TP_ENOMEM;
     }
-    return TP_OK;
+    return tpd_leaf_vals(a, l, v);
+}
+
+tp_err tpd_leaf_item(tpd_arena *a, tp_mpr *r, tpd_item *it)
+{
+    tp_leaf leaf;
+    if (tp_leaf_read(r, &leaf) != TP_OK) return TP_EPROTO;
+    memset(it, 0, sizeof *it);
+    it->path = tpd_arena_intern(a, leaf.path, leaf.path_len);
+    if (it->path == NULL) return TP_ENOMEM;
+    it->group = tpd_group_of(it->path);
+    return tpd_leaf_val(a, &leaf, &it->v);
 }
 
 tp_err tpd_leaves_add(tpd_arena *a, tpd_items *l, tp_mpr *r, int64_t step, uint64_t ord0)
 {
     uint32_t n;
-    tp_leaf leaf;
     tp_err rc;
     if (tp_mpr_array(r, &n) != TP_OK) return TP_EPROTO;
     for (uint32_t i = 0; i < n; i++) {
         tpd_item it;
-        if (tp_leaf_read(r, &leaf) != TP_OK) return TP_EPROTO;
-        memset(&it, 0, sizeof it);
+        if ((rc = tpd_leaf_item(a, r, &it)) != TP_OK) return rc;
         it.step = step;
         it.ord = ord0 + i;
-        it.path = tpd_arena_intern(a, leaf.path, leaf.path_len);
-        if (it.path == NULL) return TP_ENOMEM;
-        it.group = tpd_group_of(it.path);
-        if ((rc = tpd_leaf_val(a, &leaf, &it.v)) != TP_OK) return rc;
         if ((rc = tpd_items_push(a, l, &it)) != TP_OK) return rc;
     }
     return TP_OK;
@@ -279,7 +296,14 @@ const tpd_module *tpd_proc_module(const tpd_proc *p, const char *path)
     return NULL;
 }
 
-static tp_err add_snapshot(tpd_arena *a, tpd_proc *p, const tp_event *e)
+/* The loader's memory of a process's two leaf lists that come at every
+ * step: its snapshots' leaves and its gradients (leafmemo.h); NULL where
+ * events are added one by one. */
+typedef struct memos {
+    tpd_leafmemo snap, grads;
+} memos;
+
+static tp_err add_snapshot(tpd_arena *a, tpd_proc *p, const tp_event *e, memos *m)
 {
     tp_mpr r;
     const char *why = body_str(a, e, TPF_snapshot_why);
@@ -292,12 +316,14 @@ static tp_err add_snapshot(tpd_arena *a, tpd_proc *p, const tp_event *e)
         if (tp_body_bool(e, TPF_snapshot_full, &full) == TP_OK && !full &&
             add_light(a, &p->timeline, e->step) != TP_OK)
             return TP_ENOMEM;
-        return tpd_leaves_add(a, &p->timeline, &r, e->step, TPD_ORD(e->seq));
+        return tpd_leaves_add_memo(a, &p->timeline, &r, e->step, TPD_ORD(e->seq),
+                                   m ? &m->snap : NULL);
     }
     if (strcmp(why, "final") == 0) {
         /* the state after the last step is compared like a step of its own */
         tp_mpr again = r;
-        rc = tpd_leaves_add(a, &p->timeline, &again, e->step, TPD_ORD(e->seq));
+        rc = tpd_leaves_add_memo(a, &p->timeline, &again, e->step, TPD_ORD(e->seq),
+                                 m ? &m->snap : NULL);
         if (rc != TP_OK) return rc;
     }
     s = tpd_arena_grow(a, p->snaps, &p->snaps_cap, p->nsnaps + 1, sizeof *s);
@@ -329,7 +355,7 @@ static tp_err add_backward(tpd_arena *a, tpd_proc *p, const tp_event *e)
     return push_value(a, p, e, path, &v, 0);
 }
 
-static tp_err add_step(tpd_arena *a, tpd_proc *p, const tp_event *e)
+static tp_err add_step(tpd_arena *a, tpd_proc *p, const tp_event *e, memos *m)
 {
     const char *phase = body_str(a, e, TPF_step_phase);
     tp_mpr r;
@@ -339,7 +365,8 @@ static tp_err add_step(tpd_arena *a, tpd_proc *p, const tp_event *e)
     if (phase == NULL) return TP_EPROTO;
     if (strcmp(phase, "pre") == 0) {
         if (tp_body_find(e, TPF_step_grads, &r) == TP_OK)
-            return tpd_leaves_add(a, &p->timeline, &r, e->step, TPD_ORD(e->seq));
+            return tpd_leaves_add_memo(a, &p->timeline, &r, e->step, TPD_ORD(e->seq),
+                                       m ? &m->grads : NULL);
         return TP_OK;
     }
     if (e->step + 1 > p->steps) p->steps = e->step + 1;
@@ -429,7 +456,9 @@ static tp_err add_restore(tpd_arena *a, tpd_proc *p, const tp_event *e)
     return TP_OK;
 }
 
-tp_err tpd_proc_add_event(tpd_arena *a, tpd_proc *p, const tp_event *e)
+/* add_event is tpd_proc_add_event, reading the leaf lists of every step
+ * with mem's memory (NULL: none). */
+static tp_err add_event(tpd_arena *a, tpd_proc *p, const tp_event *e, memos *mem)
 {
     tp_err mrc = tpd_proc_add_mark(a, p, e);
     if (mrc != TP_OK) return mrc;
@@ -449,11 +478,11 @@ tp_err tpd_proc_add_event(tpd_arena *a, tpd_proc *p, const tp_event *e)
         p->errors = body_int(e, TPF_bye_errors, 0);
         return TP_OK;
     case TP_K_SNAPSHOT:
-        return add_snapshot(a, p, e);
+        return add_snapshot(a, p, e, mem);
     case TP_K_BACKWARD:
         return add_backward(a, p, e);
     case TP_K_STEP:
-        return add_step(a, p, e);
+        return add_step(a, p, e, mem);
     case TP_K_BATCH: {
         /* not a timeline item: data is compared as a stream (checks/resume/stream.c) */
         return tpd_proc_add_batch(a, p, e);
@@ -479,6 +508,11 @@ tp_err tpd_proc_add_event(tpd_arena *a, tpd_proc *p, const tp_event *e)
     default:
         return TP_OK;
     }
+}
+
+tp_err tpd_proc_add_event(tpd_arena *a, tpd_proc *p, const tp_event *e)
+{
+    return add_event(a, p, e, NULL);
 }
 
 int tpd_step_cmp(const void *a, const void *b)
@@ -546,6 +580,7 @@ typedef struct events_ctx {
     tpd_arena *a;
     int64_t exec;
     tpd_proc *p;
+    memos m;
     char *why;
     size_t whylen;
 } events_ctx;
@@ -557,7 +592,7 @@ static tp_err on_event(void *arg, const tp_event *e)
     size_t whylen = c->whylen;
     tp_err rc;
     if (e->kind == TP_K_BLOB || e->kind == TP_K_NONE || e->body == NULL) return TP_OK;
-    rc = tpd_proc_add_event(c->a, c->p, e);
+    rc = add_event(c->a, c->p, e, &c->m);
     if (rc == TP_ENOMEM)
         WHY("execution %lld, process %lld, event %llu (%s): out of memory holding the run's "
             "observations",
@@ -572,8 +607,10 @@ static tp_err on_event(void *arg, const tp_event *e)
 static tp_err load_events(tpd_store *db, tpd_arena *a, int64_t exec, tpd_proc *p, char *why,
                           size_t whylen)
 {
-    events_ctx c = {a, exec, p, why, whylen};
+    events_ctx c = {a, exec, p, {{NULL, 0}, {NULL, 0}}, why, whylen};
     tp_err rc = tpd_rows_events(db, exec, p->pid, on_event, &c, why, whylen);
+    tpd_leafmemo_free(&c.m.snap);
+    tpd_leafmemo_free(&c.m.grads);
     if (rc == TP_OK) rc = save_anchors(a, p);
     tpd_proc_finish(p);
     return rc;

@@ -342,6 +342,13 @@ tp_err tpd_items_push(tpd_arena *a, tpd_items *l, const tpd_item *it);
 void tpd_items_sort(tpd_items *l);
 /* tpd_leaf_val converts a decoded leaf into a value, copying its strings. */
 tp_err tpd_leaf_val(tpd_arena *a, const tp_leaf *l, tpd_val *v);
+/* tpd_leaf_vals sets the values of v that change from step to step from
+ * l, as tpd_leaf_val does, and only those: every one of them for l's kind
+ * (v of that kind, and of the same dtype and shape for a tensor). */
+tp_err tpd_leaf_vals(tpd_arena *a, const tp_leaf *l, tpd_val *v);
+/* tpd_leaf_item reads one leaf at r into *it: its path (interned), group
+ * and value; step and ord are the caller's.  Errors: TP_EPROTO, TP_ENOMEM. */
+tp_err tpd_leaf_item(tpd_arena *a, tp_mpr *r, tpd_item *it);
 /* tpd_leaves_add appends the leaves array at r as items of the given step,
  * ordered from ord0. */
 tp_err tpd_leaves_add(tpd_arena *a, tpd_items *l, tp_mpr *r, int64_t step, uint64_t ord0);
