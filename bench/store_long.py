@@ -6,7 +6,7 @@
 # each, and the CPU generator's state); then the database's size, its bytes per digested tensor per step,
 # and the time of each query beside the time of the run.  `query diff`
 # compares the run with itself by compare's rules, the work a compare
-# verdict does; it holds both sides in memory (about 12 GB at 100,000
+# verdict does; it holds both sides in memory (about 5 GB at 100,000
 # steps), under a cap (TP_BENCH_STORE_MEM_GB, default three quarters of
 # the machine's memory, at most 16 GB), and says so when it needs more.
 import os

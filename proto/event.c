@@ -384,7 +384,10 @@ tp_err tp_body_index(const tp_event *e, tp_body_ix *ix)
                 ix->off[at] = (uint32_t)(r.p - e->body);
             }
         }
-        if (tp_mpr_skip(&r) != TP_OK) return TP_EPROTO;
+        /* the last value is not walked: no key follows it (a snapshot's
+         * leaves and a step's gradients come last), and the getters read
+         * a value where it starts, as the map's walk finds it */
+        if (i + 1 < n && tp_mpr_skip(&r) != TP_OK) return TP_EPROTO;
     }
     return TP_OK;
 }

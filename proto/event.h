@@ -167,9 +167,9 @@ void tp_batch_free(tp_batch *b);
 
 /* tp_body_index fills *ix with where e's keys are, for e->ix; the first
  * of a key found twice, none of a key the kind does not declare.  Errors:
- * TP_EPROTO (the body is not a map of string keys; e->ix stays NULL then,
- * and the getters report what they find), TP_EINVAL (e's kind has no
- * body). */
+ * TP_EPROTO (the body is not a map of string keys, or a value before its
+ * last is malformed; e->ix stays NULL then, and the getters report what
+ * they find), TP_EINVAL (e's kind has no body). */
 tp_err tp_body_index(const tp_event *e, tp_body_ix *ix);
 
 /* tp_body_find positions *field at the value of field f (TPF_<body>_<key>,
