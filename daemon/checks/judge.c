@@ -12,8 +12,10 @@
 #include "daemon/checks/health/verdict.h"
 #include "daemon/checks/judge.h"
 #include "daemon/checks/resume/verdict.h"
+#include "daemon/obs/bgload.h"
 #include "daemon/obs/obs.h"
 #include "daemon/obs/values.h"
+#include "daemon/store/rows.h"
 
 typedef tp_err (*engine_fn)(const tpd_run *r, const tpd_cmp_opts *o, tpd_result *out);
 typedef tp_err (*evidence_fn)(const tpd_run *r, char **out, char *why, size_t whylen);
@@ -50,18 +52,44 @@ static const struct engine *find(const char *check)
     return NULL;
 }
 
-/* pair loads the run r is judged against (e->against) and runs e->pair;
- * a run that cannot be loaded is the engine's to report (an ERROR verdict),
- * except for want of memory. */
+/* on_row names, from a run's row alone, the run it is judged against:
+ * its check's against_fn over its parameters. */
+static tp_err on_row(void *arg, const tpd_run_row *row)
+{
+    const struct engine *e = find(row->check);
+    tpd_run stub;
+    memset(&stub, 0, sizeof stub);
+    stub.check = row->check;
+    stub.params = row->params;
+    *(int64_t *)arg = e && e->against ? e->against(&stub) : -1;
+    return TP_OK;
+}
+
+/* against_early is the run that run is judged against, from its row, before
+ * run is loaded, so that the two can load at once; -1 for none, or when
+ * the row cannot be read (the run's own load then says why). */
+static int64_t against_early(tpd_store *s, int64_t run)
+{
+    int64_t id = -1;
+    if (tpd_rows_run(s, run, on_row, &id, NULL, 0) != TP_OK) return -1;
+    return id;
+}
+
+/* pair loads the run r is judged against (e->against), or takes it from bg
+ * when bg loaded that run, and runs e->pair; a run that cannot be loaded
+ * is the engine's to report (an ERROR verdict), except for want of
+ * memory. */
 static tp_err pair(tpd_store *s, const struct engine *e, const tpd_run *r, const tpd_cmp_opts *o,
-                   tpd_result *out)
+                   tpd_bgload *bg, tpd_result *out)
 {
     char why[512] = "";
     int64_t id = e->against(r);
     tpd_run *ref = NULL;
     tp_err err = TP_OK;
-    if (id >= 0 && (err = tpd_obs_load(s, id, &ref, why, sizeof why)) == TP_OK)
-        err = tpd_values_locate(ref, tpd_store_path(s));
+    bool got = id >= 0 && bg->started && bg->run == id &&
+               tpd_bgload_finish(bg, &ref, &err, why, sizeof why);
+    if (id >= 0 && !got) err = tpd_obs_load(s, id, &ref, why, sizeof why);
+    if (id >= 0 && err == TP_OK) err = tpd_values_locate(ref, tpd_store_path(s));
     if (err == TP_ENOMEM) {
         tpd_obs_free(ref);
         return err;
@@ -76,8 +104,10 @@ static tp_err pair(tpd_store *s, const struct engine *e, const tpd_run *r, const
     return err;
 }
 
-tp_err tpd_judge(tpd_store *s, int64_t run, const tpd_cmp_opts *o, bool plan, tpd_result *out,
-                 char *why, size_t whylen)
+/* judge is tpd_judge, with the run it is judged against loading on bg
+ * when bg started. */
+static tp_err judge(tpd_store *s, int64_t run, const tpd_cmp_opts *o, bool plan, tpd_bgload *bg,
+                    tpd_result *out, char *why, size_t whylen)
 {
     tpd_run *r = NULL;
     tpd_result res;
@@ -102,7 +132,7 @@ tp_err tpd_judge(tpd_store *s, int64_t run, const tpd_cmp_opts *o, bool plan, tp
      * store (a golden run is in the same database, so the same store) */
     with = *o;
     with.values = r;
-    err = e->pair ? pair(s, e, r, &with, &res) : e->fn(r, &with, &res);
+    err = e->pair ? pair(s, e, r, &with, bg, &res) : e->fn(r, &with, &res);
     if (err != TP_OK) {
         snprintf(why, whylen, "%s", tp_strerror(err));
         tpd_obs_free(r);
@@ -130,6 +160,21 @@ tp_err tpd_judge(tpd_store *s, int64_t run, const tpd_cmp_opts *o, bool plan, tp
     tpd_obs_free(r);
     *out = res;
     return TP_OK;
+}
+
+tp_err tpd_judge(tpd_store *s, int64_t run, const tpd_cmp_opts *o, bool plan, tpd_result *out,
+                 char *why, size_t whylen)
+{
+    tpd_bgload bg;
+    int64_t id = against_early(s, run);
+    tp_err err, lrc;
+    tpd_run *left = NULL;
+    char no[8];
+    if (id < 0 || !tpd_bgload_start(&bg, tpd_store_path(s), id)) bg.started = false;
+    err = judge(s, run, o, plan, &bg, out, why, whylen);
+    /* a verdict that ended before it needed the other run */
+    if (tpd_bgload_finish(&bg, &left, &lrc, no, sizeof no)) tpd_obs_free(left);
+    return err;
 }
 
 bool tpd_judge_has_evidence(const char *check)

@@ -2,16 +2,15 @@
  * diff.c -- two stored runs' executions compared offline: the sides
  * chosen, the comparison (pair.c), the report as text or JSON.  Exact
  * digests only: a tolerance is the compare check's to declare. */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "daemon/base/json.h"
 #include "daemon/checks/compare/diff.h"
 #include "daemon/checks/compare/pair.h"
 #include "daemon/checks/render.h"
+#include "daemon/obs/bgload.h"
 #include "daemon/obs/values.h"
 
 /* The side names, in the text and in the explanation. */
@@ -213,52 +212,22 @@ fail:
     return rc;
 }
 
-/* One side loaded on a thread of its own, through a connection of its
- * own (a connection is one thread's at a time). */
-typedef struct loader {
-    const char *path;
-    int64_t run;
-    bool opened; /* the connection was opened: rc and why are the load's */
-    tpd_run *r;
-    tp_err rc;
-    char why[512];
-} loader;
-
-static void *load_side(void *arg)
-{
-    loader *l = arg;
-    tpd_store *s = NULL;
-    l->rc = tpd_store_open(&s, l->path, TPD_STORE_READONLY, l->why, sizeof l->why);
-    l->opened = l->rc == TP_OK;
-    if (l->opened) l->rc = tpd_obs_load(s, l->run, &l->r, l->why, sizeof l->why);
-    tpd_store_close(s);
-    return NULL;
-}
-
-/* load_both loads runs a and b from s: b on a second thread and
- * connection while a loads here, when the machine has the cores (a long
- * run's load is most of a diff's time); else, or when the second
- * connection cannot be opened (a database that needs migrating, which a
- * read-only connection refuses), one after the other on s.  On error both
- * are NULL and why says which failed. */
+/* load_both loads runs a and b from s: b on a thread and a connection of
+ * its own while a loads here (bgload.h: a long run's load is most of a
+ * diff's time); else, or when that connection cannot be opened, one after
+ * the other on s.  On error both are NULL and why says which failed. */
 static tp_err load_both(tpd_store *s, int64_t a, int64_t b, tpd_run **ra, tpd_run **rb, char *why,
                         size_t whylen)
 {
-    loader l = {tpd_store_path(s), b, false, NULL, TP_OK, ""};
-    pthread_t t;
-    bool two = l.path != NULL && sysconf(_SC_NPROCESSORS_ONLN) > 1 &&
-               pthread_create(&t, NULL, load_side, &l) == 0;
-    tp_err rc = tpd_obs_load(s, a, ra, why, whylen);
-    if (two) {
-        pthread_join(t, NULL);
-        /* a side whose connection could not be opened loads here */
-        if (!l.opened)
-            two = false;
-        else if (rc == TP_OK && l.rc != TP_OK) {
-            rc = l.rc;
-            snprintf(why, whylen, "%s", l.why);
-        }
-        *rb = l.r;
+    tpd_bgload bg;
+    tp_err rc, rcb = TP_OK;
+    char whyb[512] = "";
+    bool two = tpd_bgload_start(&bg, tpd_store_path(s), b);
+    rc = tpd_obs_load(s, a, ra, why, whylen);
+    two = two && tpd_bgload_finish(&bg, rb, &rcb, whyb, sizeof whyb);
+    if (two && rc == TP_OK && rcb != TP_OK) {
+        rc = rcb;
+        snprintf(why, whylen, "%s", whyb);
     }
     if (!two && rc == TP_OK) rc = tpd_obs_load(s, b, rb, why, whylen);
     if (rc != TP_OK) {
