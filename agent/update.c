@@ -182,8 +182,8 @@ static void copy_one(void *arg, size_t k)
 
 static void compare_one(void *arg, size_t k)
 {
-    span *s = &spans[order[k]];
-    (void)arg;
+    const size_t *by = arg; /* the tensors' order, or NULL: their own */
+    span *s = &spans[by ? by[k] : k];
     if (s->nb == 0) return;
     /* one pass over both where the step moved the tensor (a positive sum of
      * squares says it did); the bytes compared only where it did not seem
@@ -208,7 +208,17 @@ static void run(bool compare, size_t total)
         threads = tpa_team_size();
         if ((size_t)threads > tasks) threads = (int)tasks;
     }
-    tpa_team_each(compare ? compare_one : copy_one, NULL, tasks, threads);
+    if (!compare) {
+        tpa_team_each(copy_one, NULL, tasks, threads);
+        return;
+    }
+    /* on threads, the largest tensors first, so that none is left alone at
+     * the end; on one, the order does not matter */
+    if (threads > 1) {
+        for (size_t i = 0; i < nspans; i++) order[i] = i;
+        qsort(order, nspans, sizeof *order, larger_first);
+    }
+    tpa_team_each(compare_one, threads > 1 ? order : NULL, tasks, threads);
 }
 
 int tpa_update_begin(PyObject *params)
@@ -257,8 +267,6 @@ int tpa_update_end(PyObject *params, double *norm, bool *changed)
         P.PyErr_SetString(*P.Exc_RuntimeError, "out of memory for the update copy");
         return -1;
     }
-    for (size_t i = 0; i < nspans; i++) order[i] = i;
-    qsort(order, nspans, sizeof *order, larger_first);
     run(true, total);
     release((size_t)n);
     for (size_t i = 0; i < nspans; i++)

@@ -441,11 +441,8 @@ static tp_err find_present(const tp_event *e, tp_field f, tp_mpr *v)
 
 tp_err tp_body_int(const tp_event *e, tp_field f, int64_t *v)
 {
-    const char *key = key_of(e, f);
     tp_mpr r;
-    tp_err rc;
-    if (key == NULL) return TP_EINVAL;
-    rc = present(e, f, key, &r);
+    tp_err rc = find_present(e, f, &r);
     return rc != TP_OK ? rc : tp_mpr_int(&r, v);
 }
 
@@ -458,21 +455,15 @@ tp_err tp_body_f64(const tp_event *e, tp_field f, double *v)
 
 tp_err tp_body_bool(const tp_event *e, tp_field f, bool *v)
 {
-    const char *key = key_of(e, f);
     tp_mpr r;
-    tp_err rc;
-    if (key == NULL) return TP_EINVAL;
-    rc = present(e, f, key, &r);
+    tp_err rc = find_present(e, f, &r);
     return rc != TP_OK ? rc : tp_mpr_bool(&r, v);
 }
 
 tp_err tp_body_str(const tp_event *e, tp_field f, const char **s, uint32_t *n)
 {
-    const char *key = key_of(e, f);
     tp_mpr r;
-    tp_err rc;
-    if (key == NULL) return TP_EINVAL;
-    rc = present(e, f, key, &r);
+    tp_err rc = find_present(e, f, &r);
     return rc != TP_OK ? rc : tp_mpr_str(&r, s, n);
 }
 

@@ -159,6 +159,19 @@ static void note(tpd_div *d, int64_t sa, int64_t sb, tpd_group g, const char *pa
     d->b = b;
 }
 
+/* judge_pair compares x, of a, with y, its match in b, at aligned steps
+ * sa and sb: an unsure pair is noted as the first unsure, a different one
+ * in d. */
+static void judge_pair(const tpd_item *x, const tpd_item *y, int64_t sa, int64_t sb,
+                       const tpd_cmp_opts *o, tpd_div *d, tpd_cmp_result *out)
+{
+    tpd_eq eq = tpd_val_eq(&x->v, &y->v, o);
+    if (eq == TPD_UNSURE)
+        note(&out->first_unsure, sa, sb, x->group, x->path, x, y, true);
+    else if (eq == TPD_DIFF)
+        note(d, sa, sb, x->group, x->path, x, y, false);
+}
+
 /* same_shape says whether the step slices [alo, ahi) of a and [blo, bhi)
  * of b hold the same components in the same order, so that the k-th item
  * of one is matched with the k-th of the other: what match finds then,
@@ -182,14 +195,9 @@ static void compare_same(const tpd_items *a, size_t alo, size_t ahi, const tpd_i
                          tpd_cmp_result *out)
 {
     for (size_t k = alo; k < ahi; k++) {
-        const tpd_item *x = &a->v[k], *y = &b->v[blo + (k - alo)];
-        tpd_eq eq;
+        const tpd_item *x = &a->v[k];
         if ((int)x->group != g || (lit && tpd_induced(x))) continue;
-        eq = tpd_val_eq(&x->v, &y->v, o);
-        if (eq == TPD_UNSURE)
-            note(&out->first_unsure, sa, sb, x->group, x->path, x, y, true);
-        else if (eq == TPD_DIFF)
-            note(d, sa, sb, x->group, x->path, x, y, false);
+        judge_pair(x, &b->v[blo + (k - alo)], sa, sb, o, d, out);
         if (d->found && d == &out->first_other) return;
     }
 }
@@ -230,12 +238,7 @@ void tpd_compare(const tpd_items *a, int64_t a0, const tpd_items *b, int64_t b0,
                     if (!x->anchor && x->group != TPD_G_MODULE)
                         note(d, s + a0, s + b0, x->group, x->path, x, NULL, false);
                 } else {
-                    tpd_eq eq = tpd_val_eq(&x->v, &b->v[m].v, o);
-                    if (eq == TPD_UNSURE)
-                        note(&out->first_unsure, s + a0, s + b0, x->group, x->path, x, &b->v[m],
-                             true);
-                    else if (eq == TPD_DIFF)
-                        note(d, s + a0, s + b0, x->group, x->path, x, &b->v[m], false);
+                    judge_pair(x, &b->v[m], s + a0, s + b0, o, d, out);
                     if (m == j) j++;
                 }
                 if (d->found && d == &out->first_other) break;

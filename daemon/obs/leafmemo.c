@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "daemon/obs/leafmemo.h"
+#include "daemon/store/pack.h"
 
 void tpd_leafmemo_free(tpd_leafmemo *m)
 {
@@ -12,18 +13,6 @@ void tpd_leafmemo_free(tpd_leafmemo *m)
     free(m->v);
     m->v = NULL;
     m->n = 0;
-}
-
-/* The elements of a leaf's array that its head holds after the kind, and
- * the values that change after them (the split of daemon/store/pack.c). */
-static unsigned head_elems(char kind)
-{
-    return kind == 't' ? 3 : 1;
-}
-
-static unsigned var_elems(char kind)
-{
-    return kind == 't' ? 5 : kind == 'd' ? 2 : 1;
 }
 
 /* remember keeps in e the head and tail of the leaf in the n bytes at p
@@ -34,16 +23,17 @@ static void remember(tpd_leafmemo_ent *e, const uint8_t *p, size_t n, const tpd_
 {
     tp_mpr r;
     uint32_t len;
+    unsigned nhead, nvar;
     size_t head, vars;
     uint8_t *b;
     free(e->bytes);
     e->bytes = NULL;
     tp_mpr_init(&r, p, n);
-    if (tp_mpr_array(&r, &len) != TP_OK) return;
-    for (unsigned k = 0; k < 1 + head_elems(it->v.kind); k++)
+    if (!tpd_leaf_split(it->v.kind, &nhead, &nvar) || tp_mpr_array(&r, &len) != TP_OK) return;
+    for (unsigned k = 0; k < nhead; k++)
         if (tp_mpr_skip(&r) != TP_OK) return;
     head = (size_t)(r.p - p);
-    for (unsigned k = 0; k < var_elems(it->v.kind); k++)
+    for (unsigned k = 0; k < nvar; k++)
         if (tp_mpr_skip(&r) != TP_OK) return;
     vars = (size_t)(r.p - p);
     if (n - vars > UINT32_MAX || head > UINT32_MAX || (b = malloc(head + (n - vars))) == NULL)
@@ -82,9 +72,8 @@ tp_err tpd_leaves_add_memo(tpd_arena *a, tpd_items *l, tp_mpr *r, int64_t step, 
 {
     uint32_t n;
     tp_err rc;
-    if (m == NULL) return tpd_leaves_add(a, l, r, step, ord0);
     if (tp_mpr_array(r, &n) != TP_OK) return TP_EPROTO;
-    if (n > m->n) {
+    if (m != NULL && n > m->n) {
         tpd_leafmemo_ent *v = realloc(m->v, n * sizeof *v);
         if (v == NULL) return TP_ENOMEM;
         memset(v + m->n, 0, (n - m->n) * sizeof *v);
@@ -95,9 +84,9 @@ tp_err tpd_leaves_add_memo(tpd_arena *a, tpd_items *l, tp_mpr *r, int64_t step, 
         tpd_item it;
         const uint8_t *start = r->p;
         rc = TP_OK;
-        if (!recall(a, &m->v[i], r, &it, &rc)) {
+        if (m == NULL || !recall(a, &m->v[i], r, &it, &rc)) {
             if ((rc = tpd_leaf_item(a, r, &it)) != TP_OK) return rc;
-            remember(&m->v[i], start, (size_t)(r->p - start), &it);
+            if (m != NULL) remember(&m->v[i], start, (size_t)(r->p - start), &it);
         } else if (rc != TP_OK) {
             return rc;
         }

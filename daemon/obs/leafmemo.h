@@ -33,7 +33,8 @@ void tpd_leafmemo_free(tpd_leafmemo *m);
 /* tpd_leaves_add_memo is tpd_leaves_add (obs.h), remembering in m the
  * leaves it reads, by their place in the list, and reading a leaf whose
  * head and tail are the remembered bytes as its values alone.  NULL m:
- * tpd_leaves_add.  Errors: tpd_leaves_add's. */
+ * every leaf read whole (tpd_leaves_add is this).  Errors:
+ * tpd_leaves_add's. */
 tp_err tpd_leaves_add_memo(tpd_arena *a, tpd_items *l, tp_mpr *r, int64_t step, uint64_t ord0,
                            tpd_leafmemo *m);
 

@@ -168,17 +168,7 @@ tp_err tpd_leaf_item(tpd_arena *a, tp_mpr *r, tpd_item *it)
 
 tp_err tpd_leaves_add(tpd_arena *a, tpd_items *l, tp_mpr *r, int64_t step, uint64_t ord0)
 {
-    uint32_t n;
-    tp_err rc;
-    if (tp_mpr_array(r, &n) != TP_OK) return TP_EPROTO;
-    for (uint32_t i = 0; i < n; i++) {
-        tpd_item it;
-        if ((rc = tpd_leaf_item(a, r, &it)) != TP_OK) return rc;
-        it.step = step;
-        it.ord = ord0 + i;
-        if ((rc = tpd_items_push(a, l, &it)) != TP_OK) return rc;
-    }
-    return TP_OK;
+    return tpd_leaves_add_memo(a, l, r, step, ord0, NULL);
 }
 
 static const char *body_str(tpd_arena *a, const tp_event *e, tp_field key)

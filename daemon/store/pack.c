@@ -91,6 +91,23 @@ static bool tensor_form(const uint8_t *v, size_t n, bool *max32, uint32_t *f32)
     return true;
 }
 
+bool tpd_leaf_split(char kind, unsigned *nhead, unsigned *nvar)
+{
+    switch (kind) {
+    case 't':
+        *nhead = 4, *nvar = 5;
+        return true;
+    case 'v':
+        *nhead = 2, *nvar = 1;
+        return true;
+    case 'd':
+        *nhead = 2, *nvar = 2;
+        return true;
+    default:
+        return false;
+    }
+}
+
 /* pack_leaf packs the leaf at r into out; TP_ENOENT when it is not one
  * this code splits. */
 static tp_err pack_leaf(tpd_leafdict *d, tp_mpr *r, tp_buf *out)
@@ -103,21 +120,9 @@ static tp_err pack_leaf(tpd_leafdict *d, tp_mpr *r, tp_buf *out)
     bool max32 = false;
     int64_t id;
     tp_err err;
-    if (tp_mpr_array(r, &n) != TP_OK || tp_mpr_str(r, &kind, &kn) != TP_OK || kn != 1)
+    if (tp_mpr_array(r, &n) != TP_OK || tp_mpr_str(r, &kind, &kn) != TP_OK || kn != 1 ||
+        !tpd_leaf_split(kind[0], &nhead, &nvar))
         return TP_ENOENT;
-    switch (kind[0]) {
-    case 't':
-        nhead = 4, nvar = 5;
-        break;
-    case 'v':
-        nhead = 2, nvar = 1;
-        break;
-    case 'd':
-        nhead = 2, nvar = 2;
-        break;
-    default:
-        return TP_ENOENT;
-    }
     if (n < nhead + nvar || skip_n(r, nhead - 1) != TP_OK) return TP_ENOENT;
     def.nvar = nvar;
     def.head = start;

@@ -30,6 +30,12 @@
 
 #define TPD_PACKED 0xc1 /* the first byte of a packed body */
 
+/* tpd_leaf_split says how a leaf of kind kind ('t', 'v', 'd') splits:
+ * *nhead elements of its array (its kind first) that stay the same from
+ * step to step, then *nvar that change; the rest (a tensor's device, blob
+ * flag and digest kind) stay the same too.  False for another kind. */
+bool tpd_leaf_split(char kind, unsigned *nhead, unsigned *nvar);
+
 /* tpd_body_packed tells whether the n bytes at p are a packed body. */
 bool tpd_body_packed(const uint8_t *p, size_t n);
 
