@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT
- * main.c -- trainparity-daemon: serve, query, offline ingest, and a run's
- * export and import.  Exit status: 0 success, 1 error, 64 usage; query diff:
- * 0 the executions match, 1 they differ, 2 they cannot be compared. */
+ * main.c -- trainparity-daemon: serve, query, a stored run judged again,
+ * offline ingest, and a run's export and import.  Exit status: 0 success,
+ * 1 error, 64 usage; query diff: 0 the executions match, 1 they differ, 2
+ * they cannot be compared; judge: trainparity-run's (0 PASS, 1 FAIL,
+ * 2 ABSTAIN, 3 ERROR or no verdict could be given). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +16,7 @@
 #include <unistd.h>
 
 #include "daemon/checks/compare/diff.h"
+#include "daemon/checks/judge.h"
 #include "daemon/ingest/ingest.h"
 #include "daemon/serve/serve.h"
 #include "daemon/store/export.h"
@@ -25,6 +28,7 @@
 #define EX_USAGE_  64
 #define EX_DIFFER  1 /* query diff: the executions differ */
 #define EX_TROUBLE 2 /* query diff: they cannot be compared */
+#define EX_ERROR   3 /* judge: ERROR, or no verdict */
 #define DEFAULT_DB ".trainparity/runs.db"
 #define MAX_LISTEN 16
 
@@ -39,6 +43,7 @@ static const char usage_main[] =
     "       " PROG " [--db PATH] query [--json] runs [--check C] [--outcome O] [--limit N]\n"
     "       " PROG " [--db PATH] query [--json] run ID | steps ID | verdict ID\n"
     "       " PROG " [--db PATH] query [--json] diff ID1 ID2 [--exec1 E] [--exec2 E]\n"
+    "       " PROG " [--db PATH] judge [--json] ID\n"
     "       " PROG " [--db PATH] ingest FILE...\n"
     "       " PROG " [--db PATH] export RUN_ID > FILE\n"
     "       " PROG " [--db PATH] import FILE\n"
@@ -51,6 +56,7 @@ static const char help_main[] =
     "  serve    receive agent batches and control commands until SIGINT/SIGTERM\n"
     "  query    print the runs, one run, a run's per-step table or its verdict, or\n"
     "           compare two runs step by step\n"
+    "  judge    judge a stored run again, with this version, and print the verdict\n"
     "  ingest   store spool files written while no daemon was reachable\n"
     "  export   write one run, with its captured values, as one file to stdout\n"
     "  import   add an exported run to the database, as a new run\n"
@@ -103,6 +109,18 @@ static const char help_query[] =
     "  --json        JSON instead of text; for verdict, the stored JSON report as it is\n"
     "  --db PATH     database (default " DEFAULT_DB "), opened read-only\n"
     "Text tables are aligned: each column as wide as its widest value.\n";
+
+static const char usage_judge[] = "usage: " PROG " judge [--db PATH] [--json] ID\n";
+static const char help_judge[] =
+    "Judges run ID again from what the database holds, with this version's\n"
+    "verdict engines, as its check did when the run ended: under the tolerance\n"
+    "its command declared (--rtol, --atol), weighing the reruns a narrowing\n"
+    "made.  Prints the text report (--json: the JSON report) and stores\n"
+    "nothing.  Exit status as trainparity-run's: 0 PASS, 1 FAIL, 2 ABSTAIN,\n"
+    "3 ERROR or no verdict (an unknown run, a run of no check that judges,\n"
+    "a database that cannot be read), 64 on a usage error.\n"
+    "  --json     the JSON report instead of the text\n"
+    "  --db PATH  database (default " DEFAULT_DB "), opened read-only\n";
 
 static const char usage_export[] = "usage: " PROG " export [--db PATH] RUN_ID > FILE\n";
 static const char help_export[] =
@@ -361,6 +379,17 @@ static int parse_id(const char *s, int64_t *id)
     return 0;
 }
 
+/* one_run reads the one argument left after the options, a run ID, into
+ * *run: 0, or the usage error's exit status. */
+static int one_run(int argc, char **argv, const char *usage, int64_t *run)
+{
+    if (optind == argc) return usage_error(usage, "which run? give its ID%s", "");
+    if (argc - optind > 1) return usage_error(usage, "unexpected argument '%s'", argv[optind + 1]);
+    if (parse_id(argv[optind], run) != 0)
+        return usage_error(usage, "'%s' is not a run ID", argv[optind]);
+    return 0;
+}
+
 /* write_out writes the text of out to stdout; 1 when it cannot. */
 static int write_out(const tpd_str *out)
 {
@@ -503,6 +532,56 @@ static int cmd_query(int argc, char **argv)
     return status;
 }
 
+/* ---- judge ---- */
+
+static int cmd_judge(int argc, char **argv)
+{
+    static const struct option opts[] = {{"db", required_argument, NULL, 'd'},
+                                         {"json", no_argument, NULL, 'j'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    const char *db = g_db;
+    char why[1024];
+    bool json = false;
+    int64_t run;
+    tpd_result res;
+    tpd_store *s;
+    tp_err err;
+    int c, status;
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'd':
+            db = optarg;
+            break;
+        case 'j':
+            json = true;
+            break;
+        case 'h':
+            printf("%s%s", usage_judge, help_judge);
+            return 0;
+        default:
+            return bad_option(usage_judge, argv, c);
+        }
+    }
+    if ((c = one_run(argc, argv, usage_judge, &run)) != 0) return c;
+    if ((s = open_store(db, TPD_STORE_READONLY)) == NULL) return EX_ERROR;
+    err = tpd_judge_again(s, run, &res, why, sizeof why);
+    tpd_store_close(s);
+    if (err != TP_OK) {
+        fprintf(stderr, PROG ": cannot judge run %lld: %s\n", (long long)run, why);
+        return EX_ERROR;
+    }
+    fputs(json ? res.json : res.text, stdout);
+    if (json) putchar('\n');
+    status = (int)res.outcome; /* 0 PASS, 1 FAIL, 2 ABSTAIN, 3 ERROR */
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, PROG ": cannot write the output: %s\n", strerror(errno));
+        status = EX_ERROR;
+    }
+    tpd_result_clear(&res);
+    return status;
+}
+
 /* ---- export and import ---- */
 
 static int cmd_export(int argc, char **argv)
@@ -528,11 +607,7 @@ static int cmd_export(int argc, char **argv)
             return bad_option(usage_export, argv, c);
         }
     }
-    if (optind == argc) return usage_error(usage_export, "which run? give its RUN_ID%s", "");
-    if (argc - optind > 1)
-        return usage_error(usage_export, "unexpected argument '%s'", argv[optind + 1]);
-    if (parse_id(argv[optind], &run) != 0)
-        return usage_error(usage_export, "'%s' is not a run ID", argv[optind]);
+    if ((c = one_run(argc, argv, usage_export, &run)) != 0) return c;
     if (isatty(STDOUT_FILENO))
         return usage_error(usage_export,
                            "an export is a binary file: redirect stdout to a file "
@@ -674,6 +749,7 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "serve") == 0) return cmd_serve(argc - 1, argv + 1);
     if (strcmp(cmd, "query") == 0) return cmd_query(argc - 1, argv + 1);
+    if (strcmp(cmd, "judge") == 0) return cmd_judge(argc - 1, argv + 1);
     if (strcmp(cmd, "ingest") == 0) return cmd_ingest(argc - 1, argv + 1);
     if (strcmp(cmd, "export") == 0) return cmd_export(argc - 1, argv + 1);
     if (strcmp(cmd, "import") == 0) return cmd_import(argc - 1, argv + 1);

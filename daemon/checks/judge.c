@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "daemon/checks/accum/verdict.h"
+#include "daemon/checks/params.h"
 #include "daemon/checks/coverage/verdict.h"
 #include "daemon/checks/compare/verdict.h"
 #include "daemon/checks/health/verdict.h"
@@ -27,22 +28,34 @@ typedef int64_t (*against_fn)(const tpd_run *r);
 typedef tp_err (*pair_fn)(const tpd_run *r, const tpd_run *ref, const char *refwhy,
                           const tpd_cmp_opts *o, tpd_result *out);
 
+/* The params that hold the tolerance a run's command declared (--rtol,
+ * --atol), which trainparity-run puts in its verdict request too: whether
+ * one was declared, and its two bounds. */
+typedef struct declared {
+    tp_param tolerance, rtol, atol;
+} declared;
+
+static const declared resume_tol = {TPP_resume_tolerance, TPP_resume_rtol, TPP_resume_atol};
+static const declared compare_tol = {TPP_compare_tolerance, TPP_compare_rtol, TPP_compare_atol};
+
 /* A check: its name (the run's check, trainparity-run's subcommand), its
  * verdict engine (fn; or against and pair, for a check that judges its run
- * against another), and its evidence file (control command
- * "<check>.evidence") or NULL. */
+ * against another), its evidence file (control command "<check>.evidence")
+ * or NULL, and the params of a declared tolerance or NULL (a check that
+ * reads its own, as accum does, or has none). */
 static const struct engine {
     const char *check;
     engine_fn fn;
     evidence_fn evidence;
     against_fn against;
     pair_fn pair;
+    const declared *tol;
 } engines[] = {
-    {"resume", tpd_verdict_resume, NULL, NULL, NULL},
-    {"accum", tpd_verdict_accum, NULL, NULL, NULL},
-    {"coverage", tpd_verdict_coverage, tpd_coverage_evidence, NULL, NULL},
-    {"health", tpd_verdict_health, NULL, NULL, NULL},
-    {"compare", NULL, NULL, tpd_golden_against, tpd_verdict_compare},
+    {"resume", tpd_verdict_resume, NULL, NULL, NULL, &resume_tol},
+    {"accum", tpd_verdict_accum, NULL, NULL, NULL, NULL},
+    {"coverage", tpd_verdict_coverage, tpd_coverage_evidence, NULL, NULL, NULL},
+    {"health", tpd_verdict_health, NULL, NULL, NULL, NULL},
+    {"compare", NULL, NULL, tpd_golden_against, tpd_verdict_compare, &compare_tol},
 };
 
 static const struct engine *find(const char *check)
@@ -105,9 +118,10 @@ static tp_err pair(tpd_store *s, const struct engine *e, const tpd_run *r, const
 }
 
 /* judge is tpd_judge, with the run it is judged against loading on bg
- * when bg started. */
-static tp_err judge(tpd_store *s, int64_t run, const tpd_cmp_opts *o, bool plan, tpd_bgload *bg,
-                    tpd_result *out, char *why, size_t whylen)
+ * when bg started.  again: the run is judged after its check ended, whose
+ * wall time the report then does not know (render.h, null). */
+static tp_err judge(tpd_store *s, int64_t run, const tpd_cmp_opts *o, bool plan, bool again,
+                    tpd_bgload *bg, tpd_result *out, char *why, size_t whylen)
 {
     tpd_run *r = NULL;
     tpd_result res;
@@ -116,6 +130,7 @@ static tp_err judge(tpd_store *s, int64_t run, const tpd_cmp_opts *o, bool plan,
     const struct engine *e;
     tp_err err = tpd_obs_load(s, run, &r, why, whylen);
     if (err != TP_OK) return err;
+    if (again) r->judged_ns = 0;
     /* engines that compare within a tolerance read captured values */
     if ((err = tpd_values_locate(r, tpd_store_path(s))) != TP_OK) {
         snprintf(why, whylen, "%s", tp_strerror(err));
@@ -162,8 +177,10 @@ static tp_err judge(tpd_store *s, int64_t run, const tpd_cmp_opts *o, bool plan,
     return TP_OK;
 }
 
-tp_err tpd_judge(tpd_store *s, int64_t run, const tpd_cmp_opts *o, bool plan, tpd_result *out,
-                 char *why, size_t whylen)
+/* judge_with_bg is judge with the run it is judged against loading on a
+ * thread of its own, where one can be had. */
+static tp_err judge_with_bg(tpd_store *s, int64_t run, const tpd_cmp_opts *o, bool plan, bool again,
+                            tpd_result *out, char *why, size_t whylen)
 {
     tpd_bgload bg;
     int64_t id = against_early(s, run);
@@ -171,10 +188,46 @@ tp_err tpd_judge(tpd_store *s, int64_t run, const tpd_cmp_opts *o, bool plan, tp
     tpd_run *left = NULL;
     char no[8];
     if (id < 0 || !tpd_bgload_start(&bg, tpd_store_path(s), id)) bg.started = false;
-    err = judge(s, run, o, plan, &bg, out, why, whylen);
+    err = judge(s, run, o, plan, again, &bg, out, why, whylen);
     /* a verdict that ended before it needed the other run */
     if (tpd_bgload_finish(&bg, &left, &lrc, no, sizeof no)) tpd_obs_free(left);
     return err;
+}
+
+tp_err tpd_judge(tpd_store *s, int64_t run, const tpd_cmp_opts *o, bool plan, tpd_result *out,
+                 char *why, size_t whylen)
+{
+    return judge_with_bg(s, run, o, plan, false, out, why, whylen);
+}
+
+/* on_row_tol reads, from a run's row, the tolerance its params declare
+ * into the tpd_cmp_opts at arg (left exact when they declare none). */
+static tp_err on_row_tol(void *arg, const tpd_run_row *row)
+{
+    const struct engine *e = find(row->check);
+    tpd_cmp_opts *o = arg;
+    tpd_params p;
+    tp_err err = TP_OK;
+    if (e == NULL || e->tol == NULL) return TP_OK;
+    /* params that do not parse read as none: run.create checked them */
+    if (tpd_params_parse(&p, row->params, NULL, 0) == TP_ENOMEM) err = TP_ENOMEM;
+    if (err == TP_OK && tpd_param_bool(&p, e->tol->tolerance)) {
+        o->tolerance = true;
+        o->rtol = tpd_param_num(&p, e->tol->rtol);
+        o->atol = tpd_param_num(&p, e->tol->atol);
+    }
+    tpd_params_clear(&p);
+    return err;
+}
+
+tp_err tpd_judge_again(tpd_store *s, int64_t run, tpd_result *out, char *why, size_t whylen)
+{
+    tpd_cmp_opts o = {false, 0, 0, NULL};
+    tp_err err = tpd_rows_run(s, run, on_row_tol, &o, why, whylen);
+    if (err == TP_ENOENT) snprintf(why, whylen, "there is no run %lld", (long long)run);
+    if (err == TP_ENOMEM) snprintf(why, whylen, "out of memory");
+    if (err != TP_OK) return err;
+    return judge_with_bg(s, run, &o, false, true, out, why, whylen);
 }
 
 bool tpd_judge_has_evidence(const char *check)

@@ -23,6 +23,15 @@
 tp_err tpd_judge(tpd_store *s, int64_t run, const tpd_cmp_opts *o, bool plan, tpd_result *out,
                  char *why, size_t whylen);
 
+/* tpd_judge_again judges run again from what s holds, as trainparity-run's
+ * verdict request did: under the tolerance its params declare (resume and
+ * compare: --rtol, --atol; accum reads its own), with no narrowing asked
+ * (a run narrowed holds its reruns, which the verdict weighs).  The
+ * report's wall time is null: the check's own is in its stored verdict.
+ * Stores the verdict unless s is read-only.  Errors as tpd_judge's; TP_ENOENT with
+ * "there is no run N". */
+tp_err tpd_judge_again(tpd_store *s, int64_t run, tpd_result *out, char *why, size_t whylen);
+
 /* tpd_judge_has_evidence says whether check (NULL: none) writes an evidence
  * file: every observation its verdict weighed, too large for the report. */
 bool tpd_judge_has_evidence(const char *check);

@@ -63,8 +63,8 @@ bool tpd_json_exec_cost(json_t *o, const tpd_exec *e);
  * "executions_s", the sum of the wall_s of r's finished executions;
  * "ratio", check_s / executions_s (null when no execution finished).  A
  * check runs its executions one after another, so the ratio is at least 1;
- * the rest is TrainParity's own time.  null when r is NULL or was built by
- * hand (no judged_ns). */
+ * the rest is TrainParity's own time.  null when r is NULL, was built by
+ * hand or is judged again after its check (judge.h; no judged_ns). */
 json_t *tpd_json_wall(const tpd_run *r);
 
 /* tpd_json_execs is the executions ex[0..n-1] (NULL ones are left out) as

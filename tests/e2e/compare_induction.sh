@@ -16,7 +16,8 @@
 # their first difference at its exact step.  With --ckpt the script resumes
 # on its own from the checkpoint it finds: what C saved is moved aside
 # before D runs, so D trains from scratch and the check PASSes; a checkpoint
-# the golden run left, found by C, is named as the check's ERROR.
+# the golden run left, found by C, is named as the check's ERROR.  Each run
+# judged again offline (trainparity-daemon judge) gives its verdict again.
 TP_NAME=compare_induction
 . "$(dirname "$0")/lib.sh"
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -86,6 +87,12 @@ expect_grep "wants induction or full" "$WORK/err"
 for f in pass.json induction.json full.json noise.json; do
     "$py" "$root/tests/e2e/report_schema.py" "$f" >"$f.schema" 2>&1 ||
         fail "$f does not follow docs/report-schema.json: $(head -20 "$f.schema")"
+done
+# judged again offline, each run gives its verdict again: the narrowed
+# ones from their reruns (C2, D2), which the database holds
+for f in pass:0 induction:1 full:1 noise:2; do
+    expect_judged_again "$("$py" -c 'import json, sys; print(json.load(open(sys.argv[1]))["run"])' \
+        "${f%%:*}.json")" "${f##*:}"
 done
 "$py" - "$truth" <<'PY' || fail "reports: $(cat pass.json induction.json full.json)"
 import json, sys

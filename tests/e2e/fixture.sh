@@ -3,7 +3,8 @@
 # fixture.sh CHECK FIXTURE OUTCOME PATH PYTHON NEEDS OPTIONS -- runs one row of
 # fixtures/expected.tsv through `trainparity-run CHECK` with a real daemon,
 # the real agent and a real training process, and checks the outcome (exit
-# status and JSON report) and the first divergence's component path.
+# status and JSON report) and the first divergence's component path; then
+# that the stored run, judged again offline, gives the same verdict.
 TP_NAME=fixture
 . "$(dirname "$0")/lib.sh"
 
@@ -124,4 +125,7 @@ if want_path != "-":
     ok = path.startswith(want_path[:-1]) if want_path.endswith("*") else path == want_path
     assert ok, "first divergence at %s, want %s" % (path, want_path)
 PY
+run=$("$TP_PYTHON" -c 'import json; print(json.load(open("report.json"))["run"])') ||
+    fail "no run id in the report"
+expect_judged_again "$run" "$got"
 echo "ok $TP_NAME: $outcome${want_path:+ at $want_path}"

@@ -9,7 +9,8 @@
 # itself at step 0, and the data order is that of the same DataLoader and
 # generator built here without the agent.  A golden name or id that names
 # no run is a usage error (64) before anything runs; a golden run that is
-# not a record run is an ERROR (3).
+# not a record run is an ERROR (3).  Each compare run, judged again offline
+# (trainparity-daemon judge), gives its verdict again.
 TP_NAME=golden
 . "$(dirname "$0")/lib.sh"
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -114,6 +115,12 @@ check unseeded.json ABSTAIN '
 assert (fd["between"], fd["step"]) == ("C-D", 0) and fd["path"].startswith("model."), fd
 assert "C" in fd and "D" in fd, fd
 assert why == ["nondeterministic"], why'
+
+# each run judged again offline gives the verdict its check gave
+for f in pass:0 lr:1 loss:1 data:1 unseeded:2; do
+    expect_judged_again "$("$py" -c 'import json, sys; print(json.load(open(sys.argv[1]))["run"])' \
+        "${f%%:*}.json")" "${f##*:}"
+done
 
 # a golden run that is not a record run: refused before anything runs
 pass_run=$("$py" -c 'import json; print(json.load(open("pass.json"))["run"])')

@@ -86,3 +86,37 @@ wait_for_file() {
         sleep 0.05
     done
 }
+
+# expect_judged_again RUN STATUS: run RUN of ./.trainparity/runs.db, judged
+# again offline (trainparity-daemon judge, read-only), gives the verdict its
+# check gave: exit status STATUS, the text report as stored, and the JSON
+# report as stored but for the wall time, which a run judged after its
+# check does not know (null).
+expect_judged_again() {
+    local run=$1 want=$2 db=.trainparity/runs.db got
+    "$TP_DAEMON" --db "$db" judge "$run" >"$WORK/judge.txt" 2>"$WORK/judge.err"
+    got=$?
+    [ "$got" = "$want" ] ||
+        fail "run $run judged again: exit status $got, the check's $want: $(cat "$WORK/judge.err")"
+    "$TP_DAEMON" --db "$db" query verdict "$run" >"$WORK/stored.txt" 2>&1 ||
+        fail "query verdict $run: $(cat "$WORK/stored.txt")"
+    cmp -s "$WORK/judge.txt" "$WORK/stored.txt" ||
+        fail "run $run judged again: the text differs from the stored verdict's:
+$(diff "$WORK/stored.txt" "$WORK/judge.txt" | head -20)"
+    "$TP_DAEMON" --db "$db" judge --json "$run" >"$WORK/judge.json" 2>"$WORK/judge.err"
+    got=$?
+    [ "$got" = "$want" ] || fail "run $run judge --json: exit status $got: $(cat "$WORK/judge.err")"
+    "$TP_DAEMON" --db "$db" query --json verdict "$run" >"$WORK/stored.json" 2>&1 ||
+        fail "query --json verdict $run: $(cat "$WORK/stored.json")"
+    "${TP_PYTHON:?}" - "$WORK/judge.json" "$WORK/stored.json" <<'PY' ||
+import difflib, json, sys
+a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert a["evidence"]["wall_time"] is None, a["evidence"]["wall_time"]
+a["evidence"]["wall_time"] = b["evidence"]["wall_time"]
+if a != b:
+    ka = json.dumps(a, indent=1, sort_keys=True).splitlines()
+    kb = json.dumps(b, indent=1, sort_keys=True).splitlines()
+    sys.exit("\n".join(list(difflib.unified_diff(kb, ka, "stored", "again", lineterm=""))[:40]))
+PY
+        fail "run $run judged again: the JSON report differs from the stored verdict's"
+}

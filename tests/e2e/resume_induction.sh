@@ -9,6 +9,8 @@
 # light steps in every execution; I, R and A rerun as I2, R2 and A2 with
 # full digests over the window, what I and R saved moved aside first) and
 # with --digest full must both name that step and the same components.
+# Both runs, judged again offline (trainparity-daemon judge), give their
+# verdicts again.
 TP_NAME=resume_induction
 . "$(dirname "$0")/lib.sh"
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -56,6 +58,12 @@ expect_status 1 "$TP_RUN" resume --digest full --resume-args --resume --json ful
     "$py" ema_warmup_not_restored.py
 grep -q '^  digests' "$WORK/out" && fail "--digest full: a digests line"
 expect_status 64 "$TP_RUN" resume --digest some --resume-args --resume -- "$py" x.py
+# judged again offline, each run gives its verdict again (the induction
+# one from its reruns, I2, R2 and A2, which the database holds)
+for f in induction full; do
+    expect_judged_again "$("$py" -c 'import json, sys; print(json.load(open(sys.argv[1]))["run"])' \
+        "$f.json")" 1
+done
 
 "$py" - "$truth" <<'PY' || fail "reports: $(cat induction.json full.json)"
 import json, sys

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT
  * daemon_cli_test.c -- the trainparity-daemon program as a user meets it: exit
- * statuses (0, 1, 64), help, the corrupt-database message with the file left
- * alone, offline ingest then query, serve stopped by SIGTERM and by the
+ * statuses (0, 1, 64; judge's 3), help, the corrupt-database message with the
+ * file left alone, offline ingest then query and judge, serve stopped by SIGTERM and by the
  * shutdown command, and run.create refusing params that are not a JSON
  * object.  TPD_BIN is the built program (set by CMake). */
 #define _DEFAULT_SOURCE
@@ -108,6 +108,14 @@ START_TEST(test_cli_usage_and_help)
     ck_assert_int_eq(RUN("query", "colors"), 64);
     ck_assert_int_eq(RUN("ingest"), 64);
     ck_assert_int_eq(RUN("serve", "extra"), 64);
+    ck_assert_int_eq(RUN("judge", "--help"), 0);
+    ck_assert(strstr(out, "stores\nnothing") || strstr(out, "stores nothing"));
+    ck_assert_int_eq(RUN("judge"), 64);
+    ck_assert(strstr(err, "which run?"));
+    ck_assert_int_eq(RUN("judge", "x1"), 64);
+    ck_assert(strstr(err, "'x1' is not a run ID"));
+    ck_assert_int_eq(RUN("judge", "1", "2"), 64);
+    ck_assert_int_eq(RUN("judge", "--bogus", "1"), 64);
 }
 END_TEST
 
@@ -124,6 +132,8 @@ START_TEST(test_cli_corrupt_database_untouched)
     ck_assert_int_eq(RUN("serve", "--db", "runs.db"), 1);
     ck_assert(strstr(err, "not a TrainParity database"));
     ck_assert_int_eq(RUN("ingest", "--db", "runs.db", "nothing.spool"), 1);
+    ck_assert_int_eq(RUN("judge", "--db", "runs.db", "1"), 3); /* judge: ERROR, no verdict */
+    ck_assert(strstr(err, "not a TrainParity database"));
     f = fopen(db, "rb");
     ck_assert_int_eq(fread(again, 1, sizeof again, f), sizeof again);
     fclose(f);
@@ -288,6 +298,14 @@ START_TEST(test_cli_ingest_then_query)
     ck_assert_msg(strstr(out, "record"), "%s", out);
     ck_assert_int_eq(RUN("query", "run", "99"), 1);
     ck_assert_str_eq(err, "trainparity-daemon: no run 99\n");
+    /* judged again: no such run, and a record run (no check judges it),
+     * are no verdict (3, as trainparity-run's ERROR), stdout empty */
+    ck_assert_int_eq(RUN("judge", "99"), 3);
+    ck_assert_str_eq(err, "trainparity-daemon: cannot judge run 99: there is no run 99\n");
+    ck_assert_str_eq(out, "");
+    snprintf(num, sizeof num, "%lld", (long long)run);
+    ck_assert_int_eq(RUN("judge", num), 3);
+    ck_assert_msg(strstr(err, "is a 'record' run: there is no verdict for it"), "%s", err);
     ck_assert_int_eq(RUN("ingest", "4242.spool", "absent.spool"), 1);
     ck_assert(strstr(out, "5 duplicates"));
     ck_assert(strstr(err, "absent.spool"));
