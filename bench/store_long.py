@@ -5,10 +5,14 @@
 # parameters, their gradients, Adam's exp_avg, exp_avg_sq and step for
 # each, and the CPU generator's state); then the database's size, its bytes per digested tensor per step,
 # and the time of each query beside the time of the run.  `query diff`
-# compares the run with itself by compare's rules, the work a compare
-# verdict does; it holds both sides in memory (about 5 GB at 100,000
-# steps), under a cap (TP_BENCH_STORE_MEM_GB, default three quarters of
-# the machine's memory, at most 16 GB), and says so when it needs more.
+# compares the run with itself by compare's rules; it holds both sides in
+# memory (about 5 GB at 100,000 steps).  Then a verdict: `compare` of the
+# same command against the run (C and D, in the induction mode), and that
+# compare run judged again offline (`trainparity-daemon judge`), which
+# times the verdict alone: the golden run and C and D loaded, compared and
+# reported.  The queries and the judge run under a memory cap
+# (TP_BENCH_STORE_MEM_GB, default three quarters of the machine's memory,
+# at most 16 GB) and say so when they need more.
 import os
 import resource
 import sqlite3
@@ -83,16 +87,36 @@ def main(build, steps):
           f"per step (goal <= 64)")
     for q in (["query", "run", str(run_id)], ["query", "steps", str(run_id)],
               ["query", "diff", str(run_id), str(run_id)]):
-        t, r = timed([daemon, "--db", db] + q, work, mem_gb=mem_gb, timeout=1800)
-        name = " ".join(q[:2])
-        if r is None:
-            print(f"store: {name}: no answer in 1800 s")
-        elif r.returncode != 0:
-            why = (r.stderr.strip().splitlines() or ["?"])[-1]
-            print(f"store: {name}: exit {r.returncode} after {t:.1f} s under a {mem_gb:.1f} GB "
-                  f"cap: {why}")
-        else:
-            print(f"store: {name}: {t:.2f} s ({t / t_run:.4f} of the run)")
+        query(daemon, db, q, work, mem_gb, t_run)
+    # a verdict: the same command compared with the run (PASS: the script is
+    # seeded), then that compare run judged again alone
+    t_cmp, r = timed([run, "compare", "--against", "long", "--name", "long-compare", "--", py,
+                      "train.py", str(steps), str(LAYERS)], work)
+    assert r is not None and r.returncode == 0, (r.stdout[-2000:] + r.stderr) if r else "timeout"
+    c = sqlite3.connect(db)
+    cmp_id = c.execute("SELECT id FROM runs WHERE name = 'long-compare'").fetchone()[0]
+    c.close()
+    print(f"store: compare against it (C and D, induction): {t_cmp:.1f} s "
+          f"({t_cmp / t_run:.2f} of the record), PASS")
+    query(daemon, db, ["judge", str(cmp_id)], work, mem_gb, t_run,
+          "a compare verdict: G, C and D loaded and compared")
+
+
+def query(daemon, db, q, work, mem_gb, t_run, what=None):
+    """runs trainparity-daemon Q on db under the memory cap and prints its
+    time beside the record's"""
+    t, r = timed([daemon, "--db", db] + q, work, mem_gb=mem_gb, timeout=1800)
+    name = " ".join(q[:2]) if q[0] == "query" else q[0]
+    if what:
+        name += f" ({what})"
+    if r is None:
+        print(f"store: {name}: no answer in 1800 s")
+    elif r.returncode != 0:
+        why = (r.stderr.strip().splitlines() or ["?"])[-1]
+        print(f"store: {name}: exit {r.returncode} after {t:.1f} s under a {mem_gb:.1f} GB "
+              f"cap: {why}")
+    else:
+        print(f"store: {name}: {t:.2f} s ({t / t_run:.4f} of the run)")
 
 
 if __name__ == "__main__":
