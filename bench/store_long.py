@@ -41,19 +41,40 @@ for _ in range(steps):
 """
 
 
+class Done:
+    """what a command left: its exit status, output, and peak memory"""
+
+    def __init__(self, returncode, stdout, stderr, maxrss_kb):
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+        self.peak_gb = maxrss_kb / (1 << 20)
+
+
 def timed(cmd, cwd, mem_gb=None, timeout=None):
+    """runs cmd to its end (None after timeout seconds): its wall time, and
+    a Done with its own peak resident memory (wait4's, of that process)"""
     def cap():
         if mem_gb:
             b = int(mem_gb * (1 << 30))
             resource.setrlimit(resource.RLIMIT_AS, (b, b))
 
-    t0 = time.perf_counter()
-    try:
-        r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, preexec_fn=cap,
-                           timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return time.perf_counter() - t0, None
-    return time.perf_counter() - t0, r
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        p = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=err, preexec_fn=cap)
+        while True:
+            pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+            if pid:
+                break
+            if timeout is not None and time.perf_counter() - t0 > timeout:
+                p.kill()
+                os.wait4(p.pid, 0)
+                return time.perf_counter() - t0, None
+            time.sleep(0.01)
+        t = time.perf_counter() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return t, Done(p.returncode, out.read().decode(errors="replace"),
+                       err.read().decode(errors="replace"), ru.ru_maxrss)
 
 
 def main(build, steps):
@@ -116,7 +137,8 @@ def query(daemon, db, q, work, mem_gb, t_run, what=None):
         print(f"store: {name}: exit {r.returncode} after {t:.1f} s under a {mem_gb:.1f} GB "
               f"cap: {why}")
     else:
-        print(f"store: {name}: {t:.2f} s ({t / t_run:.4f} of the run)")
+        print(f"store: {name}: {t:.2f} s ({t / t_run:.4f} of the run), peak memory "
+              f"{r.peak_gb:.2f} GB")
 
 
 if __name__ == "__main__":
