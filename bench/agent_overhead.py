@@ -13,7 +13,7 @@
 # which no number of rounds of whole processes brings under the 2% this
 # measures.  What runs:
 #   same       plain, both arms the same loop: the instrument's own noise
-#   induction  under trainparity-run record with TRAINPARITY_DIGEST=induction,
+#   induction  under trainparity-run record --digest induction,
 #              as resume's A, B, I and R and compare's C and D run (real
 #              daemon; docs/induction.md)
 #   on         under trainparity-run record: every tensor digested at every
@@ -70,12 +70,11 @@ def measure(model, build, rounds):
     run = os.path.join(build, "bin", "trainparity-run")
     step = [py, os.path.join(HERE, "agent_step.py"), model, str(CYCLES[model]), str(BLOCK)]
     work = tempfile.mkdtemp(prefix="tp-bench-")
-    cmds = {"same": step, "induction": [run, "record", "--"] + step,
+    cmds = {"same": step, "induction": [run, "record", "--digest", "induction", "--"] + step,
             "on": [run, "record", "--"] + step, "read": step + ["--floor"],
             "health": [run, "health", "--"] + step,
             "sparse": [run, "health", "--every", str(SPARSE), "--"] + step}
-    envs = {"induction": dict(os.environ, TRAINPARITY_DIGEST="induction",
-                              TRAINPARITY_FULL_EVERY=str(FULL_EVERY))}
+    envs = {"induction": dict(os.environ, TRAINPARITY_FULL_EVERY=str(FULL_EVERY))}
     order = list(cmds)
     got = {name: [] for name in cmds}
     for r in range(rounds):

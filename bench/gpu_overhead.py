@@ -17,7 +17,7 @@
 # cycles of the ratio of the arms' median step times.
 # The arms, one fresh process each per round, in an order that rotates:
 #   same       plain, both arms the same loop: the instrument's own noise
-#   induction  under trainparity-run record with TRAINPARITY_DIGEST=induction
+#   induction  under trainparity-run record --digest induction
 #              (resume's A, B and I; docs/induction.md)
 #   on         under trainparity-run record: every tensor digested at every
 #              step (the old design, and resume's R), on the device
@@ -126,10 +126,9 @@ def measure(build, rounds, arms):
     run = os.path.join(build, "bin", "trainparity-run")
     step = [sys.executable, os.path.abspath(__file__), "--step", str(CYCLES), str(BLOCK)]
     work = tempfile.mkdtemp(prefix="tp-bench-gpu-")
-    cmds = {"same": step, "induction": [run, "record", "--"] + step,
+    cmds = {"same": step, "induction": [run, "record", "--digest", "induction", "--"] + step,
             "on": [run, "record", "--"] + step, "host": [run, "record", "--"] + step}
-    envs = {"induction": dict(os.environ, TRAINPARITY_DIGEST="induction",
-                              TRAINPARITY_FULL_EVERY=str(FULL_EVERY)),
+    envs = {"induction": dict(os.environ, TRAINPARITY_FULL_EVERY=str(FULL_EVERY)),
             "host": dict(os.environ, TRAINPARITY_DEVICE_DIGEST="0")}
     got = {name: [] for name in arms}
     for r in range(rounds):

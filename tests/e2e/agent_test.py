@@ -77,9 +77,9 @@ def test_capture_window(py):
     0 to 2 only (TRAINPARITY_CAPTURE_UNTIL, TRAINPARITY_FULL_STEPS), light
     snapshots and digests alone after them."""
     w = Workdir()
-    r = w.run("record", "--capture", "values", "--", py, fixture("mlp.py"),
-              env={"TRAINPARITY_CAPTURE_UNTIL": "2", "TRAINPARITY_DIGEST": "induction",
-                   "TRAINPARITY_FULL_STEPS": "0-2"})
+    r = w.run("record", "--capture", "values", "--digest", "induction", "--", py,
+              fixture("mlp.py"),
+              env={"TRAINPARITY_CAPTURE_UNTIL": "2", "TRAINPARITY_FULL_STEPS": "0-2"})
     assert r.returncode == 0, r.stderr
     p = trainer(w)
     complete(p)

@@ -16,7 +16,9 @@
 # their first difference at its exact step.  With --ckpt the script resumes
 # on its own from the checkpoint it finds: what C saved is moved aside
 # before D runs, so D trains from scratch and the check PASSes; a checkpoint
-# the golden run left, found by C, is named as the check's ERROR.  Each run
+# the golden run left, found by C, is named as the check's ERROR.  record
+# digests every tensor unless --digest induction (TRAINPARITY_DIGEST in the
+# environment is not read), and compare says which it was.  Each run
 # judged again offline (trainparity-daemon judge) gives its verdict again.
 TP_NAME=compare_induction
 . "$(dirname "$0")/lib.sh"
@@ -83,6 +85,17 @@ expect_status 0 "$TP_RUN" compare --against stale -- "$py" ema.py --ckpt ck.pt -
 expect_grep '^compare: PASS$' "$WORK/out"
 expect_status 64 "$TP_RUN" compare --against golden --digest some -- "$py" ema.py
 expect_grep "wants induction or full" "$WORK/err"
+# record digests everything unless --digest induction says otherwise: a
+# TRAINPARITY_DIGEST=induction left in the environment does not make a
+# golden run light; --digest induction does, and compare says so
+TRAINPARITY_DIGEST=induction expect_status 0 "$TP_RUN" record --name envset -- "$py" ema.py
+expect_status 0 "$TP_RUN" compare --once --against envset -- "$py" ema.py
+expect_grep '; G every tensor at every step$' "$WORK/out"
+expect_status 0 "$TP_RUN" record --digest induction --name light -- "$py" ema.py
+expect_status 0 "$TP_RUN" compare --once --against light -- "$py" ema.py
+expect_grep '; G at [0-9]+ of 10 steps \(recorded in the induction mode' "$WORK/out"
+expect_status 64 "$TP_RUN" record --digest some -- "$py" ema.py
+expect_grep "record: --digest wants full or induction, not 'some'" "$WORK/err"
 
 for f in pass.json induction.json full.json noise.json; do
     "$py" "$root/tests/e2e/report_schema.py" "$f" >"$f.schema" 2>&1 ||

@@ -452,7 +452,7 @@ START_TEST(test_golden_induction_pass)
 }
 END_TEST
 
-/* A golden run recorded with TRAINPARITY_DIGEST=induction set is light
+/* A golden run recorded with --digest induction is light
  * too: the digests line says how many of its steps held the state, not
  * "every tensor at every step". */
 START_TEST(test_golden_induction_light_golden)

@@ -178,7 +178,9 @@ static int parse(int argc, char **argv, tpt_opts *o, bounds *b, tpt_lr_table *lr
 int tpt_cmd_health(int argc, char **argv)
 {
     char err[TPT_ERR_LEN], *params, every_env[64];
-    char *env[] = {TP_ENV_UPDATE_NORM "=1", NULL, NULL};
+    /* every tensor at every step, whatever TRAINPARITY_DIGEST the caller's
+     * environment holds: health reads moves and coverage from snapshots */
+    char *env[] = {TP_ENV_UPDATE_NORM "=1", TP_ENV_DIGEST "=full", NULL, NULL};
     tpt_session *s = NULL;
     tpt_exec_spec es = {"health", NULL, env, 0};
     tpt_exec_result res;
@@ -197,7 +199,7 @@ int tpt_cmd_health(int argc, char **argv)
     }
     if (b.every > 0) {
         snprintf(every_env, sizeof every_env, TP_ENV_UPDATE_EVERY "=%lld", b.every);
-        env[1] = every_env;
+        env[2] = every_env;
     }
     if (tpt_session_open(&s, err) != TP_OK) {
         tpt_error("%s", err);

@@ -21,6 +21,17 @@
 #include "tools/exec/session.h"
 #include "tp_version.h"
 
+static const char *digest_s;
+
+static const tpt_optx extra[] = {
+    {"digest", "MODE",
+     "full (default): every tensor at every step, as a golden run needs; induction: the "
+     "model and optimizer state at boundaries only (a golden run recorded so is compared "
+     "there only).  TRAINPARITY_DIGEST in the environment is not read",
+     &digest_s},
+    {NULL, NULL, NULL, NULL},
+};
+
 static const tpt_cmdspec spec = {
     "record",
     "[options] -- CMD...",
@@ -32,7 +43,7 @@ static const tpt_cmdspec spec = {
     "gaps in a process's events, malformed or torn spool files.  The reason is said\n"
     "on stderr whatever the status.",
     TPT_O_NAME | TPT_O_CAPTURE | TPT_O_JSON | TPT_O_CMD | TPT_O_LISTEN,
-    NULL,
+    extra,
 };
 
 #define REPORT_SCHEMA 1 /* schema_version of the reports trainparity-run writes */
@@ -196,8 +207,8 @@ static char *params_json(const char *capture)
 
 int tpt_cmd_record(int argc, char **argv)
 {
-    char err[TPT_ERR_LEN], shown[512], capture[64], *params, lacks[1024];
-    char *env[2] = {capture, NULL};
+    char err[TPT_ERR_LEN], shown[512], capture[64], digest[64], *params, lacks[1024];
+    char *env[3] = {capture, digest, NULL};
     tpt_exec_result res;
     tpt_session *s = NULL;
     tpt_exec_spec es;
@@ -207,7 +218,15 @@ int tpt_cmd_record(int argc, char **argv)
     int st, failed = 0;
     tp_err rc;
 
+    digest_s = NULL;
     if ((st = tpt_cmd_opts(&spec, argc, argv, &o)) >= 0) return st;
+    if (digest_s != NULL && strcmp(digest_s, "induction") != 0 && strcmp(digest_s, "full") != 0) {
+        tpt_error("record: --digest wants full or induction, not '%s'", digest_s);
+        return TPT_EXIT_USAGE;
+    }
+    /* set, never inherited: a TRAINPARITY_DIGEST left in the environment
+     * would make a golden run light */
+    snprintf(digest, sizeof digest, TP_ENV_DIGEST "=%s", digest_s ? digest_s : "full");
     memset(&res, 0, sizeof(res));
     tpt_argv_join(o.cmd, shown, sizeof(shown));
     snprintf(capture, sizeof(capture), "TRAINPARITY_CAPTURE=%s", o.capture);
