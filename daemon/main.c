@@ -390,15 +390,22 @@ static int one_run(int argc, char **argv, const char *usage, int64_t *run)
     return 0;
 }
 
-/* write_out writes the text of out to stdout; 1 when it cannot. */
-static int write_out(const tpd_str *out)
+/* flushed flushes stdout; 1, having said why, when what was written to
+ * it could not be. */
+static int flushed(void)
 {
-    fwrite(tpd_str_cstr(out), 1, out->len, stdout);
     if (fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, PROG ": cannot write the output: %s\n", strerror(errno));
         return 1;
     }
     return 0;
+}
+
+/* write_out writes the text of out to stdout; 1 when it cannot. */
+static int write_out(const tpd_str *out)
+{
+    fwrite(tpd_str_cstr(out), 1, out->len, stdout);
+    return flushed();
 }
 
 /* query_diff compares the executions a and b name (query diff): 0 when
@@ -573,11 +580,8 @@ static int cmd_judge(int argc, char **argv)
     }
     fputs(json ? res.json : res.text, stdout);
     if (json) putchar('\n');
-    status = (int)res.outcome; /* 0 PASS, 1 FAIL, 2 ABSTAIN, 3 ERROR */
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, PROG ": cannot write the output: %s\n", strerror(errno));
-        status = EX_ERROR;
-    }
+    /* the outcome is the exit status: 0 PASS, 1 FAIL, 2 ABSTAIN, 3 ERROR */
+    status = flushed() ? EX_ERROR : (int)res.outcome;
     tpd_result_clear(&res);
     return status;
 }

@@ -87,13 +87,15 @@ wait_for_file() {
     done
 }
 
-# expect_judged_again RUN STATUS: run RUN of ./.trainparity/runs.db, judged
-# again offline (trainparity-daemon judge, read-only), gives the verdict its
-# check gave: exit status STATUS, the text report as stored, and the JSON
-# report as stored but for the wall time, which a run judged after its
-# check does not know (null).
+# expect_judged_again REPORT STATUS: the run of the JSON report REPORT, in
+# ./.trainparity/runs.db, judged again offline (trainparity-daemon judge,
+# read-only), gives the verdict its check gave: exit status STATUS, the text
+# report as stored, and the JSON report as stored but for the wall time,
+# which a run judged after its check does not know (null).
 expect_judged_again() {
-    local run=$1 want=$2 db=.trainparity/runs.db got
+    local want=$2 db=.trainparity/runs.db got run
+    run=$("${TP_PYTHON:?}" -c 'import json, sys; print(json.load(open(sys.argv[1]))["run"])' \
+        "$1") || fail "no run id in $1"
     "$TP_DAEMON" --db "$db" judge "$run" >"$WORK/judge.txt" 2>"$WORK/judge.err"
     got=$?
     [ "$got" = "$want" ] ||
