@@ -81,8 +81,8 @@ void tpa_config_load(void)
     if (tpa_cfg.hash_threads < 0 || tpa_cfg.hash_threads > 64) tpa_cfg.hash_threads = 0;
     /* any length: a --sample-id expression is not cut to a buffer */
     tpa_cfg.sample_id = sid != NULL && *sid != '\0' ? strdup(sid) : NULL;
-    tpa_cfg.loss_counts = env_one("TRAINPARITY_LOSS_COUNTS");
-    tpa_cfg.disable_dropout = env_one("TRAINPARITY_DISABLE_DROPOUT");
+    tpa_cfg.loss_counts = env_one(TP_ENV_LOSS_COUNTS);
+    tpa_cfg.disable_dropout = env_one(TP_ENV_NO_DROPOUT);
     {
         const char *d = getenv(TP_ENV_DIGEST);
         tpa_cfg.induction = d != NULL && strcmp(d, "induction") == 0;

@@ -130,6 +130,19 @@ const char *tp_ctype_name(tp_ctype t);
 #define TP_ENV_FULL_STEPS    "TRAINPARITY_FULL_STEPS" /* "LO-HI": every tensor digested there */
 #define TP_ENV_FULL_EVERY    "TRAINPARITY_FULL_EVERY" /* K: induction's safety net, 0 none */
 #define TP_ENV_PIDNS         "TRAINPARITY_PIDNS"      /* the tool's pid space (tp_pidns) */
+#define TP_ENV_LOSS_COUNTS   "TRAINPARITY_LOSS_COUNTS"     /* "1": elements a mean loss averages */
+#define TP_ENV_NO_DROPOUT    "TRAINPARITY_DISABLE_DROPOUT" /* "1": dropout the identity */
+
+/* The variables a check sets for what it measures.  An execution gets each
+ * from the check that runs it or not at all: never from the caller's
+ * environment, where one left by an earlier command would steer a record or
+ * a compare's C (trainparity-run removes them before adding its own).  The
+ * user's knobs (TRAINPARITY_HASH_THREADS, _FULL_EVERY, _DEVICE_DIGEST,
+ * _DEBUG, _SEND_TIMEOUT_MS) pass through. */
+#define TP_ENV_CHECK_VARS                                                                          \
+    TP_ENV_CAPTURE, TP_ENV_CAPTURE_UNTIL, TP_ENV_INTERRUPT_AT, TP_ENV_UPDATE_NORM,                 \
+        TP_ENV_UPDATE_EVERY, TP_ENV_SAMPLE_ID, TP_ENV_DIGEST, TP_ENV_FULL_STEPS,                   \
+        TP_ENV_LOSS_COUNTS, TP_ENV_NO_DROPOUT
 
 /* An execution's key: 128 random bits as lowercase hex, made by exec.create.
  * Every batch for the execution carries it ("key"); the daemon stores only

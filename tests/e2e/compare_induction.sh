@@ -18,7 +18,8 @@
 # before D runs, so D trains from scratch and the check PASSes; a checkpoint
 # the golden run left, found by C, is named as the check's ERROR.  record
 # digests every tensor unless --digest induction (TRAINPARITY_DIGEST in the
-# environment is not read), and compare says which it was.  Each run
+# environment is not read, nor any other check variable), and compare says
+# which it was.  Each run
 # judged again offline (trainparity-daemon judge) gives its verdict again.
 TP_NAME=compare_induction
 . "$(dirname "$0")/lib.sh"
@@ -87,10 +88,22 @@ expect_status 64 "$TP_RUN" compare --against golden --digest some -- "$py" ema.p
 expect_grep "wants induction or full" "$WORK/err"
 # record digests everything unless --digest induction says otherwise: a
 # TRAINPARITY_DIGEST=induction left in the environment does not make a
-# golden run light; --digest induction does, and compare says so
-TRAINPARITY_DIGEST=induction expect_status 0 "$TP_RUN" record --name envset -- "$py" ema.py
-expect_status 0 "$TP_RUN" compare --once --against envset -- "$py" ema.py
+# golden run light; --digest induction does, and compare says so.  Nor does
+# any other check variable left there reach an execution: the interruption
+# resume arms for I would have ended the golden run, and C, at their first
+# save from step 2 on, and the record would have measured update norms
+left=(env TRAINPARITY_DIGEST=induction TRAINPARITY_INTERRUPT_AT=2 TRAINPARITY_UPDATE_NORM=1)
+expect_status 0 "${left[@]}" "$TP_RUN" record --name envset -- "$py" ema.py
+expect_status 0 "${left[@]}" "$TP_RUN" compare --once --against envset -- "$py" ema.py
 expect_grep '; G every tensor at every step$' "$WORK/out"
+expect_status 0 "${left[@]}" "$TP_RUN" record --name envsave -- "$py" ema.py --ckpt envsave.pt
+expect_grep '^  9 ' "$WORK/out"
+! grep -Eq '^  [0-9]+ +[^ ]+ +1 +[^ ]+ +[0-9]' "$WORK/out" ||
+    fail "the record measured update norms: $(grep -E '^  [0-9]' "$WORK/out")"
+rm -f envsave.pt
+expect_status 0 "${left[@]}" "$TP_RUN" compare --once --against envsave -- "$py" ema.py --ckpt envsave.pt
+expect_grep '^compare: PASS$' "$WORK/out"
+expect_grep 'executions  G 10 steps, C 10 steps$' "$WORK/out"
 expect_status 0 "$TP_RUN" record --digest induction --name light -- "$py" ema.py
 expect_status 0 "$TP_RUN" compare --once --against light -- "$py" ema.py
 expect_grep '; G at [0-9]+ of 10 steps \(recorded in the induction mode' "$WORK/out"

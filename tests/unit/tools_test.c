@@ -4,8 +4,9 @@
  * tpt_argv_join), option parsing (tools/base/opts.h), the --lr-expect file
  * (tools/cmd/lrfile.h), report values in words (tools/report/reportval.h), the JUnit
  * report (tools/report/junit.h), plots (tools/report/plot.h), private directories
- * (tools/base/paths.h) and which files existed before a command
- * (tools/exec/tree.h). */
+ * (tools/base/paths.h), which files existed before a command
+ * (tools/exec/tree.h) and the environment a command is started with
+ * (tools/base/launch.h, tools/exec/exec.h). */
 #define _GNU_SOURCE
 #include <check.h>
 #include <jansson.h>
@@ -30,6 +31,9 @@
 #include "tools/exec/tree.h"
 #include "tools/base/words.h"
 #include "tools/client/client.h"
+#include "tools/base/launch.h"
+#include "proto/control.h"
+#include "tools/exec/exec.h"
 
 /* ---- words and argv_join ---- */
 
@@ -555,6 +559,69 @@ START_TEST(test_plot_nothing_to_plot)
 }
 END_TEST
 
+/* ---- the environment of a command ---- */
+
+/* sh_status runs "sh -c script" with env (tpt_launch) and returns its exit
+ * status. */
+static int sh_status(const char *script, char *const env[])
+{
+    char *argv[] = {"sh", "-c", (char *)script, NULL}, err[TPT_ERR_LEN];
+    tpt_exit e;
+    ck_assert_int_eq(tpt_launch(argv, env, NULL, &e, NULL, err), TP_OK);
+    return e.status;
+}
+
+START_TEST(test_launch_env_sets_replaces_and_removes)
+{
+    char *set[] = {"TP_T_GONE", "TP_T_NEW=2", "TP_T_KEPT=3", NULL};
+    char *name_then_value[] = {"TP_T_GONE", "TP_T_GONE=4", NULL};
+    char *value_then_name[] = {"TP_T_KEPT=5", "TP_T_KEPT", NULL};
+    setenv("TP_T_GONE", "1", 1);
+    setenv("TP_T_KEPT", "1", 1);
+    ck_assert_int_eq(sh_status("[ -z \"${TP_T_GONE+x}\" ] && [ \"$TP_T_NEW\" = 2 ] && "
+                               "[ \"$TP_T_KEPT\" = 3 ]",
+                               set),
+                     0);
+    /* of two entries for one key the later wins, a removal too */
+    ck_assert_int_eq(sh_status("[ \"$TP_T_GONE\" = 4 ] && [ \"$TP_T_KEPT\" = 1 ]", name_then_value),
+                     0);
+    ck_assert_int_eq(
+        sh_status("[ -z \"${TP_T_KEPT+x}\" ] && [ \"$TP_T_GONE\" = 1 ]", value_then_name), 0);
+    /* this process's own environment is untouched */
+    ck_assert_str_eq(getenv("TP_T_GONE"), "1");
+    unsetenv("TP_T_GONE");
+    unsetenv("TP_T_KEPT");
+}
+END_TEST
+
+/* Every check variable left in the caller's environment is gone from an
+ * execution's, unless the check sets it; the user's knobs stay. */
+START_TEST(test_agent_env_drops_inherited_check_variables)
+{
+    static const char *const left[] = {TP_ENV_CHECK_VARS};
+    char *set[] = {TP_ENV_DIGEST "=induction", NULL}, script[2048];
+    tpt_agent_vars a = {"/lib/agent.so", "ipc:///x", "ipc:///y", "", "/spool", 3, 4, "k", "A", set};
+    size_t i, n = 0, len = 0;
+    char **env;
+    for (i = 0; i < sizeof left / sizeof left[0]; i++) {
+        setenv(left[i], "1", 1);
+        if (strcmp(left[i], TP_ENV_DIGEST) != 0)
+            len += (size_t)snprintf(script + len, sizeof script - len, "[ -z \"${%s+x}\" ] && ",
+                                    left[i]);
+    }
+    ck_assert_uint_ge(i, 10);
+    setenv("TRAINPARITY_HASH_THREADS", "1", 1);
+    snprintf(script + len, sizeof script - len,
+             "[ \"$" TP_ENV_DIGEST "\" = induction ] && [ \"$TRAINPARITY_HASH_THREADS\" = 1 ] && "
+             "[ \"$" TP_ENV_EXEC "\" = 4 ] && [ \"$" TP_ENV_ROLE "\" = A ]");
+    ck_assert_ptr_nonnull(env = tpt_agent_env(&a, &n));
+    ck_assert_int_eq(sh_status(script, env), 0);
+    tpt_agent_env_free(env, n);
+    for (i = 0; i < sizeof left / sizeof left[0]; i++) unsetenv(left[i]);
+    unsetenv("TRAINPARITY_HASH_THREADS");
+}
+END_TEST
+
 /* ---- paths and tree ---- */
 
 START_TEST(test_private_dir)
@@ -695,6 +762,8 @@ static Suite *suite(void)
     tcase_add_test(t, test_junit_pass_error_abstain);
     tcase_add_test(t, test_plot_breaks_lines_where_values_are_left_out);
     tcase_add_test(t, test_plot_nothing_to_plot);
+    tcase_add_test(t, test_launch_env_sets_replaces_and_removes);
+    tcase_add_test(t, test_agent_env_drops_inherited_check_variables);
     tcase_add_test(t, test_private_dir);
     tcase_add_test(t, test_tree_walk_and_snapshot);
     tcase_add_test(t, test_request_counts_its_arguments);

@@ -46,8 +46,8 @@ static size_t key_len(const char *kv)
 }
 
 /* build_env returns environ with env's entries replacing or adding keys (of
- * two in env for one key, the later wins); free() the array, not its
- * strings. */
+ * two in env for one key, the later wins; a "KEY" without '=' removes KEY);
+ * free() the array, not its strings. */
 static char **build_env(char *const env[])
 {
     size_t ne = 0, nx = 0, i, j, k = 0;
@@ -68,7 +68,7 @@ static char **build_env(char *const env[])
         int later = 0;
         for (l = j + 1; l < nx && !later; l++)
             later = key_len(env[l]) == kl && strncmp(env[l], env[j], kl) == 0;
-        if (!later) out[k++] = env[j];
+        if (!later && strchr(env[j], '=') != NULL) out[k++] = env[j];
     }
     out[k] = NULL;
     return out;

@@ -30,7 +30,8 @@ typedef struct tpt_exit {
 /* tpt_launch runs argv (argv[0] searched on PATH when it has no '/', like
  * execvp) with this process's environment where each "KEY=VALUE" of env
  * (NULL-terminated; NULL for none; the later of two for one key wins)
- * replaces or adds KEY, and waits for it, calling tick (NULL: none) every
+ * replaces or adds KEY, and a "KEY" without '=' removes it, and waits for
+ * it, calling tick (NULL: none) every
  * TPT_TICK_MS meanwhile.
  * On success *out says how it ended.  When the command cannot be started
  * (not found, not executable) returns TP_ECHILD with err "cannot run 'foo':

@@ -34,6 +34,12 @@ static char *kv(const char *key, const char *a, const char *b)
     return p;
 }
 
+/* The check variables, as names without a value: tpt_launch removes them
+ * from the caller's environment, and a check's own "KEY=VALUE" (later in
+ * the array) sets them again. */
+static char *const check_vars[] = {TP_ENV_CHECK_VARS};
+#define NCHECK (sizeof check_vars / sizeof check_vars[0])
+
 char **tpt_agent_env(const tpt_agent_vars *a, size_t *n)
 {
     const char *old = getenv("LD_PRELOAD");
@@ -42,7 +48,7 @@ char **tpt_agent_env(const tpt_agent_vars *a, size_t *n)
     char **env;
 
     while (a->extra != NULL && a->extra[extra] != NULL) extra++;
-    if ((env = calloc(ours + extra + 1, sizeof(*env))) == NULL) return NULL;
+    if ((env = calloc(ours + NCHECK + extra + 1, sizeof(*env))) == NULL) return NULL;
     snprintf(num[0], sizeof(num[0]), "%lld", (long long)a->run);
     snprintf(num[1], sizeof(num[1]), "%lld", (long long)a->exec);
     env[E_PRELOAD] = kv("LD_PRELOAD", a->agent, old != NULL && old[0] != '\0' ? old : NULL);
@@ -64,8 +70,10 @@ char **tpt_agent_env(const tpt_agent_vars *a, size_t *n)
             return NULL;
         }
     }
-    /* The caller's strings are borrowed, not copied: only ours are freed. */
-    for (i = 0; i < extra; i++) env[ours + i] = a->extra[i];
+    /* The names and the caller's strings are borrowed, not copied: only ours
+     * are freed. */
+    for (i = 0; i < NCHECK; i++) env[ours + i] = check_vars[i];
+    for (i = 0; i < extra; i++) env[ours + NCHECK + i] = a->extra[i];
     *n = ours;
     return env;
 }

@@ -52,8 +52,10 @@ typedef struct tpt_agent_vars {
 } tpt_agent_vars;
 
 /* tpt_agent_env returns the variables of a (LD_PRELOAD with the agent
- * before any already there, this process's pid space as TRAINPARITY_PIDNS)
- * followed by a->extra's, in a NULL-terminated array for tpt_launch, of
+ * before any already there, this process's pid space as TRAINPARITY_PIDNS),
+ * the names of the check variables (TP_ENV_CHECK_VARS: removed from this
+ * process's environment) and a->extra's, in a NULL-terminated array for
+ * tpt_launch, of
  * which the first *n are owned: tpt_agent_env_free(env, *n).  NULL when out
  * of memory. */
 char **tpt_agent_env(const tpt_agent_vars *a, size_t *n);
