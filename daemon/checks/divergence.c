@@ -98,21 +98,29 @@ tp_err tpd_divergences_at(tpd_divergences *out, const tpd_run *r, const tpd_div 
 {
     size_t alo, ahi, blo, bhi;
     tp_err rc = TP_OK;
+    bool lit;
     if (first != NULL && first->found)
         rc = push(out, r, first->group, first->path, first->a ? &first->a->v : NULL,
                   first->b ? &first->b->v : NULL, first->unsure);
     if (rc != TP_OK || a == NULL || b == NULL) goto end;
     step_slice(a, sa, &alo, &ahi);
     step_slice(b, sb, &blo, &bhi);
+    /* as in the lockstep: a light step on either side compares no induced
+     * component */
+    lit = tpd_light(a, sa) || tpd_light(b, sb);
     for (size_t k = alo; k < ahi && rc == TP_OK; k++) {
-        const tpd_item *x = &a->v[k], *y = find_nth(b, blo, bhi, x, nth_of(a, alo, k));
-        tpd_eq eq = y ? tpd_val_eq(&x->v, &y->v, o) : TPD_DIFF;
+        const tpd_item *x = &a->v[k], *y;
+        tpd_eq eq;
+        if (lit && tpd_induced(x)) continue;
+        y = find_nth(b, blo, bhi, x, nth_of(a, alo, k));
+        eq = y ? tpd_val_eq(&x->v, &y->v, o) : TPD_DIFF;
         if (eq == TPD_SAME || is_first(first, x, y)) continue;
         rc = push(out, r, x->group, x->path, &x->v, y ? &y->v : NULL, eq == TPD_UNSURE);
     }
     for (size_t k = blo; k < bhi && rc == TP_OK; k++) {
         const tpd_item *y = &b->v[k];
-        if (find_nth(a, alo, ahi, y, nth_of(b, blo, k)) != NULL || is_first(first, NULL, y))
+        if ((lit && tpd_induced(y)) || find_nth(a, alo, ahi, y, nth_of(b, blo, k)) != NULL ||
+            is_first(first, NULL, y))
             continue;
         rc = push(out, r, y->group, y->path, NULL, &y->v, false);
     }

@@ -4,6 +4,7 @@
  * checks/<check>/ that names a check: adding one is its folder and a row
  * here. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "daemon/checks/accum/verdict.h"
@@ -23,8 +24,12 @@ typedef tp_err (*evidence_fn)(const tpd_run *r, char **out, char *why, size_t wh
 /* A check that judges its run against another stored run (compare: a
  * golden run) names that run from its own (against_fn: its id, -1 for
  * none); judge loads it beside the run for pair_fn, or passes NULL and the
- * reason it could not. */
+ * reason it could not.  Where the run holds its state at a few steps only
+ * (light_fn, from the run's row), the other is loaded after it instead,
+ * leaving out what drop_fn says the verdict does not compare. */
 typedef int64_t (*against_fn)(const tpd_run *r);
+typedef bool (*light_fn)(const tpd_run *r);
+typedef int64_t *(*drop_fn)(const tpd_run *r, size_t *n);
 typedef tp_err (*pair_fn)(const tpd_run *r, const tpd_run *ref, const char *refwhy,
                           const tpd_cmp_opts *o, tpd_result *out);
 
@@ -49,13 +54,16 @@ static const struct engine {
     evidence_fn evidence;
     against_fn against;
     pair_fn pair;
+    light_fn light;
+    drop_fn drop;
     const declared *tol;
 } engines[] = {
-    {"resume", tpd_verdict_resume, NULL, NULL, NULL, &resume_tol},
-    {"accum", tpd_verdict_accum, NULL, NULL, NULL, NULL},
-    {"coverage", tpd_verdict_coverage, tpd_coverage_evidence, NULL, NULL, NULL},
-    {"health", tpd_verdict_health, NULL, NULL, NULL, NULL},
-    {"compare", NULL, NULL, tpd_golden_against, tpd_verdict_compare, &compare_tol},
+    {"resume", tpd_verdict_resume, NULL, NULL, NULL, NULL, NULL, &resume_tol},
+    {"accum", tpd_verdict_accum, NULL, NULL, NULL, NULL, NULL, NULL},
+    {"coverage", tpd_verdict_coverage, tpd_coverage_evidence, NULL, NULL, NULL, NULL, NULL},
+    {"health", tpd_verdict_health, NULL, NULL, NULL, NULL, NULL, NULL},
+    {"compare", NULL, NULL, tpd_golden_against, tpd_verdict_compare, tpd_golden_light,
+     tpd_golden_drop, &compare_tol},
 };
 
 static const struct engine *find(const char *check)
@@ -65,33 +73,42 @@ static const struct engine *find(const char *check)
     return NULL;
 }
 
+/* What a run's row alone says of the run it is judged against. */
+typedef struct early {
+    int64_t id; /* its id, -1 for none */
+    bool after; /* better loaded after the run (light_fn) */
+} early;
+
 /* on_row names, from a run's row alone, the run it is judged against:
- * its check's against_fn over its parameters. */
+ * its check's against_fn and light_fn over its parameters. */
 static tp_err on_row(void *arg, const tpd_run_row *row)
 {
     const struct engine *e = find(row->check);
+    early *x = arg;
     tpd_run stub;
     memset(&stub, 0, sizeof stub);
     stub.check = row->check;
     stub.params = row->params;
-    *(int64_t *)arg = e && e->against ? e->against(&stub) : -1;
+    x->id = e && e->against ? e->against(&stub) : -1;
+    x->after = e && e->light && e->light(&stub);
     return TP_OK;
 }
 
 /* against_early is the run that run is judged against, from its row, before
- * run is loaded, so that the two can load at once; -1 for none, or when
- * the row cannot be read (the run's own load then says why). */
+ * run is loaded, so that the two can load at once: -1 for none, when the
+ * row cannot be read (the run's own load then says why), or when that run
+ * is better loaded after it. */
 static int64_t against_early(tpd_store *s, int64_t run)
 {
-    int64_t id = -1;
-    if (tpd_rows_run(s, run, on_row, &id, NULL, 0) != TP_OK) return -1;
-    return id;
+    early x = {-1, false};
+    if (tpd_rows_run(s, run, on_row, &x, NULL, 0) != TP_OK || x.after) return -1;
+    return x.id;
 }
 
-/* pair loads the run r is judged against (e->against), or takes it from bg
- * when bg loaded that run, and runs e->pair; a run that cannot be loaded
- * is the engine's to report (an ERROR verdict), except for want of
- * memory. */
+/* pair loads the run r is judged against (e->against), leaving out what
+ * e->drop says, or takes it from bg when bg loaded that run, and runs
+ * e->pair; a run that cannot be loaded is the engine's to report (an ERROR
+ * verdict), except for want of memory. */
 static tp_err pair(tpd_store *s, const struct engine *e, const tpd_run *r, const tpd_cmp_opts *o,
                    tpd_bgload *bg, tpd_result *out)
 {
@@ -101,7 +118,13 @@ static tp_err pair(tpd_store *s, const struct engine *e, const tpd_run *r, const
     tp_err err = TP_OK;
     bool got = id >= 0 && bg->started && bg->run == id &&
                tpd_bgload_finish(bg, &ref, &err, why, sizeof why);
-    if (id >= 0 && !got) err = tpd_obs_load(s, id, &ref, why, sizeof why);
+    if (id >= 0 && !got) {
+        tpd_obs_keep keep = {NULL, 0};
+        int64_t *drop = e->drop ? e->drop(r, &keep.ndrop) : NULL;
+        keep.drop = drop;
+        err = tpd_obs_load_keeping(s, id, &keep, &ref, why, sizeof why);
+        free(drop);
+    }
     if (id >= 0 && err == TP_OK) err = tpd_values_locate(ref, tpd_store_path(s));
     if (err == TP_ENOMEM) {
         tpd_obs_free(ref);

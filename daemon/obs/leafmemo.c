@@ -47,8 +47,10 @@ static void remember(tpd_leafmemo_ent *e, const uint8_t *p, size_t n, const tpd_
 }
 
 /* recall reads the leaf at r as e's head, its values and e's tail into
- * *it; false (r untouched) when it is not that. */
-static bool recall(tpd_arena *a, const tpd_leafmemo_ent *e, tp_mpr *r, tpd_item *it, tp_err *rc)
+ * *it (its values left unread when !vals); false (r untouched) when it is
+ * not that. */
+static bool recall(tpd_arena *a, const tpd_leafmemo_ent *e, tp_mpr *r, tpd_item *it, bool vals,
+                   tp_err *rc)
 {
     tp_mpr v = *r;
     tp_leaf leaf;
@@ -62,16 +64,17 @@ static bool recall(tpd_arena *a, const tpd_leafmemo_ent *e, tp_mpr *r, tpd_item 
         memcmp(v.p, e->bytes + e->head_len, e->tail_len) != 0)
         return false;
     *it = e->it;
-    *rc = tpd_leaf_vals(a, &leaf, &it->v);
+    *rc = vals ? tpd_leaf_vals(a, &leaf, &it->v) : TP_OK;
     r->p = v.p + e->tail_len;
     return true;
 }
 
 tp_err tpd_leaves_add_memo(tpd_arena *a, tpd_items *l, tp_mpr *r, int64_t step, uint64_t ord0,
-                           tpd_leafmemo *m)
+                           tpd_leafmemo *m, bool drop_induced, bool *dropped)
 {
     uint32_t n;
     tp_err rc;
+    if (dropped != NULL) *dropped = false;
     if (tp_mpr_array(r, &n) != TP_OK) return TP_EPROTO;
     if (m != NULL && n > m->n) {
         tpd_leafmemo_ent *v = realloc(m->v, n * sizeof *v);
@@ -83,12 +86,18 @@ tp_err tpd_leaves_add_memo(tpd_arena *a, tpd_items *l, tp_mpr *r, int64_t step, 
     for (uint32_t i = 0; i < n; i++) {
         tpd_item it;
         const uint8_t *start = r->p;
+        /* a remembered induced component to drop: its values are not read */
+        bool skip = drop_induced && m != NULL && m->v[i].bytes != NULL && tpd_induced(&m->v[i].it);
         rc = TP_OK;
-        if (m == NULL || !recall(a, &m->v[i], r, &it, &rc)) {
+        if (m == NULL || !recall(a, &m->v[i], r, &it, !skip, &rc)) {
             if ((rc = tpd_leaf_item(a, r, &it)) != TP_OK) return rc;
             if (m != NULL) remember(&m->v[i], start, (size_t)(r->p - start), &it);
         } else if (rc != TP_OK) {
             return rc;
+        }
+        if (drop_induced && tpd_induced(&it)) {
+            if (dropped != NULL) *dropped = true;
+            continue;
         }
         it.step = step;
         it.ord = ord0 + i;

@@ -33,9 +33,10 @@ void tpd_leafmemo_free(tpd_leafmemo *m);
 /* tpd_leaves_add_memo is tpd_leaves_add (obs.h), remembering in m the
  * leaves it reads, by their place in the list, and reading a leaf whose
  * head and tail are the remembered bytes as its values alone.  NULL m:
- * every leaf read whole (tpd_leaves_add is this).  Errors:
- * tpd_leaves_add's. */
+ * every leaf read whole (tpd_leaves_add is this).  drop_induced: the
+ * induced components (tpd_induced) are read past, not added, and *dropped
+ * (when not NULL) says whether there was one.  Errors: tpd_leaves_add's. */
 tp_err tpd_leaves_add_memo(tpd_arena *a, tpd_items *l, tp_mpr *r, int64_t step, uint64_t ord0,
-                           tpd_leafmemo *m);
+                           tpd_leafmemo *m, bool drop_induced, bool *dropped);
 
 #endif

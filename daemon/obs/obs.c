@@ -168,7 +168,7 @@ tp_err tpd_leaf_item(tpd_arena *a, tp_mpr *r, tpd_item *it)
 
 tp_err tpd_leaves_add(tpd_arena *a, tpd_items *l, tp_mpr *r, int64_t step, uint64_t ord0)
 {
-    return tpd_leaves_add_memo(a, l, r, step, ord0, NULL);
+    return tpd_leaves_add_memo(a, l, r, step, ord0, NULL, false, NULL);
 }
 
 static const char *body_str(tpd_arena *a, const tp_event *e, tp_field key)
@@ -288,10 +288,38 @@ const tpd_module *tpd_proc_module(const tpd_proc *p, const char *path)
 
 /* The loader's memory of a process's two leaf lists that come at every
  * step: its snapshots' leaves and its gradients (leafmemo.h); NULL where
- * events are added one by one. */
+ * events are added one by one.  With it, what the load leaves out
+ * (tpd_obs_keep: drop, ndrop) and the steps it left state out at
+ * (dropped, for save_anchors). */
 typedef struct memos {
     tpd_leafmemo snap, grads;
+    const int64_t *drop;
+    size_t ndrop;
+    int64_t *dropped;
+    size_t ndropped, dropped_cap;
 } memos;
+
+/* left_out says whether the induced components of a full start-of-step
+ * snapshot at step are left out of the load (tpd_obs_keep). */
+static bool left_out(const memos *m, int64_t step)
+{
+    return m != NULL && m->ndrop > 0 &&
+           bsearch(&step, m->drop, m->ndrop, sizeof *m->drop, tpd_step_cmp) != NULL;
+}
+
+/* note_dropped files step among m's steps whose state was left out. */
+static tp_err note_dropped(memos *m, int64_t step)
+{
+    if (m->ndropped == m->dropped_cap) {
+        size_t cap = m->dropped_cap ? 2 * m->dropped_cap : 64;
+        int64_t *v = realloc(m->dropped, cap * sizeof *v);
+        if (v == NULL) return TP_ENOMEM;
+        m->dropped = v;
+        m->dropped_cap = cap;
+    }
+    m->dropped[m->ndropped++] = step;
+    return TP_OK;
+}
 
 static tp_err add_snapshot(tpd_arena *a, tpd_proc *p, const tp_event *e, memos *m)
 {
@@ -302,18 +330,20 @@ static tp_err add_snapshot(tpd_arena *a, tpd_proc *p, const tp_event *e, memos *
     if (why == NULL || tp_body_find(e, TPF_snapshot_leaves, &r) != TP_OK) return TP_EPROTO;
     if ((rc = add_modules(a, p, e)) != TP_OK) return rc;
     if (strcmp(why, "backward") == 0) {
-        bool full = true;
+        bool full = true, drop, dropped = false;
         if (tp_body_bool(e, TPF_snapshot_full, &full) == TP_OK && !full &&
             add_light(a, &p->timeline, e->step) != TP_OK)
             return TP_ENOMEM;
-        return tpd_leaves_add_memo(a, &p->timeline, &r, e->step, TPD_ORD(e->seq),
-                                   m ? &m->snap : NULL);
+        drop = full && left_out(m, e->step);
+        rc = tpd_leaves_add_memo(a, &p->timeline, &r, e->step, TPD_ORD(e->seq), m ? &m->snap : NULL,
+                                 drop, &dropped);
+        return rc == TP_OK && dropped ? note_dropped(m, e->step) : rc;
     }
     if (strcmp(why, "final") == 0) {
         /* the state after the last step is compared like a step of its own */
         tp_mpr again = r;
         rc = tpd_leaves_add_memo(a, &p->timeline, &again, e->step, TPD_ORD(e->seq),
-                                 m ? &m->snap : NULL);
+                                 m ? &m->snap : NULL, false, NULL);
         if (rc != TP_OK) return rc;
     }
     s = tpd_arena_grow(a, p->snaps, &p->snaps_cap, p->nsnaps + 1, sizeof *s);
@@ -356,7 +386,7 @@ static tp_err add_step(tpd_arena *a, tpd_proc *p, const tp_event *e, memos *m)
     if (strcmp(phase, "pre") == 0) {
         if (tp_body_find(e, TPF_step_grads, &r) == TP_OK)
             return tpd_leaves_add_memo(a, &p->timeline, &r, e->step, TPD_ORD(e->seq),
-                                       m ? &m->grads : NULL);
+                                       m ? &m->grads : NULL, false, NULL);
         return TP_OK;
     }
     if (e->step + 1 > p->steps) p->steps = e->step + 1;
@@ -528,12 +558,19 @@ int64_t *tpd_state_steps(const tpd_items *l, size_t room, size_t *n)
     return v;
 }
 
-static tp_err save_anchors(tpd_arena *a, tpd_proc *p)
+/* save_anchors: the steps whose state the load left out (dropped) had
+ * state, and anchor nothing either. */
+static tp_err save_anchors(tpd_arena *a, tpd_proc *p, const int64_t *dropped, size_t ndropped)
 {
     size_t nhave;
-    int64_t *have = tpd_state_steps(&p->timeline, p->nsnaps, &nhave);
+    int64_t *have = tpd_state_steps(&p->timeline, p->nsnaps + ndropped, &nhave);
     tp_err rc = TP_OK;
     if (have == NULL) return TP_ENOMEM;
+    if (ndropped > 0) {
+        memcpy(have + nhave, dropped, ndropped * sizeof *have);
+        nhave += ndropped;
+        qsort(have, nhave, sizeof *have, tpd_step_cmp);
+    }
     for (size_t k = p->nsnaps; k-- > 0 && rc == TP_OK;) {
         const tpd_snap *s = &p->snaps[k];
         int64_t step = s->step;
@@ -594,14 +631,20 @@ static tp_err on_event(void *arg, const tp_event *e)
     return rc;
 }
 
-static tp_err load_events(tpd_store *db, tpd_arena *a, int64_t exec, tpd_proc *p, char *why,
-                          size_t whylen)
+static tp_err load_events(tpd_store *db, tpd_arena *a, int64_t exec, tpd_proc *p,
+                          const tpd_obs_keep *keep, char *why, size_t whylen)
 {
-    events_ctx c = {a, exec, p, {{NULL, 0}, {NULL, 0}}, why, whylen};
-    tp_err rc = tpd_rows_events(db, exec, p->pid, on_event, &c, why, whylen);
+    events_ctx c = {.a = a, .exec = exec, .p = p, .why = why, .whylen = whylen};
+    tp_err rc;
+    if (keep != NULL) {
+        c.m.drop = keep->drop;
+        c.m.ndrop = keep->ndrop;
+    }
+    rc = tpd_rows_events(db, exec, p->pid, on_event, &c, why, whylen);
     tpd_leafmemo_free(&c.m.snap);
     tpd_leafmemo_free(&c.m.grads);
-    if (rc == TP_OK) rc = save_anchors(a, p);
+    if (rc == TP_OK) rc = save_anchors(a, p, c.m.dropped, c.m.ndropped);
+    free(c.m.dropped);
     tpd_proc_finish(p);
     return rc;
 }
@@ -634,12 +677,13 @@ static tp_err on_proc(void *arg, const tpd_proc_row *row)
     return TP_OK;
 }
 
-static tp_err load_procs(tpd_store *db, tpd_arena *a, tpd_exec *e, char *why, size_t whylen)
+static tp_err load_procs(tpd_store *db, tpd_arena *a, tpd_exec *e, const tpd_obs_keep *keep,
+                         char *why, size_t whylen)
 {
     procs_ctx c = {a, e, 0};
     tp_err rc = tpd_rows_procs(db, e->id, on_proc, &c, why, whylen);
     for (size_t i = 0; rc == TP_OK && i < e->nprocs; i++)
-        rc = load_events(db, a, e->id, &e->procs[i], why, whylen);
+        rc = load_events(db, a, e->id, &e->procs[i], keep, why, whylen);
     return rc;
 }
 
@@ -684,6 +728,12 @@ static tp_err on_exec(void *arg, const tpd_exec_row *row)
 
 tp_err tpd_obs_load(tpd_store *db, int64_t run, tpd_run **out, char *why, size_t whylen)
 {
+    return tpd_obs_load_keeping(db, run, NULL, out, why, whylen);
+}
+
+tp_err tpd_obs_load_keeping(tpd_store *db, int64_t run, const tpd_obs_keep *keep, tpd_run **out,
+                            char *why, size_t whylen)
+{
     tpd_run *r;
     tpd_arena *a = tpd_arena_create();
     execs_ctx c;
@@ -700,7 +750,7 @@ tp_err tpd_obs_load(tpd_store *db, int64_t run, tpd_run **out, char *why, size_t
     if (rc == TP_ENOENT) WHY("no run %lld", (long long)run);
     if (rc == TP_OK) rc = tpd_rows_execs(db, run, on_exec, &c, why, whylen);
     for (size_t i = 0; rc == TP_OK && i < r->nexecs; i++)
-        rc = load_procs(db, a, &r->execs[i], why, whylen);
+        rc = load_procs(db, a, &r->execs[i], keep, why, whylen);
     if (rc != TP_OK) {
         tpd_arena_destroy(a);
         return rc;

@@ -322,6 +322,22 @@ typedef struct tpd_run {
  * tpd_obs_free).  Errors: TP_ENOENT (no such run), TP_ENOMEM, TP_EDB,
  * TP_EPROTO (a stored body the schema rejects); why gets a reason. */
 tp_err tpd_obs_load(tpd_store *db, int64_t run, tpd_run **out, char *why, size_t whylen);
+
+/* What a load may leave out to hold less: the induced components
+ * (tpd_induced) of the full start-of-step snapshots at the steps of drop
+ * (ascending), in every process of the run.  The light steps and the save
+ * anchors stay as a whole load has them.  A compare verdict loads the
+ * golden run so, dropping the steps where C is light, at which the lockstep
+ * compares no induced component (checks/judge.c). */
+typedef struct tpd_obs_keep {
+    const int64_t *drop;
+    size_t ndrop;
+} tpd_obs_keep;
+
+/* tpd_obs_load_keeping is tpd_obs_load leaving out what keep says (NULL:
+ * nothing). */
+tp_err tpd_obs_load_keeping(tpd_store *db, int64_t run, const tpd_obs_keep *keep, tpd_run **out,
+                            char *why, size_t whylen);
 /* tpd_obs_free releases r.  NULL is a no-op. */
 void tpd_obs_free(tpd_run *r);
 

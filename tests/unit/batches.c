@@ -146,11 +146,17 @@ static void leaves(tp_buf *b, const char *prefix, int n, bool extra)
 
 void tb_snapshot(tb *t, uint64_t seq, int64_t step, int nleaves)
 {
+    tb_snapshot_why(t, seq, step, nleaves, "backward", "model");
+}
+
+void tb_snapshot_why(tb *t, uint64_t seq, int64_t step, int nleaves, const char *why,
+                     const char *prefix)
+{
     tp_buf *b = &t->buf;
     ev(t, seq, step, TP_K_SNAPSHOT);
     tp_mp_map(b, 2);
-    key(b, "why"), tp_mp_cstr(b, "backward");
-    key(b, "leaves"), leaves(b, "model", nleaves, true);
+    key(b, "why"), tp_mp_cstr(b, why);
+    key(b, "leaves"), leaves(b, prefix, nleaves, true);
 }
 
 void tb_backward(tb *t, uint64_t seq, int64_t step, double loss, uint64_t count)

@@ -32,6 +32,10 @@ void tb_bye(tb *t, uint64_t seq, uint64_t sent, uint64_t dropped);
 /* tb_snapshot writes nleaves tensor leaves plus one value leaf of each type
  * and one digest leaf. */
 void tb_snapshot(tb *t, uint64_t seq, int64_t step, int nleaves);
+/* tb_snapshot_why is tb_snapshot taken for why ("backward", "save",
+ * "final"), its tensors under prefix ("model", "optimizer.state"). */
+void tb_snapshot_why(tb *t, uint64_t seq, int64_t step, int nleaves, const char *why,
+                     const char *prefix);
 void tb_backward(tb *t, uint64_t seq, int64_t step, double loss, uint64_t count);
 /* tb_backward_scaled is tb_backward with "scaled" (1 true, 0 false, -1 left
  * out) and mean_over. */

@@ -2,7 +2,8 @@
  * leafmemo_test.c -- leaf lists read with the loader's memory of the last
  * step's (daemon/obs/leafmemo.h) give the items a full read gives, step
  * after step, whatever changes between steps: a value, a path, a dtype, a
- * shape, a device, a digest's kind, a leaf's kind, the list's length. */
+ * shape, a device, a digest's kind, a leaf's kind, the list's length; and,
+ * asked to drop the induced components, the others alone. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,8 +36,10 @@ static const char *const DKINDS[] = {NULL, "xxh3", "dev1", "none"};
 static void fresh(gleaf *g, int k)
 {
     memset(g, 0, sizeof *g);
+    static const char *const PREFIX[] = {
+        "model", "optimizer.state", "module[ema]", "optimizer.group[0]", "scheduler", "grad"};
     g->kind = "tvd"[rnd(3)];
-    snprintf(g->path, sizeof g->path, "model.layer%d.w%u", k, rnd(3));
+    snprintf(g->path, sizeof g->path, "%s.l%d.w%u", PREFIX[rnd(6)], k, rnd(3));
     g->dtype = (int)rnd(2);
     g->ndim = (int)rnd(3);
     g->shape[0] = rnd(5);
@@ -153,18 +156,21 @@ START_TEST(test_leafmemo_as_full_read)
 {
     rnd_state = 2026;
     for (int round = 0; round < 60; round++) {
-        tpd_arena *a = tpd_arena_create(), *b = tpd_arena_create();
-        tpd_items full, memo;
-        tpd_leafmemo m = {NULL, 0};
+        tpd_arena *a = tpd_arena_create(), *b = tpd_arena_create(), *c = tpd_arena_create();
+        tpd_items full, memo, kept;
+        tpd_leafmemo m = {NULL, 0}, mk = {NULL, 0};
         gleaf g[12];
         int n = 1 + (int)rnd(12);
         memset(&full, 0, sizeof full);
         memset(&memo, 0, sizeof memo);
+        memset(&kept, 0, sizeof kept);
         for (int k = 0; k < 12; k++) fresh(&g[k], k);
         for (int step = 0; step < 40; step++) {
             tp_buf buf;
-            tp_mpr r1, r2;
-            size_t before = memo.n;
+            tp_mpr r1, r2, r3;
+            size_t before = memo.n, j = kept.n;
+            /* the induced components dropped at some steps only */
+            bool drop = rnd(3) != 0, dropped = !drop, any = false;
             if (rnd(10) == 0) n = 1 + (int)rnd(12); /* the list grows or shrinks */
             tp_buf_init(&buf);
             tp_mp_array(&buf, (uint32_t)n);
@@ -175,18 +181,38 @@ START_TEST(test_leafmemo_as_full_read)
             ck_assert(!buf.oom);
             tp_mpr_init(&r1, buf.data, buf.len);
             tp_mpr_init(&r2, buf.data, buf.len);
+            tp_mpr_init(&r3, buf.data, buf.len);
             ck_assert_int_eq(tpd_leaves_add(a, &full, &r1, step, TPD_ORD(step)), TP_OK);
-            ck_assert_int_eq(tpd_leaves_add_memo(b, &memo, &r2, step, TPD_ORD(step), &m), TP_OK);
+            ck_assert_int_eq(
+                tpd_leaves_add_memo(b, &memo, &r2, step, TPD_ORD(step), &m, false, NULL), TP_OK);
+            ck_assert_int_eq(
+                tpd_leaves_add_memo(c, &kept, &r3, step, TPD_ORD(step), &mk, drop, &dropped),
+                TP_OK);
             ck_assert_ptr_eq(r1.p, r2.p);
+            ck_assert_ptr_eq(r1.p, r3.p);
             ck_assert_uint_eq(full.n, memo.n);
             for (size_t i = before; i < memo.n; i++) same_item(&full.v[i], &memo.v[i]);
+            /* kept: this step's items of the full read, in order, without the
+             * induced ones when drop */
+            for (size_t i = before; i < full.n; i++) {
+                if (drop && tpd_induced(&full.v[i])) {
+                    any = true;
+                    continue;
+                }
+                ck_assert_uint_lt(j, kept.n);
+                same_item(&full.v[i], &kept.v[j++]);
+            }
+            ck_assert_uint_eq(kept.n, j);
+            ck_assert_int_eq(dropped, any);
             /* every place read is remembered, for the next step */
             for (int k = 0; k < n; k++) ck_assert_ptr_nonnull(m.v[k].bytes);
             tp_buf_free(&buf);
         }
         tpd_leafmemo_free(&m);
+        tpd_leafmemo_free(&mk);
         tpd_arena_destroy(a);
         tpd_arena_destroy(b);
+        tpd_arena_destroy(c);
     }
 }
 END_TEST
@@ -208,7 +234,7 @@ START_TEST(test_leafmemo_refuses_as_full_read)
     tp_mp_array(&buf, 1);
     encode(&buf, &g);
     tp_mpr_init(&r, buf.data, buf.len);
-    ck_assert_int_eq(tpd_leaves_add_memo(a, &l, &r, 0, 0, &m), TP_OK);
+    ck_assert_int_eq(tpd_leaves_add_memo(a, &l, &r, 0, 0, &m, false, NULL), TP_OK);
     /* the same head, then a string where the digest goes */
     {
         tp_buf bad;
@@ -218,7 +244,7 @@ START_TEST(test_leafmemo_refuses_as_full_read)
         tp_buf_append(&bad, buf.data + 1, head);
         tp_mp_cstr(&bad, "not a digest");
         tp_mpr_init(&r, bad.data, bad.len);
-        ck_assert_int_eq(tpd_leaves_add_memo(a, &l, &r, 1, 0, &m), TP_EPROTO);
+        ck_assert_int_eq(tpd_leaves_add_memo(a, &l, &r, 1, 0, &m, false, NULL), TP_EPROTO);
         tp_mpr_init(&r, bad.data, bad.len);
         ck_assert_int_eq(tpd_leaves_add(a, &l, &r, 1, 0), TP_EPROTO);
         tp_buf_free(&bad);

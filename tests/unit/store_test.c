@@ -14,6 +14,7 @@
 
 #include "daemon/checks/compare/diff.h"
 #include "daemon/ingest/ingest.h"
+#include "daemon/obs/obs.h"
 #include "daemon/store/blob.h"
 #include "daemon/store/pack.h"
 #include "daemon/store/query.h"
@@ -206,6 +207,82 @@ START_TEST(test_store_diff_two_connections)
     ck_assert_ptr_null(none.s);
     tpd_str_free(&two);
     tpd_str_free(&one);
+    tpd_store_close(s);
+}
+END_TEST
+
+/* ---- a load that leaves out what a verdict does not compare ---- */
+
+/* A load keeping (tpd_obs_load_keeping) holds what a whole load holds but
+ * the induced components of the start-of-step snapshots at the dropped
+ * steps: the same items otherwise, in the same order, the same light steps
+ * and snapshots; and a save at a dropped step anchors nothing, as it
+ * anchors nothing where the whole load holds the state. */
+START_TEST(test_store_load_keeping)
+{
+    tpd_store *s = open_store(0);
+    tpd_ingest *in = NULL;
+    tpd_ingest_result res;
+    char key[TP_EXEC_KEY_LEN + 1], why[512] = "";
+    int64_t run, exec = keyed_exec(s, &run, key), drop[] = {1, 2, 4, 9};
+    tpd_obs_keep keep = {drop, 4};
+    tpd_run *whole = NULL, *kept = NULL;
+    const tpd_items *w, *k;
+    uint64_t seq = 1;
+    size_t j = 0, left = 0, anchors = 0;
+    tb t;
+    ck_assert_int_eq(tpd_ingest_create(&in, s, NULL), TP_OK);
+    tb_begin_key(&t, run, exec, 4242, 0, NULL, key);
+    tb_hello(&t, seq++, 0);
+    for (int64_t step = 0; step < 5; step++) {
+        /* model and optimizer state at every step, as a golden run */
+        tb_snapshot_why(&t, seq++, step, 3, "backward", step % 2 ? "optimizer.state" : "model");
+        tb_step(&t, seq++, step, true, 2, 1.0, 0.1);
+        tb_step(&t, seq++, step, false, 0, 0.5, 0.1);
+        /* saves at a dropped step, a kept one, and after the last step */
+        if (step == 2 || step == 3) tb_snapshot_why(&t, seq++, step, 2, "save", "model");
+    }
+    tb_snapshot_why(&t, seq++, 5, 2, "save", "model");
+    tb_bye(&t, seq, seq - 1, 0);
+    tb_end(&t);
+    ingest_ok(in, &t, &res);
+    tb_free(&t);
+    tpd_ingest_destroy(in);
+    ck_assert_int_eq(tpd_obs_load(s, run, &whole, why, sizeof why), TP_OK);
+    ck_assert_int_eq(tpd_obs_load_keeping(s, run, &keep, &kept, why, sizeof why), TP_OK);
+    ck_assert_uint_eq(whole->nexecs, 1);
+    ck_assert_uint_eq(kept->execs[0].nprocs, whole->execs[0].nprocs);
+    w = &whole->execs[0].procs[0].timeline;
+    k = &kept->execs[0].procs[0].timeline;
+    for (size_t i = 0; i < w->n; i++) {
+        const tpd_item *x = &w->v[i];
+        bool dropped =
+            !x->anchor && tpd_induced(x) && (x->step == 1 || x->step == 2 || x->step == 4);
+        if (dropped) {
+            left++;
+            continue;
+        }
+        ck_assert_uint_lt(j, k->n);
+        ck_assert_int_eq(k->v[j].step, x->step);
+        ck_assert_str_eq(k->v[j].path, x->path);
+        ck_assert_int_eq(k->v[j].anchor, x->anchor);
+        ck_assert(memcmp(k->v[j].v.digest, x->v.digest, sizeof x->v.digest) == 0);
+        j++;
+    }
+    ck_assert_uint_eq(j, k->n);
+    ck_assert_uint_eq(left, 3 * 3); /* three tensors at each of steps 1, 2 and 4 */
+    /* the save after the last step anchors its two tensors in both; the one
+     * at step 2 in neither */
+    for (size_t i = 0; i < k->n; i++) {
+        ck_assert(!k->v[i].anchor || k->v[i].step == 5);
+        anchors += k->v[i].anchor;
+    }
+    ck_assert_uint_eq(anchors, 2);
+    ck_assert_uint_eq(k->nlight, w->nlight);
+    ck_assert_uint_eq(kept->execs[0].procs[0].nsnaps, whole->execs[0].procs[0].nsnaps);
+    ck_assert_int_eq(kept->execs[0].procs[0].steps, whole->execs[0].procs[0].steps);
+    tpd_obs_free(whole);
+    tpd_obs_free(kept);
     tpd_store_close(s);
 }
 END_TEST
@@ -1342,6 +1419,7 @@ static Suite *store_suite(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 30);
     tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, test_store_load_keeping);
     tcase_add_test(tc, test_store_open_creates_latest);
     tcase_add_test(tc, test_store_runs_execs_verdicts_persist);
     tcase_add_test(tc, test_store_newer_version_refused);

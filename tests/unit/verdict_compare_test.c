@@ -3,7 +3,8 @@
  * hand-built observations: every outcome, C against D before C against G,
  * --once, the number of steps, tolerances, the report's shape, and the
  * induction mode: light steps of C and D narrowed where a divergence or an
- * end without the state needs it, the reruns C2 standing in for C. */
+ * end without the state needs it, the reruns C2 standing in for C; what a
+ * verdict's load of the golden run may leave out. */
 #include <check.h>
 #include <jansson.h>
 #include <stdlib.h>
@@ -528,6 +529,72 @@ START_TEST(test_golden_induction_divergence_narrowed)
 }
 END_TEST
 
+/* A divergence at a step where C is light still after its rerun (the
+ * rerun C2 light there too: unseen): the weights were not compared there,
+ * so the report names no weight as differing at that step (G holds them,
+ * C2 does not), and the explanation does not say they matched. */
+START_TEST(test_golden_induction_light_divergence)
+{
+    world *w = clean(false);
+    tpd_result res;
+    json_t *j, *e, *all;
+    size_t i;
+    rerun(w);
+    for (int k = C; k <= C2; k++) set(w, k, 2, "grad.fc.weight", tensor(77, 7.0));
+    for (int64_t s = 1; s <= 2; s++) lighten(w, C, s), lighten(w, D, s), lighten(w, C2, s);
+    j = judge(w, &exact, TPD_FAIL, &res);
+    ck_assert_int_eq(res.step, 2);
+    ck_assert_str_eq(res.path, "grad.fc.weight");
+    all = json_object_get(j, "divergences");
+    ck_assert_uint_ge(json_array_size(all), 1);
+    json_array_foreach(all, i, e)
+    {
+        const char *p = json_string_value(json_object_get(e, "path"));
+        ck_assert_msg(strncmp(p, "model.", 6) != 0, "%s listed as differing: %s", p, res.text);
+    }
+    json_array_foreach(json_object_get(j, "explanation"), i, e)
+    {
+        const char *t = json_string_value(json_object_get(e, "text"));
+        ck_assert_msg(strstr(t, "the weights") == NULL, "%s", t);
+    }
+    ck_assert_ptr_nonnull(
+        strstr(res.text, "at step 2 the optimizer state and the loss matched before it"));
+    json_decref(j);
+    tpd_result_clear(&res);
+    destroy(w);
+}
+END_TEST
+
+/* What a verdict's load of the golden run may leave out: the steps where
+ * every C is light (C, and C2 once rerun); nothing where C is whole.  A
+ * run's C and D are light unless its params say digest "full". */
+START_TEST(test_golden_drop)
+{
+    world *w = clean(false);
+    size_t n = 99;
+    int64_t *v = tpd_golden_drop(w->run, &n);
+    ck_assert_ptr_null(v);
+    ck_assert_uint_eq(n, 0);
+    for (int64_t s = 1; s <= 2; s++) lighten(w, C, s), lighten(w, D, s);
+    v = tpd_golden_drop(w->run, &n);
+    ck_assert_uint_eq(n, 2);
+    ck_assert(v[0] == 1 && v[1] == 2);
+    free(v);
+    rerun(w);
+    lighten(w, C2, 2);
+    v = tpd_golden_drop(w->run, &n);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_int_eq(v[0], 2);
+    free(v);
+    ck_assert(tpd_golden_light(w->run));
+    w->run->params = "{\"against\": 1, \"digest\": \"induction\"}";
+    ck_assert(tpd_golden_light(w->run));
+    w->run->params = "{\"against\": 1, \"digest\": \"full\"}";
+    ck_assert(!tpd_golden_light(w->run));
+    destroy(w);
+}
+END_TEST
+
 /* C and D differ from each other in the state alone: both are narrowed. */
 START_TEST(test_golden_induction_nondeterminism_narrows_d)
 {
@@ -573,6 +640,8 @@ static Suite *suite(void)
     tcase_add_test(tc, test_golden_foreign_load);
     tcase_add_test(tc, test_golden_induction_pass);
     tcase_add_test(tc, test_golden_induction_light_golden);
+    tcase_add_test(tc, test_golden_induction_light_divergence);
+    tcase_add_test(tc, test_golden_drop);
     tcase_add_test(tc, test_golden_induction_end_narrowed);
     tcase_add_test(tc, test_golden_induction_divergence_narrowed);
     tcase_add_test(tc, test_golden_induction_nondeterminism_narrows_d);

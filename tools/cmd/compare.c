@@ -128,13 +128,13 @@ static int resolve(tpt_session *s, const char *against, tpt_run_info *g)
 
 /* params_json is the run's params (daemon/checks/compare/verdict.h) as JSON,
  * malloc'ed; NULL when out of memory. */
-static char *params_json(const tpt_opts *o, int64_t against, bool once)
+static char *params_json(const tpt_opts *o, int64_t against, bool once, const char *digest)
 {
-    json_t *p = json_pack("{s:I, s:s, s:b, s:b, s:f, s:f}", TPP_KEY(TPP_compare_against),
+    json_t *p = json_pack("{s:I, s:s, s:b, s:s, s:b, s:f, s:f}", TPP_KEY(TPP_compare_against),
                           (json_int_t)against, TPP_KEY(TPP_compare_capture), o->capture,
-                          TPP_KEY(TPP_compare_once), once, TPP_KEY(TPP_compare_tolerance),
-                          o->rtol_set || o->atol_set, TPP_KEY(TPP_compare_rtol), o->rtol,
-                          TPP_KEY(TPP_compare_atol), o->atol);
+                          TPP_KEY(TPP_compare_once), once, TPP_KEY(TPP_compare_digest), digest,
+                          TPP_KEY(TPP_compare_tolerance), o->rtol_set || o->atol_set,
+                          TPP_KEY(TPP_compare_rtol), o->rtol, TPP_KEY(TPP_compare_atol), o->atol);
     char *s = p != NULL ? json_dumps(p, JSON_PRESERVE_ORDER) : NULL;
     json_decref(p);
     return s;
@@ -247,7 +247,8 @@ int tpt_cmd_compare(int argc, char **argv)
     }
     if ((st = resolve(s, against_s, &g)) >= 0) goto done;
     st = TPT_EXIT_ERROR;
-    if ((params = params_json(&o, g.run, once_s != NULL)) == NULL) {
+    if ((params = params_json(&o, g.run, once_s != NULL,
+                              digest_s != NULL ? digest_s : "induction")) == NULL) {
         tpt_error("compare: out of memory");
         goto done;
     }

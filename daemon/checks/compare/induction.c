@@ -13,6 +13,7 @@
 
 #include "daemon/base/json.h"
 #include "daemon/checks/compare/ctx.h"
+#include "daemon/checks/compare/verdict.h"
 #include "daemon/checks/narrow.h"
 
 typedef tpd_gctx ctx;
@@ -54,6 +55,21 @@ void tpd_compare_anchor(ctx *x, const tpd_gpair *p, bool d_too)
     if (last >= 0 && last < end - 1 &&
         tpd_light_between(&p->a->timeline, 0, &p->b->timeline, 0, last + 1, end - 1, &lo))
         ask(x, lo, end - 1, d_too);
+}
+
+int64_t *tpd_golden_drop(const tpd_run *r, size_t *n)
+{
+    const tpd_exec *ce = tpd_obs_exec(r, "C"), *c2e = tpd_obs_exec(r, "C2");
+    const tpd_proc *c = ce ? tpd_obs_trainer(ce) : NULL, *c2 = c2e ? tpd_obs_trainer(c2e) : NULL;
+    int64_t *v;
+    *n = 0;
+    if (c == NULL || c->timeline.nlight == 0 || (c2e != NULL && c2 == NULL)) return NULL;
+    if ((v = malloc(c->timeline.nlight * sizeof *v)) == NULL) return NULL;
+    for (size_t i = 0; i < c->timeline.nlight; i++) {
+        int64_t s = c->timeline.light[i];
+        if (c2 == NULL || tpd_light(&c2->timeline, s)) v[(*n)++] = s;
+    }
+    return v;
 }
 
 static bool induced(const ctx *x)

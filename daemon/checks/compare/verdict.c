@@ -40,6 +40,18 @@ int64_t tpd_golden_against(const tpd_run *r)
     return id;
 }
 
+bool tpd_golden_light(const tpd_run *r)
+{
+    tpd_params p;
+    const char *d;
+    bool light;
+    tpd_params_parse(&p, r->params, NULL, 0);
+    d = tpd_param_str(&p, TPP_compare_digest);
+    light = d == NULL || strcmp(d, "full") != 0;
+    tpd_params_clear(&p);
+    return light;
+}
+
 /* ---- the report ---- */
 
 static json_t *first_json(const tpd_gpair *p, const tpd_div *d)

@@ -31,6 +31,19 @@
  * params ("against"), or -1 when it names none.  Pure. */
 int64_t tpd_golden_against(const tpd_run *r);
 
+/* tpd_golden_light says whether r's C and D ran in the induction mode (its
+ * params' "digest": induction, also when absent): light at most steps, so
+ * that the golden run is better loaded after r, with tpd_golden_drop.
+ * Pure. */
+bool tpd_golden_light(const tpd_run *r);
+
+/* tpd_golden_drop lists, ascending, the steps at which every C of r (C, and
+ * C2 when a narrowing reran it) is light: the lockstep compares none of the
+ * golden run's model and optimizer state there, so its load can leave that
+ * out (tpd_obs_keep).  malloc'ed, *n steps; NULL with *n 0 when there are
+ * none or memory is short (then nothing is left out). */
+int64_t *tpd_golden_drop(const tpd_run *r, size_t *n);
+
 /* tpd_verdict_compare judges compare run r against its golden run g, loaded
  * by the caller (NULL when it could not be: gwhy then says why, and the
  * verdict is ERROR).  Pure: reads r and g, writes *out.

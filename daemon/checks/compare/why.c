@@ -173,10 +173,12 @@ static const char *group_text(tpd_group g)
 
 /* before says what matched before d: the steps before its own in full, and
  * at its step the groups that come before its group and that side a had there
- * (the sample ids when the streams had not parted by then). */
+ * (the sample ids when the streams had not parted by then), the model's and
+ * optimizer's state not where either side was light (not compared). */
 static void before(ctx *x, const tpd_div *d)
 {
     const tpd_items *a = &x->p->a->timeline;
+    bool lit = tpd_light(a, d->step_a) || tpd_light(&x->p->b->timeline, d->step_b);
     const tpd_stream_div *sd = &x->p->sd;
     bool has[TPD_G__COUNT] = {false};
     tpd_str s = {0};
@@ -184,7 +186,9 @@ static void before(ctx *x, const tpd_div *d)
     if (d->group != TPD_G_DATA && sd->compared > 0 && (!sd->d.found || sd->d.step_a > d->step_a))
         has[TPD_G_DATA] = true;
     for (size_t i = 0; i < a->n; i++)
-        if (a->v[i].step == d->step_a && a->v[i].group < d->group) has[a->v[i].group] = true;
+        if (a->v[i].step == d->step_a && a->v[i].group < d->group &&
+            !(lit && tpd_induced(&a->v[i])))
+            has[a->v[i].group] = true;
     for (int g = 0; g < TPD_G__COUNT; g++) total += has[g];
     for (int g = 0; g < TPD_G__COUNT; g++) {
         if (!has[g]) continue;
