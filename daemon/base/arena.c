@@ -133,6 +133,19 @@ static chunk **own_chunk(tpd_arena *a, const void *arr, size_t n)
     return NULL;
 }
 
+void *tpd_arena_fit(tpd_arena *a, void *arr, size_t *cap, size_t n, size_t sz)
+{
+    size_t bytes = (n * sz + ALIGN - 1) & ~(size_t)(ALIGN - 1);
+    chunk **pp, *c;
+    if (arr == NULL || n >= *cap || bytes <= CHUNK || (pp = own_chunk(a, arr, *cap * sz)) == NULL)
+        return arr;
+    if ((c = realloc(*pp, sizeof(chunk) + bytes)) == NULL) return arr;
+    c->used = c->cap = bytes;
+    *pp = c;
+    *cap = n;
+    return c->data;
+}
+
 void *tpd_arena_grow(tpd_arena *a, void *arr, size_t *cap, size_t need, size_t sz)
 {
     size_t ncap = *cap ? *cap : 16;

@@ -29,5 +29,11 @@ const void *tpd_arena_intern(tpd_arena *a, const void *p, size_t n);
  * large one (over 64 KiB) that has a chunk of its own is reallocated, and
  * pointers into it are then stale. */
 void *tpd_arena_grow(tpd_arena *a, void *arr, size_t *cap, size_t need, size_t sz);
+/* tpd_arena_fit gives back what a large array (one with a chunk of its own,
+ * tpd_arena_grow) holds beyond its first n elements: the doubling's unused
+ * end, up to half of it.  Returns the (possibly moved) array, *cap then n;
+ * arr unchanged when it is not such an array or the memory cannot be
+ * given back.  A later tpd_arena_grow grows it again. */
+void *tpd_arena_fit(tpd_arena *a, void *arr, size_t *cap, size_t n, size_t sz);
 
 #endif

@@ -646,6 +646,10 @@ static tp_err load_events(tpd_store *db, tpd_arena *a, int64_t exec, tpd_proc *p
     if (rc == TP_OK) rc = save_anchors(a, p, c.m.dropped, c.m.ndropped);
     free(c.m.dropped);
     tpd_proc_finish(p);
+    /* the timeline holds no more: its doubling's unused end goes back
+     * before the next process or run loads */
+    p->timeline.v =
+        tpd_arena_fit(a, p->timeline.v, &p->timeline.cap, p->timeline.n, sizeof *p->timeline.v);
     return rc;
 }
 

@@ -2,7 +2,8 @@
  * arena_test.c -- the bump allocator (daemon/base/arena.h): arrays grown
  * one element at a time keep their contents and zero the rest, whether
  * they live among other allocations or, past 64 KiB, in a chunk of their
- * own that grows in place; the allocations around them stay intact.
+ * own that grows in place; the allocations around them stay intact.  A
+ * large array fitted to its length keeps its contents and grows again.
  * Interned copies: one per distinct byte string, NUL-terminated, aligned,
  * found again across the table's growth. */
 #include <check.h>
@@ -45,6 +46,24 @@ START_TEST(test_arena_grow_keeps_contents)
         ck_assert_int_eq(w[j], -(int64_t)(j * 5000));
     }
     ck_assert_ptr_eq(tpd_arena_grow(a, v, &cap, 10, sizeof *v), v); /* nothing to do */
+    /* fitted: the small array and one asked to keep its whole capacity
+     * stay as they are; the large one keeps its n elements and grows again,
+     * zeroed beyond */
+    {
+        size_t was = wcap;
+        ck_assert_ptr_eq(tpd_arena_fit(a, w, &wcap, 3, sizeof *w), w);
+        ck_assert_uint_eq(wcap, was);
+        ck_assert_ptr_eq(tpd_arena_fit(a, v, &cap, cap, sizeof *v), v);
+        ck_assert_uint_gt(cap, n);
+    }
+    v = tpd_arena_fit(a, v, &cap, n, sizeof *v);
+    ck_assert_uint_eq(cap, n);
+    for (size_t i = 0; i < n; i++) ck_assert_int_eq(v[i], (int64_t)(i * 7 + 1));
+    v = tpd_arena_grow(a, v, &cap, n + 1, sizeof *v);
+    ck_assert_ptr_nonnull(v);
+    ck_assert_uint_gt(cap, n);
+    for (size_t k = n; k < cap; k++) ck_assert_int_eq(v[k], 0);
+    for (size_t i = 0; i < n; i++) ck_assert_int_eq(v[i], (int64_t)(i * 7 + 1));
     tpd_arena_destroy(a);
     tpd_arena_destroy(NULL);
 }
