@@ -69,8 +69,15 @@ static bool recall(tpd_arena *a, const tpd_leafmemo_ent *e, tp_mpr *r, tpd_item 
     return true;
 }
 
+/* left: it is one of what leave says to read past. */
+static bool left(unsigned leave, const tpd_item *it)
+{
+    return ((leave & TPD_LEAVE_INDUCED) && tpd_induced(it)) ||
+           ((leave & TPD_LEAVE_BOOKKEEPING) && tpd_bookkeeping(it));
+}
+
 tp_err tpd_leaves_add_memo(tpd_arena *a, tpd_items *l, tp_mpr *r, int64_t step, uint64_t ord0,
-                           tpd_leafmemo *m, bool drop_induced, bool *dropped)
+                           tpd_leafmemo *m, unsigned leave, bool *dropped)
 {
     uint32_t n;
     tp_err rc;
@@ -86,8 +93,8 @@ tp_err tpd_leaves_add_memo(tpd_arena *a, tpd_items *l, tp_mpr *r, int64_t step, 
     for (uint32_t i = 0; i < n; i++) {
         tpd_item it;
         const uint8_t *start = r->p;
-        /* a remembered induced component to drop: its values are not read */
-        bool skip = drop_induced && m != NULL && m->v[i].bytes != NULL && tpd_induced(&m->v[i].it);
+        /* a remembered leaf to read past: its values are not read */
+        bool skip = m != NULL && m->v[i].bytes != NULL && left(leave, &m->v[i].it);
         rc = TP_OK;
         if (m == NULL || !recall(a, &m->v[i], r, &it, !skip, &rc)) {
             if ((rc = tpd_leaf_item(a, r, &it)) != TP_OK) return rc;
@@ -95,8 +102,8 @@ tp_err tpd_leaves_add_memo(tpd_arena *a, tpd_items *l, tp_mpr *r, int64_t step, 
         } else if (rc != TP_OK) {
             return rc;
         }
-        if (drop_induced && tpd_induced(&it)) {
-            if (dropped != NULL) *dropped = true;
+        if (left(leave, &it)) {
+            if (dropped != NULL && tpd_induced(&it)) *dropped = true;
             continue;
         }
         it.step = step;

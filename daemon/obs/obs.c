@@ -168,7 +168,7 @@ tp_err tpd_leaf_item(tpd_arena *a, tp_mpr *r, tpd_item *it)
 
 tp_err tpd_leaves_add(tpd_arena *a, tpd_items *l, tp_mpr *r, int64_t step, uint64_t ord0)
 {
-    return tpd_leaves_add_memo(a, l, r, step, ord0, NULL, false, NULL);
+    return tpd_leaves_add_memo(a, l, r, step, ord0, NULL, 0, NULL);
 }
 
 static const char *body_str(tpd_arena *a, const tp_event *e, tp_field key)
@@ -229,6 +229,18 @@ bool tpd_light(const tpd_items *l, int64_t step)
             hi = mid;
     }
     return false;
+}
+
+bool tpd_step_count_path(const char *path)
+{
+    static const char tail[] = "._step_count";
+    size_t n = strlen(path), t = sizeof tail - 1;
+    return strcmp(path, tail + 1) == 0 || (n > t && strcmp(path + n - t, tail) == 0);
+}
+
+bool tpd_bookkeeping(const tpd_item *it)
+{
+    return it->group == TPD_G_SCHEDULER && tpd_step_count_path(it->path);
 }
 
 bool tpd_induced(const tpd_item *it)
@@ -336,14 +348,14 @@ static tp_err add_snapshot(tpd_arena *a, tpd_proc *p, const tp_event *e, memos *
             return TP_ENOMEM;
         drop = full && left_out(m, e->step);
         rc = tpd_leaves_add_memo(a, &p->timeline, &r, e->step, TPD_ORD(e->seq), m ? &m->snap : NULL,
-                                 drop, &dropped);
+                                 TPD_LEAVE_BOOKKEEPING | (drop ? TPD_LEAVE_INDUCED : 0u), &dropped);
         return rc == TP_OK && dropped ? note_dropped(m, e->step) : rc;
     }
     if (strcmp(why, "final") == 0) {
         /* the state after the last step is compared like a step of its own */
         tp_mpr again = r;
         rc = tpd_leaves_add_memo(a, &p->timeline, &again, e->step, TPD_ORD(e->seq),
-                                 m ? &m->snap : NULL, false, NULL);
+                                 m ? &m->snap : NULL, TPD_LEAVE_BOOKKEEPING, NULL);
         if (rc != TP_OK) return rc;
     }
     s = tpd_arena_grow(a, p->snaps, &p->snaps_cap, p->nsnaps + 1, sizeof *s);
@@ -354,7 +366,7 @@ static tp_err add_snapshot(tpd_arena *a, tpd_proc *p, const tp_event *e, memos *
     s->seq = e->seq;
     s->step = e->step;
     s->why = why;
-    return tpd_leaves_add(a, &s->items, &r, e->step, 0);
+    return tpd_leaves_add_memo(a, &s->items, &r, e->step, 0, NULL, TPD_LEAVE_BOOKKEEPING, NULL);
 }
 
 static tp_err add_backward(tpd_arena *a, tpd_proc *p, const tp_event *e)
@@ -386,7 +398,7 @@ static tp_err add_step(tpd_arena *a, tpd_proc *p, const tp_event *e, memos *m)
     if (strcmp(phase, "pre") == 0) {
         if (tp_body_find(e, TPF_step_grads, &r) == TP_OK)
             return tpd_leaves_add_memo(a, &p->timeline, &r, e->step, TPD_ORD(e->seq),
-                                       m ? &m->grads : NULL, false, NULL);
+                                       m ? &m->grads : NULL, 0, NULL);
         return TP_OK;
     }
     if (e->step + 1 > p->steps) p->steps = e->step + 1;

@@ -115,6 +115,18 @@ typedef struct tpd_items {
  * optimizer's state). */
 bool tpd_induced(const tpd_item *it);
 
+/* tpd_bookkeeping: it is a scheduler's count of its own step() calls
+ * (`scheduler._step_count`, and a nested scheduler's), which a scheduler
+ * made again after a load with last_epoch starts anew while its learning
+ * rates go on as before.  Training reads it only through the learning rate
+ * it helps compute (a warning aside), which is compared at every step, so
+ * the loader leaves it out of snapshots and their comparisons (a file's
+ * manifest keeps it). */
+bool tpd_bookkeeping(const tpd_item *it);
+/* tpd_step_count_path: path's last key is `_step_count` (an entry of a
+ * saved scheduler state_dict, under whatever key the script saved it). */
+bool tpd_step_count_path(const char *path);
+
 /* tpd_same_path says whether a and b have the same path (their hashes
  * first, when both have one). */
 bool tpd_same_path(const tpd_item *a, const tpd_item *b);

@@ -3,7 +3,8 @@
  * step's (daemon/obs/leafmemo.h) give the items a full read gives, step
  * after step, whatever changes between steps: a value, a path, a dtype, a
  * shape, a device, a digest's kind, a leaf's kind, the list's length; and,
- * asked to drop the induced components, the others alone. */
+ * asked to leave out the induced components or the schedulers'
+ * bookkeeping, the others alone. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +23,7 @@ static unsigned rnd(unsigned n)
 /* One leaf as the generator describes it. */
 typedef struct gleaf {
     char kind;
-    char path[32];
+    char path[48];
     int dtype, ndim, dev, dkind, blob;
     int64_t shape[2];
     int vtype; /* 'v': 0 nil, 1 bool, 2 int, 3 float, 4 str */
@@ -38,8 +39,12 @@ static void fresh(gleaf *g, int k)
     memset(g, 0, sizeof *g);
     static const char *const PREFIX[] = {
         "model", "optimizer.state", "module[ema]", "optimizer.group[0]", "scheduler", "grad"};
+    unsigned pick = rnd(7);
     g->kind = "tvd"[rnd(3)];
-    snprintf(g->path, sizeof g->path, "%s.l%d.w%u", PREFIX[rnd(6)], k, rnd(3));
+    if (pick == 6) /* a scheduler's count of its steps (tpd_bookkeeping) */
+        snprintf(g->path, sizeof g->path, "scheduler.l%d._step_count", k);
+    else
+        snprintf(g->path, sizeof g->path, "%s.l%d.w%u", PREFIX[pick], k, rnd(3));
     g->dtype = (int)rnd(2);
     g->ndim = (int)rnd(3);
     g->shape[0] = rnd(5);
@@ -154,6 +159,7 @@ static void same_item(const tpd_item *x, const tpd_item *y)
 
 START_TEST(test_leafmemo_as_full_read)
 {
+    size_t books = 0; /* bookkeeping leaves read past, over all rounds */
     rnd_state = 2026;
     for (int round = 0; round < 60; round++) {
         tpd_arena *a = tpd_arena_create(), *b = tpd_arena_create(), *c = tpd_arena_create();
@@ -183,18 +189,23 @@ START_TEST(test_leafmemo_as_full_read)
             tp_mpr_init(&r2, buf.data, buf.len);
             tp_mpr_init(&r3, buf.data, buf.len);
             ck_assert_int_eq(tpd_leaves_add(a, &full, &r1, step, TPD_ORD(step)), TP_OK);
-            ck_assert_int_eq(
-                tpd_leaves_add_memo(b, &memo, &r2, step, TPD_ORD(step), &m, false, NULL), TP_OK);
-            ck_assert_int_eq(
-                tpd_leaves_add_memo(c, &kept, &r3, step, TPD_ORD(step), &mk, drop, &dropped),
-                TP_OK);
+            ck_assert_int_eq(tpd_leaves_add_memo(b, &memo, &r2, step, TPD_ORD(step), &m, 0, NULL),
+                             TP_OK);
+            ck_assert_int_eq(tpd_leaves_add_memo(
+                                 c, &kept, &r3, step, TPD_ORD(step), &mk,
+                                 TPD_LEAVE_BOOKKEEPING | (drop ? TPD_LEAVE_INDUCED : 0u), &dropped),
+                             TP_OK);
             ck_assert_ptr_eq(r1.p, r2.p);
             ck_assert_ptr_eq(r1.p, r3.p);
             ck_assert_uint_eq(full.n, memo.n);
             for (size_t i = before; i < memo.n; i++) same_item(&full.v[i], &memo.v[i]);
             /* kept: this step's items of the full read, in order, without the
-             * induced ones when drop */
+             * bookkeeping, nor the induced ones when drop */
             for (size_t i = before; i < full.n; i++) {
+                if (tpd_bookkeeping(&full.v[i])) {
+                    books++;
+                    continue;
+                }
                 if (drop && tpd_induced(&full.v[i])) {
                     any = true;
                     continue;
@@ -214,6 +225,7 @@ START_TEST(test_leafmemo_as_full_read)
         tpd_arena_destroy(b);
         tpd_arena_destroy(c);
     }
+    ck_assert_uint_gt(books, 0);
 }
 END_TEST
 
@@ -234,7 +246,7 @@ START_TEST(test_leafmemo_refuses_as_full_read)
     tp_mp_array(&buf, 1);
     encode(&buf, &g);
     tp_mpr_init(&r, buf.data, buf.len);
-    ck_assert_int_eq(tpd_leaves_add_memo(a, &l, &r, 0, 0, &m, false, NULL), TP_OK);
+    ck_assert_int_eq(tpd_leaves_add_memo(a, &l, &r, 0, 0, &m, 0, NULL), TP_OK);
     /* the same head, then a string where the digest goes */
     {
         tp_buf bad;
@@ -244,7 +256,7 @@ START_TEST(test_leafmemo_refuses_as_full_read)
         tp_buf_append(&bad, buf.data + 1, head);
         tp_mp_cstr(&bad, "not a digest");
         tp_mpr_init(&r, bad.data, bad.len);
-        ck_assert_int_eq(tpd_leaves_add_memo(a, &l, &r, 1, 0, &m, false, NULL), TP_EPROTO);
+        ck_assert_int_eq(tpd_leaves_add_memo(a, &l, &r, 1, 0, &m, 0, NULL), TP_EPROTO);
         tp_mpr_init(&r, bad.data, bad.len);
         ck_assert_int_eq(tpd_leaves_add(a, &l, &r, 1, 0), TP_EPROTO);
         tp_buf_free(&bad);

@@ -53,11 +53,14 @@ static const tpd_item *entry(const tpd_ckpt *s, const char *path)
     return NULL;
 }
 
-/* compared: an entry a save comparison looks at (a tensor or a number). */
+/* compared: an entry a save comparison looks at (a tensor or a number),
+ * but a scheduler's count of its step() calls, which a scheduler made again
+ * after a load starts anew (tpd_bookkeeping). */
 static bool compared(const tpd_item *e)
 {
-    return e != NULL && (e->v.kind == 't' || (e->v.kind == 'v' && (e->v.vtype == TP_V_INT ||
-                                                                   e->v.vtype == TP_V_FLOAT)));
+    return e != NULL && !tpd_step_count_path(e->path) &&
+           (e->v.kind == 't' ||
+            (e->v.kind == 'v' && (e->v.vtype == TP_V_INT || e->v.vtype == TP_V_FLOAT)));
 }
 
 /* differs: a's entry (or the absence of one, a NULL) differs from o's. */
