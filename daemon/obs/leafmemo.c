@@ -77,11 +77,10 @@ static bool left(unsigned leave, const tpd_item *it)
 }
 
 tp_err tpd_leaves_add_memo(tpd_arena *a, tpd_items *l, tp_mpr *r, int64_t step, uint64_t ord0,
-                           tpd_leafmemo *m, unsigned leave, bool *dropped)
+                           tpd_leafmemo *m, unsigned leave)
 {
     uint32_t n;
     tp_err rc;
-    if (dropped != NULL) *dropped = false;
     if (tp_mpr_array(r, &n) != TP_OK) return TP_EPROTO;
     if (m != NULL && n > m->n) {
         tpd_leafmemo_ent *v = realloc(m->v, n * sizeof *v);
@@ -102,10 +101,7 @@ tp_err tpd_leaves_add_memo(tpd_arena *a, tpd_items *l, tp_mpr *r, int64_t step, 
         } else if (rc != TP_OK) {
             return rc;
         }
-        if (left(leave, &it)) {
-            if (dropped != NULL && tpd_induced(&it)) *dropped = true;
-            continue;
-        }
+        if (left(leave, &it)) continue;
         it.step = step;
         it.ord = ord0 + i;
         if ((rc = tpd_items_push(a, l, &it)) != TP_OK) return rc;

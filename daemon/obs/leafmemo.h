@@ -31,17 +31,15 @@ typedef struct tpd_leafmemo {
 void tpd_leafmemo_free(tpd_leafmemo *m);
 
 /* What tpd_leaves_add_memo reads past without adding: the induced
- * components (tpd_induced; *dropped then says whether there was one), the
- * schedulers' bookkeeping (tpd_bookkeeping). */
+ * components (tpd_induced), the schedulers' bookkeeping (tpd_bookkeeping). */
 enum { TPD_LEAVE_INDUCED = 1, TPD_LEAVE_BOOKKEEPING = 2 };
 
 /* tpd_leaves_add_memo is tpd_leaves_add (obs.h), remembering in m the
  * leaves it reads, by their place in the list, and reading a leaf whose
  * head and tail are the remembered bytes as its values alone.  NULL m:
  * every leaf read whole (tpd_leaves_add is this).  leave: TPD_LEAVE_*
- * flags, what is read past and not added; *dropped (when not NULL) says
- * whether an induced component was.  Errors: tpd_leaves_add's. */
+ * flags, what is read past and not added.  Errors: tpd_leaves_add's. */
 tp_err tpd_leaves_add_memo(tpd_arena *a, tpd_items *l, tp_mpr *r, int64_t step, uint64_t ord0,
-                           tpd_leafmemo *m, unsigned leave, bool *dropped);
+                           tpd_leafmemo *m, unsigned leave);
 
 #endif

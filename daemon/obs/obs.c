@@ -168,7 +168,7 @@ tp_err tpd_leaf_item(tpd_arena *a, tp_mpr *r, tpd_item *it)
 
 tp_err tpd_leaves_add(tpd_arena *a, tpd_items *l, tp_mpr *r, int64_t step, uint64_t ord0)
 {
-    return tpd_leaves_add_memo(a, l, r, step, ord0, NULL, 0, NULL);
+    return tpd_leaves_add_memo(a, l, r, step, ord0, NULL, 0);
 }
 
 static const char *body_str(tpd_arena *a, const tp_event *e, tp_field key)
@@ -301,14 +301,11 @@ const tpd_module *tpd_proc_module(const tpd_proc *p, const char *path)
 /* The loader's memory of a process's two leaf lists that come at every
  * step: its snapshots' leaves and its gradients (leafmemo.h); NULL where
  * events are added one by one.  With it, what the load leaves out
- * (tpd_obs_keep: drop, ndrop) and the steps it left state out at
- * (dropped, for save_anchors). */
+ * (tpd_obs_keep: drop, ndrop). */
 typedef struct memos {
     tpd_leafmemo snap, grads;
     const int64_t *drop;
     size_t ndrop;
-    int64_t *dropped;
-    size_t ndropped, dropped_cap;
 } memos;
 
 /* left_out says whether the induced components of a full start-of-step
@@ -317,20 +314,6 @@ static bool left_out(const memos *m, int64_t step)
 {
     return m != NULL && m->ndrop > 0 &&
            bsearch(&step, m->drop, m->ndrop, sizeof *m->drop, tpd_step_cmp) != NULL;
-}
-
-/* note_dropped files step among m's steps whose state was left out. */
-static tp_err note_dropped(memos *m, int64_t step)
-{
-    if (m->ndropped == m->dropped_cap) {
-        size_t cap = m->dropped_cap ? 2 * m->dropped_cap : 64;
-        int64_t *v = realloc(m->dropped, cap * sizeof *v);
-        if (v == NULL) return TP_ENOMEM;
-        m->dropped = v;
-        m->dropped_cap = cap;
-    }
-    m->dropped[m->ndropped++] = step;
-    return TP_OK;
 }
 
 static tp_err add_snapshot(tpd_arena *a, tpd_proc *p, const tp_event *e, memos *m)
@@ -342,20 +325,19 @@ static tp_err add_snapshot(tpd_arena *a, tpd_proc *p, const tp_event *e, memos *
     if (why == NULL || tp_body_find(e, TPF_snapshot_leaves, &r) != TP_OK) return TP_EPROTO;
     if ((rc = add_modules(a, p, e)) != TP_OK) return rc;
     if (strcmp(why, "backward") == 0) {
-        bool full = true, drop, dropped = false;
+        bool full = true;
         if (tp_body_bool(e, TPF_snapshot_full, &full) == TP_OK && !full &&
             add_light(a, &p->timeline, e->step) != TP_OK)
             return TP_ENOMEM;
-        drop = full && left_out(m, e->step);
-        rc = tpd_leaves_add_memo(a, &p->timeline, &r, e->step, TPD_ORD(e->seq), m ? &m->snap : NULL,
-                                 TPD_LEAVE_BOOKKEEPING | (drop ? TPD_LEAVE_INDUCED : 0u), &dropped);
-        return rc == TP_OK && dropped ? note_dropped(m, e->step) : rc;
+        return tpd_leaves_add_memo(
+            a, &p->timeline, &r, e->step, TPD_ORD(e->seq), m ? &m->snap : NULL,
+            TPD_LEAVE_BOOKKEEPING | (full && left_out(m, e->step) ? TPD_LEAVE_INDUCED : 0u));
     }
     if (strcmp(why, "final") == 0) {
         /* the state after the last step is compared like a step of its own */
         tp_mpr again = r;
         rc = tpd_leaves_add_memo(a, &p->timeline, &again, e->step, TPD_ORD(e->seq),
-                                 m ? &m->snap : NULL, TPD_LEAVE_BOOKKEEPING, NULL);
+                                 m ? &m->snap : NULL, TPD_LEAVE_BOOKKEEPING);
         if (rc != TP_OK) return rc;
     }
     s = tpd_arena_grow(a, p->snaps, &p->snaps_cap, p->nsnaps + 1, sizeof *s);
@@ -366,7 +348,7 @@ static tp_err add_snapshot(tpd_arena *a, tpd_proc *p, const tp_event *e, memos *
     s->seq = e->seq;
     s->step = e->step;
     s->why = why;
-    return tpd_leaves_add_memo(a, &s->items, &r, e->step, 0, NULL, TPD_LEAVE_BOOKKEEPING, NULL);
+    return tpd_leaves_add_memo(a, &s->items, &r, e->step, 0, NULL, TPD_LEAVE_BOOKKEEPING);
 }
 
 static tp_err add_backward(tpd_arena *a, tpd_proc *p, const tp_event *e)
@@ -398,7 +380,7 @@ static tp_err add_step(tpd_arena *a, tpd_proc *p, const tp_event *e, memos *m)
     if (strcmp(phase, "pre") == 0) {
         if (tp_body_find(e, TPF_step_grads, &r) == TP_OK)
             return tpd_leaves_add_memo(a, &p->timeline, &r, e->step, TPD_ORD(e->seq),
-                                       m ? &m->grads : NULL, 0, NULL);
+                                       m ? &m->grads : NULL, 0);
         return TP_OK;
     }
     if (e->step + 1 > p->steps) p->steps = e->step + 1;
@@ -570,17 +552,18 @@ int64_t *tpd_state_steps(const tpd_items *l, size_t room, size_t *n)
     return v;
 }
 
-/* save_anchors: the steps whose state the load left out (dropped) had
- * state, and anchor nothing either. */
-static tp_err save_anchors(tpd_arena *a, tpd_proc *p, const int64_t *dropped, size_t ndropped)
+/* save_anchors: a save at a step whose state the load left out (drop,
+ * tpd_obs_keep) anchors nothing either: the run it is compared with is
+ * light there, where no induced component is compared, anchors included. */
+static tp_err save_anchors(tpd_arena *a, tpd_proc *p, const int64_t *drop, size_t ndrop)
 {
     size_t nhave;
-    int64_t *have = tpd_state_steps(&p->timeline, p->nsnaps + ndropped, &nhave);
+    int64_t *have = tpd_state_steps(&p->timeline, p->nsnaps + ndrop, &nhave);
     tp_err rc = TP_OK;
     if (have == NULL) return TP_ENOMEM;
-    if (ndropped > 0) {
-        memcpy(have + nhave, dropped, ndropped * sizeof *have);
-        nhave += ndropped;
+    if (ndrop > 0) {
+        memcpy(have + nhave, drop, ndrop * sizeof *have);
+        nhave += ndrop;
         qsort(have, nhave, sizeof *have, tpd_step_cmp);
     }
     for (size_t k = p->nsnaps; k-- > 0 && rc == TP_OK;) {
@@ -655,8 +638,7 @@ static tp_err load_events(tpd_store *db, tpd_arena *a, int64_t exec, tpd_proc *p
     rc = tpd_rows_events(db, exec, p->pid, on_event, &c, why, whylen);
     tpd_leafmemo_free(&c.m.snap);
     tpd_leafmemo_free(&c.m.grads);
-    if (rc == TP_OK) rc = save_anchors(a, p, c.m.dropped, c.m.ndropped);
-    free(c.m.dropped);
+    if (rc == TP_OK) rc = save_anchors(a, p, c.m.drop, c.m.ndrop);
     tpd_proc_finish(p);
     /* the timeline holds no more: its doubling's unused end goes back
      * before the next process or run loads */

@@ -178,9 +178,10 @@ static int parse(int argc, char **argv, tpt_opts *o, bounds *b, tpt_lr_table *lr
 int tpt_cmd_health(int argc, char **argv)
 {
     char err[TPT_ERR_LEN], *params, every_env[64];
-    /* every tensor at every step, whatever TRAINPARITY_DIGEST the caller's
-     * environment holds: health reads moves and coverage from snapshots */
-    char *env[] = {TP_ENV_UPDATE_NORM "=1", TP_ENV_DIGEST "=full", NULL, NULL};
+    /* no TRAINPARITY_DIGEST: every tensor at every step (the agent's default;
+     * one in the caller's environment is removed, tools/exec/exec.h), as
+     * health reads moves and coverage from snapshots */
+    char *env[] = {TP_ENV_UPDATE_NORM "=1", NULL, NULL};
     tpt_session *s = NULL;
     tpt_exec_spec es = {"health", NULL, env, 0};
     tpt_exec_result res;
@@ -199,7 +200,7 @@ int tpt_cmd_health(int argc, char **argv)
     }
     if (b.every > 0) {
         snprintf(every_env, sizeof every_env, TP_ENV_UPDATE_EVERY "=%lld", b.every);
-        env[2] = every_env;
+        env[1] = every_env;
     }
     if (tpt_session_open(&s, err) != TP_OK) {
         tpt_error("%s", err);

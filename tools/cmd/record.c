@@ -208,7 +208,7 @@ static char *params_json(const char *capture)
 int tpt_cmd_record(int argc, char **argv)
 {
     char err[TPT_ERR_LEN], shown[512], capture[64], digest[64], *params, lacks[1024];
-    char *env[3] = {capture, digest, NULL};
+    char *env[3] = {capture, NULL, NULL};
     tpt_exec_result res;
     tpt_session *s = NULL;
     tpt_exec_spec es;
@@ -224,9 +224,12 @@ int tpt_cmd_record(int argc, char **argv)
         tpt_error("record: --digest wants full or induction, not '%s'", digest_s);
         return TPT_EXIT_USAGE;
     }
-    /* set, never inherited: a TRAINPARITY_DIGEST left in the environment
-     * would make a golden run light */
-    snprintf(digest, sizeof digest, TP_ENV_DIGEST "=%s", digest_s ? digest_s : "full");
+    /* full unless asked: the agent's default (one left in the caller's
+     * environment is removed, tools/exec/exec.h) */
+    if (digest_s != NULL) {
+        snprintf(digest, sizeof digest, TP_ENV_DIGEST "=%s", digest_s);
+        env[1] = digest;
+    }
     memset(&res, 0, sizeof(res));
     tpt_argv_join(o.cmd, shown, sizeof(shown));
     snprintf(capture, sizeof(capture), "TRAINPARITY_CAPTURE=%s", o.capture);
