@@ -337,8 +337,9 @@ tp_err tpd_obs_load(tpd_store *db, int64_t run, tpd_run **out, char *why, size_t
 
 /* What a load may leave out to hold less: the induced components
  * (tpd_induced) of the full start-of-step snapshots at the steps of drop
- * (ascending), in every process of the run.  The light steps and the save
- * anchors stay as a whole load has them.  A compare verdict loads the
+ * (ascending), in every process of the run, and the save anchors at those
+ * steps; the light steps and everything else stay as a whole load has
+ * them.  A compare verdict loads the
  * golden run so, dropping the steps where C is light, at which the lockstep
  * compares no induced component (checks/judge.c). */
 typedef struct tpd_obs_keep {
