@@ -255,8 +255,14 @@ static const char *needs_token(const char *const *listen, size_t n, const char *
     return control && !tp_url_local(control) ? control : NULL;
 }
 
+static volatile sig_atomic_t g_signalled; /* SIGINT or SIGTERM came */
+
+/* on_signal stops the daemon; one that comes before it serves (the handler
+ * is set before the sockets exist, so that a signal sent once they do is
+ * never the default's death) is kept for when it does. */
 static void on_signal(int sig)
 {
+    g_signalled = 1;
     if (g_serve) tpd_serve_stop(g_serve);
 }
 
@@ -332,17 +338,18 @@ static int cmd_serve(int argc, char **argv)
     o.control = control;
     o.token = token;
     o.log = log_stderr;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
     if ((err = tpd_serve_open(&sv, s, &o, why, sizeof why)) != TP_OK) {
         fprintf(stderr, PROG ": %s\n", why);
         tpd_store_close(s);
         return 1;
     }
     g_serve = sv;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    if (g_signalled) tpd_serve_stop(sv);
     sa.sa_handler = SIG_IGN;
     sigaction(SIGPIPE, &sa, NULL);
     /* a write past a file-size limit (RLIMIT_FSIZE) then fails with EFBIG,
