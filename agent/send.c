@@ -422,8 +422,9 @@ static void go_spool(void)
 
 /* too_big_for_net tells whether a batch is longer than a network (tcp://)
  * listener of the daemon takes (TP_MAX_NET_MESSAGE).  Sent, it would only
- * make nng close the connection, and a push socket of nng 1.5.2 whose peer
- * keeps closing can crash, here inside the training process. */
+ * make nng close the connection, and a push socket of an unpatched nng
+ * 1.5.2 whose peer keeps closing can crash, here inside the training
+ * process (tools/scripts/nng-patches/push0-closed-pipe.patch). */
 static bool too_big_for_net(const item *it)
 {
     return it->len > TP_MAX_NET_MESSAGE && !tp_url_local(tpa_cfg.daemon);

@@ -142,7 +142,10 @@ static const char usage_ingest[] = "usage: " PROG " ingest [--db PATH] FILE...\n
 static const char help_ingest[] =
     "Stores the batches of spool files (4-byte big-endian length + batch frames)\n"
     "without a running daemon; a torn last frame is reported and skipped.  Only\n"
-    "batches of an execution the daemon created, with its key, are stored.\n"
+    "batches of an execution the daemon created, with its key, are stored, also\n"
+    "those of a process that never reached the daemon before its execution\n"
+    "ended.  Exits 1 when a file could not be read or a frame of it was not\n"
+    "stored (refused, malformed or torn).\n"
     "  --db PATH  database (default " DEFAULT_DB ")\n";
 
 static int usage_error(const char *usage, const char *fmt, const char *arg)
@@ -724,6 +727,7 @@ static int cmd_ingest(int argc, char **argv)
                (unsigned long long)r.frames, (unsigned long long)r.bad,
                r.torn ? ", torn last frame skipped" : "");
         if (why[0]) fprintf(stderr, PROG ": %s: %s\n", argv[i], why);
+        if (r.bad > 0 || r.torn) status = 1; /* something in it was not stored */
     }
     tpd_ingest_destroy(in);
     tpd_store_close(s);

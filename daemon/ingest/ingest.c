@@ -247,6 +247,13 @@ static const exec_entry *find_exec(tpd_ingest *in, int64_t exec, tp_err *err, ch
     return NULL;
 }
 
+/* Where a batch comes from, which sets what it is held to. */
+typedef enum from {
+    FROM_SOCKET, /* the token, then the rules below */
+    FROM_SPOOL,  /* a local spool file: the execution, its key, no new process once finished */
+    FROM_OWNER   /* a spool file the database's owner names: the execution and its key */
+} from;
+
 /* check_batch holds a decoded batch to what the store can keep: the token
  * (socket batches), an execution of the daemon's with its key, sane seqs. */
 static tp_err check_batch(tpd_ingest *in, const tp_batch *b, bool check_token, char *why,
@@ -276,9 +283,10 @@ static tp_err check_batch(tpd_ingest *in, const tp_batch *b, bool check_token, c
     return TP_OK;
 }
 
-/* write_batch stores a checked batch inside a savepoint. */
-static tp_err write_batch(tpd_ingest *in, const tp_batch *b, tpd_ingest_result *res, char *why,
-                          size_t whylen)
+/* write_batch stores a checked batch inside a savepoint; a batch that would
+ * add a process to a finished execution only when late (FROM_OWNER). */
+static tp_err write_batch(tpd_ingest *in, const tp_batch *b, bool late, tpd_ingest_result *res,
+                          char *why, size_t whylen)
 {
     int64_t max_seq = -1;
     bool added, finished;
@@ -286,7 +294,7 @@ static tp_err write_batch(tpd_ingest *in, const tp_batch *b, tpd_ingest_result *
     if ((err = tpd_writer_savepoint(in->w)) != TP_OK) return dbfail(in, err, why, whylen);
     err = tpd_writer_process(in->w, b->hdr.exec, b->hdr.pid, b->hdr.rank, &added);
     if (err != TP_OK) goto dbundo;
-    if (added) { /* a new process: its execution must be running */
+    if (added && !late) { /* a new process: its execution must be running */
         if ((err = tpd_writer_exec_finished(in->w, b->hdr.exec, &finished)) != TP_OK) goto dbundo;
         if (finished) {
             err = refuse(in, why, whylen, "batch from a new process of a finished execution");
@@ -316,18 +324,18 @@ undo:
 }
 
 /* ingest_one is tpd_ingest_message inside an open transaction. */
-static tp_err ingest_one(tpd_ingest *in, const void *msg, size_t len, bool check_token,
+static tp_err ingest_one(tpd_ingest *in, const void *msg, size_t len, from src,
                          tpd_ingest_result *res, char *why, size_t whylen)
 {
     tp_batch b;
     tp_err err = tp_batch_decode(msg, len, &b, why, whylen);
     memset(res, 0, sizeof *res);
     if (err == TP_OK) {
-        err = check_batch(in, &b, check_token, why, whylen);
+        err = check_batch(in, &b, src == FROM_SOCKET, why, whylen);
         if (err == TP_OK) {
             res->exec = b.hdr.exec;
             res->pid = b.hdr.pid;
-            err = write_batch(in, &b, res, why, whylen);
+            err = write_batch(in, &b, src == FROM_OWNER, res, why, whylen);
         }
         tp_batch_free(&b);
     }
@@ -354,7 +362,7 @@ tp_err tpd_ingest_message(tpd_ingest *in, const void *msg, size_t len, tpd_inges
         snprintf(why, whylen, "database: %s", tpd_store_errmsg(in->store));
         return err;
     }
-    err = ingest_one(in, msg, len, true, &r, why, whylen);
+    err = ingest_one(in, msg, len, FROM_SOCKET, &r, why, whylen);
     if (own) {
         tp_err cerr = tpd_store_commit(in->store);
         if (cerr != TP_OK && err == TP_OK) {
@@ -366,13 +374,13 @@ tp_err tpd_ingest_message(tpd_ingest *in, const void *msg, size_t len, tpd_inges
     return err;
 }
 
-tp_err tpd_ingest_local(tpd_ingest *in, const void *msg, size_t len, tpd_ingest_result *res,
-                        char *why, size_t whylen)
+tp_err tpd_ingest_local(tpd_ingest *in, const void *msg, size_t len, bool owner,
+                        tpd_ingest_result *res, char *why, size_t whylen)
 {
     tpd_ingest_result r;
     tp_err err;
     if (!tpd_store_in_txn(in->store)) return TP_EINVAL;
-    err = ingest_one(in, msg, len, false, &r, why, whylen);
+    err = ingest_one(in, msg, len, owner ? FROM_OWNER : FROM_SPOOL, &r, why, whylen);
     if (err == TP_OK && res) *res = r;
     return err;
 }

@@ -69,17 +69,22 @@ tp_err tpd_ingest_message(tpd_ingest *in, const void *msg, size_t len, tpd_inges
 
 /* tpd_ingest_local is tpd_ingest_message for a batch read from a local
  * file (spool.c): the token is not checked (the execution and its key are),
- * and a transaction must be open (TP_EINVAL otherwise).  why must not be
- * NULL. */
-tp_err tpd_ingest_local(tpd_ingest *in, const void *msg, size_t len, tpd_ingest_result *res,
-                        char *why, size_t whylen);
+ * and a transaction must be open (TP_EINVAL otherwise).  owner: the file
+ * was named by whoever owns the database (trainparity-daemon ingest), and a
+ * batch of a process new to a finished execution is stored too (its
+ * process never reached the daemon while it ran); otherwise it is refused
+ * as from the socket.  why must not be NULL. */
+tp_err tpd_ingest_local(tpd_ingest *in, const void *msg, size_t len, bool owner,
+                        tpd_ingest_result *res, char *why, size_t whylen);
 
 /* tpd_ingest_spool stores the batches of a spool file: frames of a 4-byte
  * big-endian length and one batch.  Bad frames are counted and skipped; a
  * frame longer than TP_MAX_MESSAGE ends the reading (the file cannot be
  * resynchronised) and counts as bad; a torn last frame is skipped and
  * reported.  Tokens are not checked (the file is local); executions and
- * keys are.  Afterwards the gaps of every execution it touched are
+ * keys are.  The file is the database owner's to name (trainparity-daemon
+ * ingest): a process new to a finished execution is stored too (owner, at
+ * tpd_ingest_local).  Afterwards the gaps of every execution it touched are
  * recomputed.  Commits every few hundred frames when no transaction was
  * open.  why receives the reason of the first bad frame, or of the error.
  * Errors: TP_ENOENT, TP_EIO (cannot read the file), TP_ENOMEM, TP_EDB. */

@@ -54,9 +54,10 @@ static size_t read_full(FILE *f, void *p, size_t n)
 }
 
 /* ingest_file stores the frames of f, a regular file of size bytes, and
- * closes it.  quote: reasons may quote what the file holds (the decoder's
- * words); otherwise a bad frame is named by its number only. */
-static tp_err ingest_file(tpd_ingest *in, FILE *f, off_t size, const char *path, bool quote,
+ * closes it.  owner: the database's owner named the file
+ * (tpd_ingest_local's owner), and reasons may quote what it holds (the
+ * decoder's words); otherwise a bad frame is named by its number only. */
+static tp_err ingest_file(tpd_ingest *in, FILE *f, off_t size, const char *path, bool owner,
                           tpd_spool_result *res, char *why, size_t whylen)
 {
     tpd_store *s = NULL;
@@ -88,7 +89,7 @@ static tp_err ingest_file(tpd_ingest *in, FILE *f, off_t size, const char *path,
         len = (uint32_t)hdr[0] << 24 | (uint32_t)hdr[1] << 16 | (uint32_t)hdr[2] << 8 | hdr[3];
         if (len > TP_MAX_MESSAGE) {
             r.bad++;
-            if (!why[0] && quote)
+            if (!why[0] && owner)
                 snprintf(why, whylen, "frame %llu: %u bytes exceeds the limit; rest skipped",
                          (unsigned long long)r.frames, len);
             else if (!why[0])
@@ -118,10 +119,10 @@ static tp_err ingest_file(tpd_ingest *in, FILE *f, off_t size, const char *path,
         }
         left -= len;
         r.frames++;
-        err = tpd_ingest_local(in, buf, len, &one, reason, sizeof reason);
+        err = tpd_ingest_local(in, buf, len, owner, &one, reason, sizeof reason);
         if (err == TP_EPROTO || err == TP_EVERSION) {
             r.bad++;
-            if (!why[0] && quote)
+            if (!why[0] && owner)
                 snprintf(why, whylen, "frame %llu: %s", (unsigned long long)r.frames - 1, reason);
             else if (!why[0])
                 snprintf(why, whylen, "frame %llu: malformed or refused batch",

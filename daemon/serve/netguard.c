@@ -18,9 +18,11 @@
  * length header over the listener's limit.  Closing a receiving pipe is
  * unsafe on nng before 1.6.0 (Debian bookworm has 1.5.2): the pending
  * receive is lost (upstream #1636) and no pipe is reaped after it; and a
- * push socket of 1.5.2 whose peer keeps closing its connection can crash
- * the sender, here an agent inside a training process.  The bound does not
- * need it: a connection holds at most one message at a time. */
+ * push socket of an unpatched 1.5.2 whose peer keeps closing its connection
+ * can crash the sender, here an agent inside a training process (the nng
+ * built here is patched: tools/scripts/nng-patches/push0-closed-pipe.patch;
+ * a build on Debian's shared library is not).  The bound does not need it:
+ * a connection holds at most one message at a time. */
 #define _POSIX_C_SOURCE 200809L
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -13,7 +13,9 @@
 #    open (daemon/serve/netguard.c: closing one is unsafe on nng 1.5.2);
 #  - 100 idle connections from one address: those past the per-address
 #    cap (64) are closed;
-# and afterwards the daemon stores an authenticated record over tcp.
+# and afterwards the daemon stores an authenticated record over tcp; and,
+# while 64 such connections hold the cap, an agent refused at every redial
+# does not crash its training process.
 . "$(dirname "$0")/lib.sh"
 tp_setup daemon agent
 py=${TP_PYTHON:-python3}
@@ -129,6 +131,11 @@ elif what == "conns":
     print(f"{open_} of 100 connections from one address left open")
     if open_ != 64:
         raise SystemExit(f"{open_} connections from one address stayed open, want 64")
+elif what == "hold":
+    # the per-address cap's 64 connections, held until this process is ended
+    conns = [connect() for _ in range(64)]
+    print("holding", flush=True)
+    time.sleep(3600)
 EOF
 
 # two free consecutive ports: ingest and the derived control URL (port + 1)
@@ -190,6 +197,52 @@ expect_grep '^run 1$' "$WORK/out"
 [ "$(grep -cE '^[[:space:]]+[0-2][[:space:]]+-?[0-9]' "$WORK/q")" = 3 ] ||
     fail "the record's 3 optimizer steps are not stored: $(cat "$WORK/q");" \
         "record: $(cat "$WORK/out" "$WORK/err"); daemon log: $(cat "$WORK/d/log")"
+kill -0 "$dpid" 2>/dev/null || fail "the daemon died: $(cat "$WORK/d/log")"
+
+# An agent refused by the cap lives on: 64 connections without the token
+# hold the per-address cap, so the daemon closes each connection the agent
+# makes as soon as it is made, again at every redial, for the 4 s the
+# training runs.  nng 1.5.2's push socket could put such a pipe, freed, on
+# its ready list, and the next send crashed the training process (SIGSEGV,
+# status 139; tools/scripts/nng-patches/push0-closed-pipe.patch).  Now the
+# training ends 0, the agent spools what the daemon never acknowledged, and
+# record ends ERROR, saying how to store the spool on the daemon's host;
+# stored so, it holds every step.
+"$py" -u "$WORK/peer.py" "$port" "$dpid" hold >"$WORK/hold.out" 2>&1 &
+holder=$!
+for _ in $(seq 600); do # 60 s: a liveness bound
+    grep -qs holding "$WORK/hold.out" && break
+    kill -0 "$holder" 2>/dev/null || fail "hold: $(cat "$WORK/hold.out")"
+    sleep 0.1
+done
+grep -qs holding "$WORK/hold.out" || fail "hold: $(cat "$WORK/hold.out")"
+cat >"$WORK/slow.py" <<'EOF'
+import time
+import torch
+torch.manual_seed(0)
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(20):
+    opt.zero_grad()
+    model(torch.randn(2, 4)).sum().backward()
+    opt.step()
+    time.sleep(0.2)
+print("trained")
+EOF
+TRAINPARITY_DAEMON=$url TRAINPARITY_TOKEN=s3cret expect_status 3 timeout 300 "$TP_RUN" record -- \
+    "$py" "$WORK/slow.py"
+kill "$holder"
+wait "$holder" 2>/dev/null
+expect_grep '^trained$' "$WORK/out"
+expect_grep "cannot ingest .*/\.trainparity/spool/2-[0-9]+\.spool: daemon: ingest is served on a local control socket only" \
+    "$WORK/err"
+spooled=$(sed -n 's/.*cannot ingest \(.*\.spool\): .*/\1/p' "$WORK/err")
+"$TP_DAEMON" --db "$WORK/d/runs.db" ingest "$spooled" >"$WORK/q" 2>&1 ||
+    fail "ingest $spooled: $(cat "$WORK/q")"
+"$TP_DAEMON" --db "$WORK/d/runs.db" query steps 2 >"$WORK/q" 2>&1 ||
+    fail "query steps 2 failed: $(cat "$WORK/q")"
+[ "$(grep -cE '^[[:space:]]+[0-9]+[[:space:]]+-?[0-9]' "$WORK/q")" = 20 ] ||
+    fail "the refused agent's 20 steps are not stored: $(cat "$WORK/q")"
 kill -0 "$dpid" 2>/dev/null || fail "the daemon died: $(cat "$WORK/d/log")"
 kill -TERM "$dpid"
 wait "$dpid" || fail "the daemon exited $?: $(cat "$WORK/d/log")"

@@ -234,7 +234,7 @@ static nng_socket dial_control(void)
 }
 
 /* spool_file writes one batch of (run, exec, key) from pid 4242 to path. */
-static void spool_file(const char *path, int64_t run, int64_t exec, const char *key)
+static void spool_file(const char *path, int64_t run, int64_t exec, const char *key, bool torn)
 {
     tb t;
     FILE *f;
@@ -250,7 +250,7 @@ static void spool_file(const char *path, int64_t run, int64_t exec, const char *
     fwrite((unsigned char[]){0, 0, (unsigned char)(t.buf.len >> 8), (unsigned char)t.buf.len}, 1, 4,
            f);
     fwrite(t.buf.data, 1, t.buf.len, f);
-    fwrite("\x00\x00\x10", 1, 3, f);
+    if (torn) fwrite("\x00\x00\x10", 1, 3, f);
     fclose(f);
     tb_free(&t);
 }
@@ -258,7 +258,8 @@ static void spool_file(const char *path, int64_t run, int64_t exec, const char *
 START_TEST(test_cli_ingest_then_query)
 {
     /* offline ingest stores the batches of an execution the daemon made,
-     * with its key, and nothing else */
+     * with its key, and nothing else; a frame it did not store (refused or
+     * torn) makes it exit 1 */
     char spool[700], key[64], num[32];
     int64_t run, exec;
     nng_socket req;
@@ -282,18 +283,22 @@ START_TEST(test_cli_ingest_then_query)
     ck_assert_int_eq(wait_exit(pid), 0);
 
     td_path(spool, sizeof spool, dir, "4242.spool");
-    spool_file(spool, run, exec, NULL); /* no key */
-    ck_assert_int_eq(RUN("ingest", "4242.spool"), 0);
+    spool_file(spool, run, exec, NULL, true); /* no key */
+    ck_assert_int_eq(RUN("ingest", "4242.spool"), 1);
     ck_assert_msg(strstr(out, "4242.spool: 0 events stored, 0 duplicates, 1 frames, 1 bad, torn"),
                   "%s", out);
     ck_assert_msg(strstr(err, "without its execution's key"), "%s", err);
-    spool_file(spool, run, exec - 1, key); /* the other execution's key */
-    ck_assert_int_eq(RUN("ingest", "4242.spool"), 0);
+    spool_file(spool, run, exec - 1, key, true); /* the other execution's key */
+    ck_assert_int_eq(RUN("ingest", "4242.spool"), 1);
     ck_assert_msg(strstr(out, "0 events stored"), "%s", out);
-    spool_file(spool, run, exec, key);
-    ck_assert_int_eq(RUN("ingest", "4242.spool"), 0);
+    spool_file(spool, run, exec, key, true); /* stored, but for the torn frame */
+    ck_assert_int_eq(RUN("ingest", "4242.spool"), 1);
     ck_assert_msg(strstr(out, "4242.spool: 5 events stored, 0 duplicates, 1 frames, 0 bad, torn"),
                   "%s", out);
+    spool_file(spool, run, exec, key, false); /* whole: every frame stored (again) */
+    ck_assert_int_eq(RUN("ingest", "4242.spool"), 0);
+    ck_assert_msg(strstr(out, "4242.spool: 0 events stored, 5 duplicates, 1 frames, 0 bad\n"), "%s",
+                  out);
     ck_assert_int_eq(RUN("query", "runs"), 0);
     ck_assert_msg(strstr(out, "record"), "%s", out);
     ck_assert_int_eq(RUN("query", "run", "99"), 1);

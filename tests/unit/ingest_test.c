@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "daemon/ingest/ingest.h"
 #include "daemon/serve/serve.h"
 #include "daemon/store/store.h"
 #include "proto/control.h"
@@ -768,6 +769,52 @@ START_TEST(test_ingest_spool_forged_refused)
 }
 END_TEST
 
+START_TEST(test_ingest_spool_late_process)
+{
+    /* a process that never reached the daemon before its execution ended:
+     * its spool file is refused through the control socket, as a socket
+     * batch would be, and stored when the database's owner ingests it
+     * (trainparity-daemon ingest) */
+    static tdaemon d;
+    tp_buf req, rep;
+    tb t[2];
+    tpd_ingest *in = NULL;
+    tpd_spool_result r;
+    int64_t run = 0, exec;
+    char key[64], name[64], spool[700], why[256];
+    tp_buf_init(&req);
+    tp_buf_init(&rep);
+    start(&d, NULL);
+    exec = new_exec(&d, &run, key, &req, &rep);
+    ck_assert(finish_call(&d, exec, 0, &req, &rep) == false);
+    tb_begin_key(&t[0], run, exec, 8, 0, NULL, key);
+    tb_hello(&t[0], 0, 0);
+    tb_begin_key(&t[1], run, exec, 8, 0, NULL, key);
+    tb_backward(&t[1], 1, 0, 1.0, 1);
+    snprintf(name, sizeof name, "%lld-8.spool", (long long)exec);
+    td_path(spool, sizeof spool, d.dir, name);
+    write_spool(spool, t, 2);
+    req_begin(&req, "ingest", 1);
+    tp_mp_cstr(&req, "path"), tp_mp_cstr(&req, spool);
+    call_ok(&d, &req, &rep);
+    ck_assert_int_eq(reply_int(&rep, "frames"), 2);
+    ck_assert_int_eq(reply_int(&rep, "bad"), 2);
+    ck_assert_int_eq(stored_events(&d, exec), 0);
+    tpd_serve_stop(d.sv);
+    join(&d);
+    ck_assert_int_eq(tpd_ingest_create(&in, d.s, NULL), TP_OK);
+    ck_assert_int_eq(tpd_ingest_spool(in, spool, &r, why, sizeof why), TP_OK);
+    ck_assert_msg(r.bad == 0, "%s", why);
+    ck_assert_uint_eq(r.frames, 2);
+    ck_assert_uint_eq(r.events, 2);
+    ck_assert_int_eq(stored_events(&d, exec), 2);
+    tpd_ingest_destroy(in);
+    tp_buf_free(&req);
+    tp_buf_free(&rep);
+    finish(&d);
+}
+END_TEST
+
 START_TEST(test_ingest_control_reads_spool_files_only)
 {
     /* ingest reads a spool file of the daemon's user and nothing else, says
@@ -1007,6 +1054,7 @@ static Suite *ingest_suite(void)
     tcase_add_test(tc, test_ingest_huge_seq_refused);
     tcase_add_test(tc, test_ingest_forged_batches_refused);
     tcase_add_test(tc, test_ingest_spool_forged_refused);
+    tcase_add_test(tc, test_ingest_spool_late_process);
     tcase_add_test(tc, test_ingest_control_reads_spool_files_only);
     tcase_add_test(tc, test_ingest_replies_are_utf8);
     tcase_add_test(tc, test_ingest_tcp_needs_token);

@@ -5,16 +5,31 @@
 # not position-independent, so it cannot go into the agent, a shared object.
 # The version is the one of libnng-dev when it is installed, so that the
 # source and Debian's headers agree.  No root: apt reads a source list and
-# keeps its lists in .deps/apt, not the system's.  Needs apt-get and
-# dpkg-source (dpkg-dev); re-running it when .deps/nng is there does nothing.
+# keeps its lists in .deps/apt, not the system's.  Then our own patches to
+# it (tools/scripts/nng-patches/*.patch, in name order: a fix nng 1.5.2
+# lacks), each applied once.  Needs apt-get, dpkg-source (dpkg-dev) and
+# patch (which dpkg-dev depends on); re-running it when .deps/nng is there
+# and patched does nothing.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 say() { printf 'deps: %s\n' "$*" >&2; }
 
+# patch_tree DIR: applies each of our patches that DIR lacks; one that
+# reverses cleanly is there already.
+patch_tree() {
+    local p
+    for p in tools/scripts/nng-patches/*.patch; do
+        patch -d "$1" -p1 -R -s -f --dry-run <"$p" >/dev/null 2>&1 && continue
+        patch -d "$1" -p1 -s -f -N --no-backup-if-mismatch <"$p" >/dev/null 2>&1 ||
+            { say "cannot apply $p to $1: is it nng 1.5.2?"; exit 1; }
+        say "applied $(basename "$p") to $1"
+    done
+}
+
 dest=.deps/nng
-[ -f "$dest/CMakeLists.txt" ] && exit 0
-for tool in apt-get dpkg-source; do
+[ -f "$dest/CMakeLists.txt" ] && { patch_tree "$dest"; exit 0; }
+for tool in apt-get dpkg-source patch; do
     command -v "$tool" >/dev/null 2>&1 ||
         { say "$tool is missing (Debian: apt-get install dpkg-dev)"; exit 1; }
 done
@@ -49,4 +64,5 @@ rm -rf .deps/src && mkdir -p .deps/src
     { say "apt-get source nng failed"; exit 1; }
 src=$(find .deps/src -mindepth 1 -maxdepth 1 -type d -name 'nng-*' | head -n 1)
 [ -n "$src" ] && [ -f "$src/CMakeLists.txt" ] || { say "no nng source tree in .deps/src"; exit 1; }
+patch_tree "$src"
 rm -rf "$dest" && mv "$src" "$dest" && rm -rf .deps/src
