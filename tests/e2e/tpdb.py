@@ -2,7 +2,9 @@
 # tpdb.py -- for the Python e2e tests: run trainparity-run in a scratch
 # directory and read what the daemon stored (SQLite, MessagePack bodies).
 # Standard library only.
+import atexit
 import os
+import shutil
 import sqlite3
 import struct
 import subprocess
@@ -123,11 +125,13 @@ def expand(b, defs):
 
 
 class Workdir:
-    """A scratch working directory with the build's tools in reach."""
+    """A scratch working directory with the build's tools in reach, removed
+    when the test's process exits (as tests/e2e/lib.sh removes its own)."""
 
     def __init__(self):
         self.bin = os.environ["TP_BIN"]
         self.dir = tempfile.mkdtemp(prefix="tp-e2e-agent.")
+        atexit.register(shutil.rmtree, self.dir, ignore_errors=True)
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINPARITY_")}
 
     def run(self, *args, env=None, timeout=300):
