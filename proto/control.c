@@ -75,6 +75,8 @@ const char *tp_ctype_name(tp_ctype t)
         return "an array of strings";
     case TP_C_INTS:
         return "an array of integers";
+    case TP_C_BIN:
+        return "bytes";
     }
     return "?";
 }

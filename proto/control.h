@@ -37,6 +37,7 @@ typedef enum tp_ctype {
     TP_C_STR,     /* a string */
     TP_C_STRS,    /* an array of strings */
     TP_C_INTS,    /* an array of integers */
+    TP_C_BIN,     /* bytes (a MessagePack bin) */
 } tp_ctype;
 
 #define TP_CMD(id, name, meaning) TPC_##id,
@@ -160,6 +161,10 @@ tp_err tp_url_control(const char *ingest, char *out, size_t n);
 /* tp_url_local tells whether url is ipc:// or inproc://, which no other host
  * can reach; anything else (tcp://) is a network URL. */
 bool tp_url_local(const char *url);
+
+/* The most bytes a control request may have over a network (tcp://)
+ * listener: a longer one is closed at its length header. */
+#define TP_MAX_NET_REQUEST ((size_t)1 << 20)
 
 /* A process's id on the wire.  A pid names a process only within its pid
  * space: processes on two hosts, or in two containers (a Kubernetes pod

@@ -247,13 +247,6 @@ static const exec_entry *find_exec(tpd_ingest *in, int64_t exec, tp_err *err, ch
     return NULL;
 }
 
-/* Where a batch comes from, which sets what it is held to. */
-typedef enum from {
-    FROM_SOCKET, /* the token, then the rules below */
-    FROM_SPOOL,  /* a local spool file: the execution, its key, no new process once finished */
-    FROM_OWNER   /* a spool file the database's owner names: the execution and its key */
-} from;
-
 /* check_batch holds a decoded batch to what the store can keep: the token
  * (socket batches), an execution of the daemon's with its key, sane seqs. */
 static tp_err check_batch(tpd_ingest *in, const tp_batch *b, bool check_token, char *why,
@@ -323,19 +316,21 @@ undo:
     return err;
 }
 
-/* ingest_one is tpd_ingest_message inside an open transaction. */
-static tp_err ingest_one(tpd_ingest *in, const void *msg, size_t len, from src,
+/* ingest_one is tpd_ingest_message inside an open transaction: with the
+ * token checked (check_token), and a process new to a finished execution
+ * stored (late). */
+static tp_err ingest_one(tpd_ingest *in, const void *msg, size_t len, bool check_token, bool late,
                          tpd_ingest_result *res, char *why, size_t whylen)
 {
     tp_batch b;
     tp_err err = tp_batch_decode(msg, len, &b, why, whylen);
     memset(res, 0, sizeof *res);
     if (err == TP_OK) {
-        err = check_batch(in, &b, src == FROM_SOCKET, why, whylen);
+        err = check_batch(in, &b, check_token, why, whylen);
         if (err == TP_OK) {
             res->exec = b.hdr.exec;
             res->pid = b.hdr.pid;
-            err = write_batch(in, &b, src == FROM_OWNER, res, why, whylen);
+            err = write_batch(in, &b, late, res, why, whylen);
         }
         tp_batch_free(&b);
     }
@@ -362,7 +357,7 @@ tp_err tpd_ingest_message(tpd_ingest *in, const void *msg, size_t len, tpd_inges
         snprintf(why, whylen, "database: %s", tpd_store_errmsg(in->store));
         return err;
     }
-    err = ingest_one(in, msg, len, FROM_SOCKET, &r, why, whylen);
+    err = ingest_one(in, msg, len, true, false, &r, why, whylen);
     if (own) {
         tp_err cerr = tpd_store_commit(in->store);
         if (cerr != TP_OK && err == TP_OK) {
@@ -374,13 +369,13 @@ tp_err tpd_ingest_message(tpd_ingest *in, const void *msg, size_t len, tpd_inges
     return err;
 }
 
-tp_err tpd_ingest_local(tpd_ingest *in, const void *msg, size_t len, bool owner,
+tp_err tpd_ingest_local(tpd_ingest *in, const void *msg, size_t len, tpd_from from,
                         tpd_ingest_result *res, char *why, size_t whylen)
 {
     tpd_ingest_result r;
     tp_err err;
     if (!tpd_store_in_txn(in->store)) return TP_EINVAL;
-    err = ingest_one(in, msg, len, owner ? FROM_OWNER : FROM_SPOOL, &r, why, whylen);
+    err = ingest_one(in, msg, len, from == TPD_FROM_PEER, from == TPD_FROM_OWNER, &r, why, whylen);
     if (err == TP_OK && res) *res = r;
     return err;
 }

@@ -67,14 +67,25 @@ tpd_store *tpd_ingest_store(tpd_ingest *in);
 tp_err tpd_ingest_message(tpd_ingest *in, const void *msg, size_t len, tpd_ingest_result *res,
                           char *why, size_t whylen);
 
-/* tpd_ingest_local is tpd_ingest_message for a batch read from a local
- * file (spool.c): the token is not checked (the execution and its key are),
- * and a transaction must be open (TP_EINVAL otherwise).  owner: the file
- * was named by whoever owns the database (trainparity-daemon ingest), and a
- * batch of a process new to a finished execution is stored too (its
- * process never reached the daemon while it ran); otherwise it is refused
- * as from the socket.  why must not be NULL. */
-tp_err tpd_ingest_local(tpd_ingest *in, const void *msg, size_t len, bool owner,
+/* Where the frames of a spool come from, which sets what their batches are
+ * held to besides their execution and its key. */
+typedef enum tpd_from {
+    TPD_FROM_SPOOL, /* a file on this host a control request named */
+    TPD_FROM_OWNER, /* a file the database's owner named (trainparity-daemon
+                     * ingest): a process new to a finished execution is
+                     * stored too (it never reached the daemon while its
+                     * execution ran) */
+    TPD_FROM_PEER,  /* frames a tool on another host read from its spool and
+                     * sent (control ingest): the token is checked, as on the
+                     * socket */
+} tpd_from;
+
+/* tpd_ingest_local is tpd_ingest_message for a batch of a spool (spool.c)
+ * from, which sets whether the token is checked (the execution and its key
+ * always are) and whether a process new to a finished execution is stored
+ * (else it is refused, as from the socket).  A transaction must be open
+ * (TP_EINVAL otherwise).  why must not be NULL. */
+tp_err tpd_ingest_local(tpd_ingest *in, const void *msg, size_t len, tpd_from from,
                         tpd_ingest_result *res, char *why, size_t whylen);
 
 /* tpd_ingest_spool stores the batches of a spool file: frames of a 4-byte
@@ -83,8 +94,8 @@ tp_err tpd_ingest_local(tpd_ingest *in, const void *msg, size_t len, bool owner,
  * resynchronised) and counts as bad; a torn last frame is skipped and
  * reported.  Tokens are not checked (the file is local); executions and
  * keys are.  The file is the database owner's to name (trainparity-daemon
- * ingest): a process new to a finished execution is stored too (owner, at
- * tpd_ingest_local).  Afterwards the gaps of every execution it touched are
+ * ingest): a process new to a finished execution is stored too
+ * (TPD_FROM_OWNER).  Afterwards the gaps of every execution it touched are
  * recomputed.  Commits every few hundred frames when no transaction was
  * open.  why receives the reason of the first bad frame, or of the error.
  * Errors: TP_ENOENT, TP_EIO (cannot read the file), TP_ENOMEM, TP_EDB. */
@@ -100,5 +111,12 @@ tp_err tpd_ingest_spool(tpd_ingest *in, const char *path, tpd_spool_result *res,
  * reported by its number only. */
 tp_err tpd_ingest_spool_confined(tpd_ingest *in, const char *path, tpd_spool_result *res, char *why,
                                  size_t whylen);
+
+/* tpd_ingest_frames is tpd_ingest_spool for len bytes of frames at data
+ * that a tool on another host read from its spool and sent
+ * (TPD_FROM_PEER): every batch must carry the token; a bad frame is named
+ * by its number only.  len may end inside a frame (torn). */
+tp_err tpd_ingest_frames(tpd_ingest *in, const void *data, size_t len, tpd_spool_result *res,
+                         char *why, size_t whylen);
 
 #endif

@@ -53,11 +53,11 @@ static size_t read_full(FILE *f, void *p, size_t n)
     return fread(p, 1, n, f);
 }
 
-/* ingest_file stores the frames of f, a regular file of size bytes, and
- * closes it.  owner: the database's owner named the file
- * (tpd_ingest_local's owner), and reasons may quote what it holds (the
- * decoder's words); otherwise a bad frame is named by its number only. */
-static tp_err ingest_file(tpd_ingest *in, FILE *f, off_t size, const char *path, bool owner,
+/* ingest_file stores the frames of f, a regular file of size bytes (or
+ * bytes in memory), and closes it; from: tpd_ingest_local's.  Reasons
+ * quote what the file holds (the decoder's words) only for its owner;
+ * otherwise a bad frame is named by its number only. */
+static tp_err ingest_file(tpd_ingest *in, FILE *f, off_t size, const char *path, tpd_from from,
                           tpd_spool_result *res, char *why, size_t whylen)
 {
     tpd_store *s = NULL;
@@ -89,7 +89,7 @@ static tp_err ingest_file(tpd_ingest *in, FILE *f, off_t size, const char *path,
         len = (uint32_t)hdr[0] << 24 | (uint32_t)hdr[1] << 16 | (uint32_t)hdr[2] << 8 | hdr[3];
         if (len > TP_MAX_MESSAGE) {
             r.bad++;
-            if (!why[0] && owner)
+            if (!why[0] && from == TPD_FROM_OWNER)
                 snprintf(why, whylen, "frame %llu: %u bytes exceeds the limit; rest skipped",
                          (unsigned long long)r.frames, len);
             else if (!why[0])
@@ -119,10 +119,10 @@ static tp_err ingest_file(tpd_ingest *in, FILE *f, off_t size, const char *path,
         }
         left -= len;
         r.frames++;
-        err = tpd_ingest_local(in, buf, len, owner, &one, reason, sizeof reason);
+        err = tpd_ingest_local(in, buf, len, from, &one, reason, sizeof reason);
         if (err == TP_EPROTO || err == TP_EVERSION) {
             r.bad++;
-            if (!why[0] && owner)
+            if (!why[0] && from == TPD_FROM_OWNER)
                 snprintf(why, whylen, "frame %llu: %s", (unsigned long long)r.frames - 1, reason);
             else if (!why[0])
                 snprintf(why, whylen, "frame %llu: malformed or refused batch",
@@ -187,7 +187,7 @@ tp_err tpd_ingest_spool(tpd_ingest *in, const char *path, tpd_spool_result *res,
         fclose(f);
         return TP_EIO;
     }
-    return ingest_file(in, f, sb.st_size, path, true, res, why, whylen);
+    return ingest_file(in, f, sb.st_size, path, TPD_FROM_OWNER, res, why, whylen);
 }
 
 /* digits skips the decimal digits at p (1 to 19 of them); NULL if none. */
@@ -224,5 +224,23 @@ tp_err tpd_ingest_spool_confined(tpd_ingest *in, const char *path, tpd_spool_res
         snprintf(why, whylen, "not a spool file");
         return TP_EINVAL;
     }
-    return ingest_file(in, f, sb.st_size, path, false, res, why, whylen);
+    return ingest_file(in, f, sb.st_size, path, TPD_FROM_SPOOL, res, why, whylen);
+}
+
+tp_err tpd_ingest_frames(tpd_ingest *in, const void *data, size_t len, tpd_spool_result *res,
+                         char *why, size_t whylen)
+{
+    char dummy[8];
+    FILE *f;
+    if (why == NULL || whylen == 0) why = dummy, whylen = sizeof dummy;
+    why[0] = '\0';
+    if (len == 0) {
+        if (res) memset(res, 0, sizeof *res);
+        return TP_OK;
+    }
+    if ((f = fmemopen((void *)data, len, "rb")) == NULL) {
+        snprintf(why, whylen, "out of memory");
+        return TP_ENOMEM;
+    }
+    return ingest_file(in, f, (off_t)len, "frames", TPD_FROM_PEER, res, why, whylen);
 }

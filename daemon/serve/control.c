@@ -286,21 +286,33 @@ static tp_err cmd_seen(tpd_control *c, const tpd_req *q, tpd_reply *r)
 }
 
 /* cmd_ingest stores a spool file the daemon's own user wrote on this host
- * (tpd_ingest_spool_confined): a control socket reachable from the network
- * (the one given a token) reads no file at all. */
+ * (path: tpd_ingest_spool_confined), where a control socket reachable from
+ * the network (the one given a token) reads no file at all; or the frames
+ * of one that a tool read on its own host (frames: tpd_ingest_frames), on
+ * any control socket, each batch carrying the token as on the ingest
+ * socket. */
 static tp_err cmd_ingest(tpd_control *c, const tpd_req *q, tpd_reply *r)
 {
     char *path = NULL, why[512];
+    const uint8_t *frames;
+    uint32_t n;
     tpd_spool_result res;
     tp_err err;
     if (c->ingest == NULL) return tpd_reply_fail(r, TP_EINVAL, "this daemon cannot ingest");
-    if (!tpd_req_local(q))
-        return tpd_reply_fail(r, TP_EINVAL,
-                              "ingest is served on a local control socket only; run "
-                              "trainparity-daemon ingest FILE on the daemon's host");
-    if ((err = tpd_req_need_str(q, r, TPA_ingest_path, &path)) != TP_OK) return err;
-    err = tpd_ingest_spool_confined(c->ingest, path, &res, why, sizeof why);
-    free(path);
+    if ((err = tpd_req_bin(q, TPA_ingest_frames, &frames, &n)) == TP_OK) {
+        err = tpd_ingest_frames(c->ingest, frames, n, &res, why, sizeof why);
+    } else if (err != TP_ENOENT) {
+        return tpd_reply_fail(r, TP_EINVAL, "argument 'frames' is not bytes");
+    } else {
+        if (!tpd_req_local(q))
+            return tpd_reply_fail(r, TP_EINVAL,
+                                  "a spool file is read on a local control socket only: send "
+                                  "its frames, or run trainparity-daemon ingest FILE on the "
+                                  "daemon's host");
+        if ((err = tpd_req_need_str(q, r, TPA_ingest_path, &path)) != TP_OK) return err;
+        err = tpd_ingest_spool_confined(c->ingest, path, &res, why, sizeof why);
+        free(path);
+    }
     if (err != TP_OK) return tpd_reply_fail(r, err, "%s", why);
     tpd_reply_int(r, TPR_ingest_events, (int64_t)res.events);
     tpd_reply_int(r, TPR_ingest_bad, (int64_t)res.bad);

@@ -55,6 +55,8 @@ static bool value_is(tp_mpr v, tp_ctype t)
         return mt == TP_MP_BOOL;
     case TP_C_STR:
         return mt == TP_MP_STR;
+    case TP_C_BIN:
+        return mt == TP_MP_BIN;
     case TP_C_STRS:
     case TP_C_INTS:
         if (tp_mpr_array(&v, &n) != TP_OK) return false;
@@ -168,6 +170,13 @@ tp_err tpd_req_str(const tpd_req *q, tp_arg a, const char **s, uint32_t *n)
 {
     const char *key = key_of(q, a);
     return key ? tp_mp_map_str(q->buf, q->len, key, s, n) : TP_EPROTO;
+}
+
+tp_err tpd_req_bin(const tpd_req *q, tp_arg a, const uint8_t **p, uint32_t *n)
+{
+    tp_mpr v;
+    tp_err err = tpd_req_find(q, a, &v);
+    return err == TP_OK ? tp_mpr_bin(&v, p, n) : err;
 }
 
 bool tpd_req_local(const tpd_req *q)

@@ -56,6 +56,8 @@ tp_err tpd_req_int(const tpd_req *q, tp_arg a, int64_t *v);
 bool tpd_req_flag(const tpd_req *q, tp_arg a);
 /* tpd_req_str points *s (n bytes, not NUL-terminated) into the request. */
 tp_err tpd_req_str(const tpd_req *q, tp_arg a, const char **s, uint32_t *n);
+/* tpd_req_bin points *p (n bytes) into the request. */
+tp_err tpd_req_bin(const tpd_req *q, tp_arg a, const uint8_t **p, uint32_t *n);
 /* tpd_req_strdup returns a NUL-terminated copy (free() it); a string holding
  * a NUL byte is TP_EPROTO.  Also TP_ENOMEM. */
 tp_err tpd_req_strdup(const tpd_req *q, tp_arg a, char **out);

@@ -78,7 +78,7 @@
  * missing token, no batch at all, a batch refused) is not: the message is
  * dropped and the connection left open (daemon/serve/netguard.c says why). */
 #define NET_INGEST_MAX     ((size_t)TP_MAX_NET_MESSAGE)
-#define NET_CONTROL_MAX    ((size_t)1 << 20)
+#define NET_CONTROL_MAX    TP_MAX_NET_REQUEST
 #define NET_CONNS          128
 #define NET_CONNS_PER_ADDR 64
 

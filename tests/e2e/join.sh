@@ -4,7 +4,9 @@
 # PyTorchJob's second pod): a follower in a folder of its own runs the
 # command of the check's execution, whose daemon stores both processes; a
 # bad URL, no token, a wrong token and no daemon at all are each a clear
-# error, and the check goes on without a follower that was refused.
+# error, and the check goes on without a follower that was refused; and
+# when the daemon refuses every agent, the follower sends what its agent
+# spooled, which the check cannot read, and the record is whole.
 . "$(dirname "$0")/lib.sh"
 tp_setup daemon agent
 PY=${TP_PYTHON:-$(dirname "$0")/../../.venv/bin/python}
@@ -49,4 +51,40 @@ wait "$joined"
 expect_grep 'refused: daemon: missing or wrong token' "$WORK/pod1.err"
 n=$(tp_query run 2 | grep -c '^  process [0-9]*: rank')
 [ "$n" = 1 ] || fail "want the leader's process only, got $n"
+
+# Every agent refused: the project's daemon, started here with the network
+# URL, has the cap of connections without the token from this address held
+# by sp_hold.py, so no agent's connection is let in, on either "host".  Each
+# agent spools what the daemon never acknowledged; the check stores its own
+# host's spool file, and the follower sends the frames of its own (the
+# daemon cannot read the follower's folder) before it says it is done: both
+# processes are whole, and the record passes.
+"$TP_DAEMON" serve --db "$WORK/.trainparity/runs.db" --listen "ipc://$WORK/.trainparity/ingest.ipc" \
+    --listen "$url" 2>"$WORK/serve.log" &
+serving=$!
+wait_for_file "$WORK/.trainparity/ingest.ipc.ctl" 30
+hold_cap "$port"
+(cd "$WORK/pod1" && timeout 120 "$TP_RUN" join --wait 60 "$url" >"$WORK/pod1.out" \
+    2>"$WORK/pod1.err"; echo $? >"$WORK/pod1.status") &
+joined=$!
+expect_status 0 timeout 120 "$TP_RUN" record --listen "$url" --json rec.json -- "$PY" t.py
+wait "$joined"
+kill "$HOLDER"
+wait "$HOLDER" 2>/dev/null
+[ "$(cat "$WORK/pod1.status")" = 0 ] ||
+    fail "join exited $(cat "$WORK/pod1.status"): $(cat "$WORK/pod1.err")"
+ls "$WORK"/pod1/.trainparity/spool/done/3-*.spool >/dev/null 2>&1 ||
+    fail "the follower sent no spool file: $(ls -R "$WORK/pod1/.trainparity")"
+"$PY" - rec.json <<'EOF' || fail "record: $(cat rec.json)"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["spool_files"] == 1, ("the leader's agent was not refused", r["spool_files"])
+EOF
+tp_query run 3 >"$WORK/q"
+[ "$(grep -c '^  process [0-9]*: rank' "$WORK/q")" = 2 ] ||
+    fail "want the processes of both hosts: $(cat "$WORK/q")"
+[ "$(grep -c 'bye exit, .*dropped 0, errors 0, gaps none' "$WORK/q")" = 2 ] ||
+    fail "want both processes whole: $(cat "$WORK/q")"
+kill "$serving"
+wait "$serving"
 expect_no_daemon

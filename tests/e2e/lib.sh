@@ -11,6 +11,7 @@ TP_RUN=$TP_BIN/trainparity-run
 TP_DAEMON=$TP_BIN/trainparity-daemon
 TP_AGENT=$TP_LIB/libtpagent.so
 TP_NAME=$(basename "$0" .sh)
+TP_E2E=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 WORK=
 
 # Nothing from the caller's environment may steer the tools under test.
@@ -73,6 +74,22 @@ expect_no_daemon() {
     local left
     left=$(tp_strays)
     [ -z "$left" ] || fail "processes left running: $(ps -o pid=,args= -p "$(echo $left | tr ' ' ,)")"
+}
+
+# hold_cap PORT: holds the cap of connections without the token from this
+# address of the tcp:// daemon at 127.0.0.1:PORT (sp_hold.py), once it
+# does, until kill "$HOLDER": the daemon then refuses every agent's
+# connection from here.
+hold_cap() {
+    local i
+    "${TP_PYTHON:-python3}" -u "$TP_E2E/sp_hold.py" "$1" >"$WORK/hold.out" 2>&1 &
+    HOLDER=$!
+    for i in $(seq 600); do # 60 s: a liveness bound
+        grep -qs holding "$WORK/hold.out" && return 0
+        kill -0 "$HOLDER" 2>/dev/null || fail "hold: $(cat "$WORK/hold.out")"
+        sleep 0.1
+    done
+    fail "hold: $(cat "$WORK/hold.out")"
 }
 
 # wait_for_file PATH [SECONDS]: waits until PATH exists, 60 s unless told:

@@ -21,14 +21,14 @@ tp_setup daemon agent
 py=${TP_PYTHON:-python3}
 [ -x "$py" ] || py=python3
 
+cp "$TP_E2E/sp_hold.py" "$WORK/" || fail "cannot copy sp_hold.py"
 cat >"$WORK/peer.py" <<'EOF'
 import socket, struct, sys, time
 
+import sp_hold
+
 MiB = 1 << 20
 port, dpid, what = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-# the SP header of a push0 peer: 0 'S' 'P' 0, protocol 80 (push0) big-endian,
-# 2 reserved zero bytes
-HELLO = b"\x00SP\x00" + struct.pack(">H", 80) + b"\x00\x00"
 
 
 def rss_mib():
@@ -40,17 +40,7 @@ def rss_mib():
 
 
 def connect():
-    s = socket.create_connection(("127.0.0.1", port), timeout=10)
-    s.sendall(HELLO)
-    got = b""
-    while len(got) < 8:
-        chunk = s.recv(8 - len(got))
-        if not chunk:
-            raise SystemExit("the daemon closed the connection during the SP handshake")
-        got += chunk
-    if got[:4] != b"\x00SP\x00" or struct.unpack(">H", got[4:6])[0] != 81:
-        raise SystemExit(f"unexpected SP header from the daemon: {got!r}")
-    return s
+    return sp_hold.connect(port)
 
 
 def closed_by_peer(s, wait):
@@ -131,11 +121,6 @@ elif what == "conns":
     print(f"{open_} of 100 connections from one address left open")
     if open_ != 64:
         raise SystemExit(f"{open_} connections from one address stayed open, want 64")
-elif what == "hold":
-    # the per-address cap's 64 connections, held until this process is ended
-    conns = [connect() for _ in range(64)]
-    print("holding", flush=True)
-    time.sleep(3600)
 EOF
 
 # two free consecutive ports: ingest and the derived control URL (port + 1)
@@ -206,16 +191,9 @@ kill -0 "$dpid" 2>/dev/null || fail "the daemon died: $(cat "$WORK/d/log")"
 # its ready list, and the next send crashed the training process (SIGSEGV,
 # status 139; tools/scripts/nng-patches/push0-closed-pipe.patch).  Now the
 # training ends 0, the agent spools what the daemon never acknowledged, and
-# record ends ERROR, saying how to store the spool on the daemon's host;
-# stored so, it holds every step.
-"$py" -u "$WORK/peer.py" "$port" "$dpid" hold >"$WORK/hold.out" 2>&1 &
-holder=$!
-for _ in $(seq 600); do # 60 s: a liveness bound
-    grep -qs holding "$WORK/hold.out" && break
-    kill -0 "$holder" 2>/dev/null || fail "hold: $(cat "$WORK/hold.out")"
-    sleep 0.1
-done
-grep -qs holding "$WORK/hold.out" || fail "hold: $(cat "$WORK/hold.out")"
+# record sends the spool's frames over the control socket (whose cap is
+# not held), as to a daemon on another host: the record is whole.
+hold_cap "$port"
 cat >"$WORK/slow.py" <<'EOF'
 import time
 import torch
@@ -229,16 +207,18 @@ for _ in range(20):
     time.sleep(0.2)
 print("trained")
 EOF
-TRAINPARITY_DAEMON=$url TRAINPARITY_TOKEN=s3cret expect_status 3 timeout 300 "$TP_RUN" record -- \
-    "$py" "$WORK/slow.py"
-kill "$holder"
-wait "$holder" 2>/dev/null
+TRAINPARITY_DAEMON=$url TRAINPARITY_TOKEN=s3cret expect_status 0 timeout 300 "$TP_RUN" record \
+    --json rec.json -- "$py" "$WORK/slow.py"
+kill "$HOLDER"
+wait "$HOLDER" 2>/dev/null
 expect_grep '^trained$' "$WORK/out"
-expect_grep "cannot ingest .*/\.trainparity/spool/2-[0-9]+\.spool: daemon: ingest is served on a local control socket only" \
-    "$WORK/err"
-spooled=$(sed -n 's/.*cannot ingest \(.*\.spool\): .*/\1/p' "$WORK/err")
-"$TP_DAEMON" --db "$WORK/d/runs.db" ingest "$spooled" >"$WORK/q" 2>&1 ||
-    fail "ingest $spooled: $(cat "$WORK/q")"
+"$py" - rec.json <<'EOF' || fail "record: $(cat rec.json)"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["spool_files"] == 1, ("the agent was not refused: no spool file", r["spool_files"])
+EOF
+ls .trainparity/spool/done/2-*.spool >/dev/null 2>&1 ||
+    fail "the spool file was not moved aside: $(ls -R .trainparity/spool)"
 "$TP_DAEMON" --db "$WORK/d/runs.db" query steps 2 >"$WORK/q" 2>&1 ||
     fail "query steps 2 failed: $(cat "$WORK/q")"
 [ "$(grep -cE '^[[:space:]]+[0-9]+[[:space:]]+-?[0-9]' "$WORK/q")" = 20 ] ||

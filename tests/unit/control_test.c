@@ -99,6 +99,9 @@ static void value(tp_buf *b, tp_ctype t)
     case TP_C_INTS:
         tp_mp_array(b, 1), tp_mp_int(b, 1);
         break;
+    case TP_C_BIN:
+        tp_mp_bin(b, "x", 1);
+        break;
     }
 }
 
@@ -114,9 +117,11 @@ static bool of_type(tp_mpr *r, tp_ctype t)
     case TP_C_NUM:
     case TP_C_BOOL:
     case TP_C_STR:
+    case TP_C_BIN:
         if (mt != (t == TP_C_INT    ? TP_MP_INT
                    : t == TP_C_NUM  ? TP_MP_FLOAT
                    : t == TP_C_BOOL ? TP_MP_BOOL
+                   : t == TP_C_BIN  ? TP_MP_BIN
                                     : TP_MP_STR))
             return false;
         return tp_mpr_skip(r) == TP_OK;

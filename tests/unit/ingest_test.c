@@ -769,6 +769,79 @@ START_TEST(test_ingest_spool_forged_refused)
 }
 END_TEST
 
+/* frames_of writes the batches of t[0..n) as spool frames into out. */
+static void frames_of(tp_buf *out, tb *t, int n)
+{
+    for (int i = 0; i < n; i++) {
+        uint8_t len[4];
+        tb_end(&t[i]);
+        len[0] = (uint8_t)(t[i].buf.len >> 24), len[1] = (uint8_t)(t[i].buf.len >> 16);
+        len[2] = (uint8_t)(t[i].buf.len >> 8), len[3] = (uint8_t)t[i].buf.len;
+        tp_buf_append(out, len, 4);
+        tp_buf_append(out, t[i].buf.data, t[i].buf.len);
+        tb_free(&t[i]);
+    }
+}
+
+START_TEST(test_ingest_control_frames)
+{
+    /* the frames of a spool file that a tool on another host read: every
+     * batch held to the ingest socket's rules, the token included; a new
+     * process of a finished execution refused; a torn last frame said */
+    static tdaemon d;
+    tp_buf req, rep, fr;
+    tb t[3];
+    int64_t run = 0, exec;
+    char key[64];
+    tp_buf_init(&req);
+    tp_buf_init(&rep);
+    tp_buf_init(&fr);
+    start(&d, "t0k");
+    exec = new_exec(&d, &run, key, &req, &rep);
+    tb_begin_key(&t[0], run, exec, 9, 0, "t0k", key);
+    tb_hello(&t[0], 0, 0);
+    tb_backward(&t[0], 1, 0, 1.0, 1);
+    tb_begin_key(&t[1], run, exec, 9, 0, NULL, key); /* no token */
+    tb_backward(&t[1], 2, 0, 1.0, 2);
+    tb_begin_key(&t[2], run, exec, 9, 0, "t0j", key); /* a wrong one */
+    tb_backward(&t[2], 3, 0, 1.0, 3);
+    frames_of(&fr, t, 3);
+    tp_buf_append(&fr, "\x00\x00\x10", 3);
+    req_begin(&req, "ingest", 1);
+    tp_mp_cstr(&req, "frames"), tp_mp_bin(&req, fr.data, fr.len);
+    call_ok(&d, &req, &rep);
+    ck_assert_int_eq(reply_int(&rep, "frames"), 3);
+    ck_assert_int_eq(reply_int(&rep, "bad"), 2);
+    ck_assert_int_eq(reply_int(&rep, "events"), 2);
+    ck_assert(reply_bool(&rep, "torn"));
+    ck_assert_int_eq(stored_events(&d, exec), 2);
+    /* the same frames again: stored already */
+    req_begin(&req, "ingest", 1);
+    tp_mp_cstr(&req, "frames"), tp_mp_bin(&req, fr.data, fr.len);
+    call_ok(&d, &req, &rep);
+    ck_assert_int_eq(reply_int(&rep, "events"), 0);
+    ck_assert_int_eq(reply_int(&rep, "dup"), 2);
+    /* once the execution is finished, a process it never had is refused */
+    ck_assert(finish_call(&d, exec, 0, &req, &rep) == false);
+    tp_buf_reset(&fr);
+    tb_begin_key(&t[0], run, exec, 10, 0, "t0k", key);
+    tb_hello(&t[0], 0, 0);
+    frames_of(&fr, t, 1);
+    req_begin(&req, "ingest", 1);
+    tp_mp_cstr(&req, "frames"), tp_mp_bin(&req, fr.data, fr.len);
+    call_ok(&d, &req, &rep);
+    ck_assert_int_eq(reply_int(&rep, "bad"), 1);
+    ck_assert_int_eq(stored_events(&d, exec), 2);
+    /* neither path nor frames */
+    req_begin(&req, "ingest", 0);
+    call_fails(&d, req.data, req.len, &rep, "missing argument 'path'");
+    tp_buf_free(&fr);
+    tp_buf_free(&req);
+    tp_buf_free(&rep);
+    finish(&d);
+}
+END_TEST
+
 START_TEST(test_ingest_spool_late_process)
 {
     /* a process that never reached the daemon before its execution ended:
@@ -967,11 +1040,17 @@ START_TEST(test_ingest_tcp_needs_token)
     req_begin(&req, "ping", 1);
     tp_mp_cstr(&req, "tok"), tp_mp_cstr(&req, "t0k");
     call_ok(&d, &req, &rep);
-    /* a control socket others can reach reads no file */
+    /* a control socket others can reach reads no file; it takes frames */
     req_begin(&req, "ingest", 2);
     tp_mp_cstr(&req, "tok"), tp_mp_cstr(&req, "t0k");
     tp_mp_cstr(&req, "path"), tp_mp_cstr(&req, "/etc/passwd");
     call_fails(&d, req.data, req.len, &rep, "local control socket only");
+    req_begin(&req, "ingest", 2);
+    tp_mp_cstr(&req, "tok"), tp_mp_cstr(&req, "t0k");
+    tp_mp_cstr(&req, "frames"), tp_mp_bin(&req, "\x00\x00\x00\x01\xc1", 5);
+    call_ok(&d, &req, &rep);
+    ck_assert_int_eq(reply_int(&rep, "frames"), 1);
+    ck_assert_int_eq(reply_int(&rep, "bad"), 1);
     tp_buf_free(&req);
     tp_buf_free(&rep);
     finish(&d);
@@ -1055,6 +1134,7 @@ static Suite *ingest_suite(void)
     tcase_add_test(tc, test_ingest_forged_batches_refused);
     tcase_add_test(tc, test_ingest_spool_forged_refused);
     tcase_add_test(tc, test_ingest_spool_late_process);
+    tcase_add_test(tc, test_ingest_control_frames);
     tcase_add_test(tc, test_ingest_control_reads_spool_files_only);
     tcase_add_test(tc, test_ingest_replies_are_utf8);
     tcase_add_test(tc, test_ingest_tcp_needs_token);

@@ -413,6 +413,12 @@ void tpt_arg_nil(tp_buf *b, tp_arg a)
     tp_mp_nil(b);
 }
 
+void tpt_arg_bin(tp_buf *b, tp_arg a, const void *p, size_t n)
+{
+    arg(b, a);
+    tp_mp_bin(b, p, n);
+}
+
 void tpt_arg_strs(tp_buf *b, tp_arg a, char *const *v, uint32_t n)
 {
     arg(b, a);

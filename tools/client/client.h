@@ -99,6 +99,8 @@ void tpt_arg_bool(tp_buf *b, tp_arg a, bool v);
 void tpt_arg_f64(tp_buf *b, tp_arg a, double v);
 void tpt_arg_str(tp_buf *b, tp_arg a, const char *s); /* NULL: nil (absent) */
 void tpt_arg_nil(tp_buf *b, tp_arg a);
+/* tpt_arg_bin writes n bytes at p. */
+void tpt_arg_bin(tp_buf *b, tp_arg a, const void *p, size_t n);
 /* tpt_arg_strs writes the array of n strings v. */
 void tpt_arg_strs(tp_buf *b, tp_arg a, char *const *v, uint32_t n);
 

@@ -210,20 +210,18 @@ fail:
     return rc;
 }
 
-tp_err tpt_ingest(tpt_client *c, const char *path, tpt_ingest_info *out, char *err)
+/* ingest asks the daemon to store what req (an ingest request) names. */
+static tp_err ingest(tpt_client *c, tp_buf *req, tpt_ingest_info *out, char *err)
 {
-    tp_buf req, rep;
+    tp_buf rep;
     tpt_ingest_info in;
     bool torn;
     int old;
     tp_err rc;
 
-    tp_buf_init(&req);
     tp_buf_init(&rep);
-    tpt_req_begin(&req, TPC_ingest);
-    tpt_arg_str(&req, TPA_ingest_path, path);
     old = tpt_client_timeout(c, INGEST_TIMEOUT_MS);
-    rc = tpt_client_ask(c, &req, &rep, err);
+    rc = tpt_client_ask(c, req, &rep, err);
     tpt_client_timeout(c, old);
     if (rc != TP_OK) goto fail;
     if (tpt_reply_int(&rep, TPR_ingest_events, &in.events) != TP_OK) {
@@ -241,6 +239,25 @@ tp_err tpt_ingest(tpt_client *c, const char *path, tpt_ingest_info *out, char *e
 fail:
     tp_buf_free(&rep);
     return rc;
+}
+
+tp_err tpt_ingest(tpt_client *c, const char *path, tpt_ingest_info *out, char *err)
+{
+    tp_buf req;
+    tp_buf_init(&req);
+    tpt_req_begin(&req, TPC_ingest);
+    tpt_arg_str(&req, TPA_ingest_path, path);
+    return ingest(c, &req, out, err);
+}
+
+tp_err tpt_ingest_frames(tpt_client *c, const void *frames, size_t n, tpt_ingest_info *out,
+                         char *err)
+{
+    tp_buf req;
+    tp_buf_init(&req);
+    tpt_req_begin(&req, TPC_ingest);
+    tpt_arg_bin(&req, TPA_ingest_frames, frames, n);
+    return ingest(c, &req, out, err);
 }
 
 /* query asks for the view what of id, as JSON when json. */

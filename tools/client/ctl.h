@@ -95,6 +95,13 @@ typedef struct tpt_ingest_info {
  * TPT_WATCH_MS), then restores c's. */
 tp_err tpt_ingest(tpt_client *c, const char *path, tpt_ingest_info *out, char *err);
 
+/* tpt_ingest_frames has the daemon store n bytes of whole spool frames read
+ * here (a daemon on another host cannot read our files); as tpt_ingest.
+ * The request must fit what the daemon's socket takes (TP_MAX_NET_REQUEST
+ * over the network). */
+tp_err tpt_ingest_frames(tpt_client *c, const void *frames, size_t n, tpt_ingest_info *out,
+                         char *err);
+
 /* tpt_query returns the daemon's text for what ("runs", "run", "steps", ...)
  * about id in *text (NUL-terminated; free() it). */
 tp_err tpt_query(tpt_client *c, const char *what, int64_t id, char **text, char *err);

@@ -4,13 +4,19 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/mp.h"
 #include "tools/base/errbuf.h"
 #include "tools/base/paths.h"
 #include "tools/client/spool.h"
+
+/* What one request of frames may hold: the network's limit less room for
+ * the request's own keys (the command, the token, the bin's header). */
+#define FRAMES_MAX (TP_MAX_NET_REQUEST - 4096)
 
 static int by_name(const void *a, const void *b)
 {
@@ -70,6 +76,89 @@ oom:
     return tpt_seterr(err, TP_ENOMEM, "out of memory");
 }
 
+/* add adds the counts of one request to *sum. */
+static void add(tpt_ingest_info *sum, const tpt_ingest_info *in)
+{
+    sum->events += in->events;
+    sum->bad += in->bad;
+    sum->frames += in->frames;
+    sum->dup += in->dup;
+    sum->torn += in->torn;
+}
+
+/* flush sends the frames gathered in chunk, if any, and empties it. */
+static tp_err flush(tpt_client *c, tp_buf *chunk, tpt_ingest_info *sum, char *err)
+{
+    tpt_ingest_info in;
+    tp_err rc;
+    if (chunk->len == 0) return TP_OK;
+    if ((rc = tpt_ingest_frames(c, chunk->data, chunk->len, &in, err)) != TP_OK) return rc;
+    add(sum, &in);
+    tp_buf_reset(chunk);
+    return TP_OK;
+}
+
+/* send_file has a daemon on another host store the spool file at path: its
+ * whole frames, read here, as many to a request as the network's limit
+ * takes (tpt_ingest_frames).  A torn last frame is counted, as the daemon
+ * counts one in a file it reads.  A frame longer than a request can carry
+ * is TP_EINVAL: the file must then be stored on the daemon's host. */
+static tp_err send_file(tpt_client *c, const char *path, tpt_ingest_info *sum, char *err)
+{
+    uint8_t hdr[4], *frame = NULL;
+    tp_buf chunk;
+    long long nth = 0;
+    tp_err rc = TP_OK;
+    FILE *f = fopen(path, "rb");
+    memset(sum, 0, sizeof *sum);
+    if (f == NULL) return tpt_seterr(err, TP_EIO, "cannot open %s: %s", path, strerror(errno));
+    if ((frame = malloc(FRAMES_MAX)) == NULL) {
+        fclose(f);
+        return tpt_seterr(err, TP_ENOMEM, "out of memory");
+    }
+    tp_buf_init(&chunk);
+    for (;; nth++) {
+        size_t got = fread(hdr, 1, 4, f), len;
+        if (got == 0 && feof(f)) break;
+        if (got < 4) {
+            if (ferror(f)) goto ioerr;
+            sum->torn = 1;
+            break;
+        }
+        len = (size_t)hdr[0] << 24 | (size_t)hdr[1] << 16 | (size_t)hdr[2] << 8 | hdr[3];
+        if (4 + len > FRAMES_MAX) {
+            rc = tpt_seterr(err, TP_EINVAL,
+                            "frame %lld is %zu bytes, more than a request to a daemon on another "
+                            "host carries: copy the file to the daemon's host and run "
+                            "trainparity-daemon ingest FILE there",
+                            nth, len);
+            goto out;
+        }
+        if (fread(frame, 1, len, f) < len) {
+            if (ferror(f)) goto ioerr;
+            sum->torn = 1; /* the file ends inside the frame */
+            break;
+        }
+        if (chunk.len + 4 + len > FRAMES_MAX && (rc = flush(c, &chunk, sum, err)) != TP_OK)
+            goto out;
+        tp_buf_append(&chunk, hdr, 4);
+        tp_buf_append(&chunk, frame, len);
+        if (chunk.oom) {
+            rc = tpt_seterr(err, TP_ENOMEM, "out of memory");
+            goto out;
+        }
+    }
+    rc = flush(c, &chunk, sum, err);
+    goto out;
+ioerr:
+    rc = tpt_seterr(err, TP_EIO, "cannot read %s: %s", path, strerror(errno));
+out:
+    tp_buf_free(&chunk);
+    free(frame);
+    fclose(f);
+    return rc;
+}
+
 tp_err tpt_spool_ingest(tpt_client *c, const char *spool, int64_t exec, tpt_ingest_info *sum,
                         int *nfiles, char *err)
 {
@@ -90,7 +179,10 @@ tp_err tpt_spool_ingest(tpt_client *c, const char *spool, int64_t exec, tpt_inge
             rc = tpt_seterr(err, TP_EINVAL, "path too long: %s/%s", done, names[i]);
             goto fail;
         }
-        if ((rc = tpt_ingest(c, from, &in, why)) != TP_OK) {
+        /* a daemon on another host cannot read the file: its frames go */
+        rc = tp_url_local(tpt_client_url(c)) ? tpt_ingest(c, from, &in, why)
+                                             : send_file(c, from, &in, why);
+        if (rc != TP_OK) {
             tpt_seterr(err, rc, "cannot ingest %s: %s", from, why);
             goto fail;
         }
@@ -99,13 +191,7 @@ tp_err tpt_spool_ingest(tpt_client *c, const char *spool, int64_t exec, tpt_inge
                             strerror(errno));
             goto fail;
         }
-        if (sum != NULL) {
-            sum->events += in.events;
-            sum->bad += in.bad;
-            sum->frames += in.frames;
-            sum->dup += in.dup;
-            sum->torn += in.torn;
-        }
+        if (sum != NULL) add(sum, &in);
         if (nfiles != NULL) (*nfiles)++;
     }
 fail:

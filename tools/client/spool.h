@@ -4,7 +4,8 @@
  * When the agent cannot reach the daemon it writes <spool>/<exec>-*.spool
  * (proto/SCHEMA.md).  After the execution ends each such file is ingested
  * through the control command "ingest" and then moved to <spool>/done/, so
- * that no file is ingested twice. */
+ * that no file is ingested twice: a daemon on this host reads the file
+ * itself; one on another host (a network control URL) is sent its frames. */
 #ifndef TP_TOOLS_CLIENT_SPOOL_H
 #define TP_TOOLS_CLIENT_SPOOL_H
 

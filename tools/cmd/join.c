@@ -6,8 +6,9 @@
  * (a Kubernetes PyTorchJob starts every pod itself), each other host runs
  * `trainparity-run join tcp://HOST:PORT`: it asks the check's daemon for
  * each execution in turn (exec.next), runs its command here with the
- * execution's key and variables and the agent of this host, says how it
- * ended (exec.done), moves aside what it saved here when the check does
+ * execution's key and variables and the agent of this host, sends the
+ * daemon what this host's agents spooled for want of it, says how it ended
+ * (exec.done), moves aside what it saved here when the check does
  * (exec.aside), and ends with the run (run.end).  The command is the one
  * the check runs, resume's own for R included: every host runs the same
  * image, as a PyTorchJob's pods do. */
@@ -25,6 +26,7 @@
 #include "tools/base/errbuf.h"
 #include "tools/exec/exec.h"
 #include "tools/client/follow.h"
+#include "tools/client/spool.h"
 #include "tools/base/opts.h"
 #include "tools/base/paths.h"
 #include "tools/exec/setaside.h"
@@ -171,6 +173,25 @@ static void done(follower *f, int64_t exec, const tpt_exit *e)
     f->heard_ms = tpt_now_ms();
 }
 
+/* forward sends the daemon what this host's agents spooled for exec, that
+ * the check's daemon cannot read here (tpt_spool_ingest: the files' frames
+ * go over the control socket), before done(): the check finishes an
+ * execution only once its followers are done.  A file not sent stays, and
+ * join exits 3. */
+static void forward(follower *f, int64_t exec)
+{
+    char err[TPT_ERR_LEN];
+    tpt_ingest_info in = {0, 0, 0, 0, 0};
+    int nfiles = 0;
+    if (tpt_spool_ingest(f->c, f->spool, exec, &in, &nfiles, err) != TP_OK) {
+        tpt_error("join: %s", err);
+        f->failed = true;
+    }
+    if (nfiles > 0)
+        tpt_progress("join", "sent %d spool file%s: %lld events stored", nfiles,
+                     nfiles == 1 ? "" : "s", (long long)in.events);
+}
+
 /* run_exec runs n's command here as its execution. */
 static void run_exec(follower *f, const tpt_next *n)
 {
@@ -216,6 +237,7 @@ static void run_exec(follower *f, const tpt_next *n)
                      (double)(tpt_now_ms() - t0) / 1000.0);
     }
     tpt_agent_env_free(env, nown);
+    forward(f, n->exec);
     done(f, n->exec, &e);
 }
 
