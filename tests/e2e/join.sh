@@ -10,7 +10,7 @@
 . "$(dirname "$0")/lib.sh"
 tp_setup daemon agent
 PY=${TP_PYTHON:-$(dirname "$0")/../../.venv/bin/python}
-port=$((30000 + RANDOM % 9000 * 2))
+port=$(free_ports) || exit 1
 url=tcp://127.0.0.1:$port
 mkdir -m 0700 "$WORK/pod1"
 printf '%s\n' 'import torch' 'm = torch.nn.Linear(4, 1)' \

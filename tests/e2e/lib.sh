@@ -76,6 +76,28 @@ expect_no_daemon() {
     [ -z "$left" ] || fail "processes left running: $(ps -o pid=,args= -p "$(echo $left | tr ' ' ,)")"
 }
 
+# free_ports: prints a port P such that P and P + 1 (a tcp:// daemon's
+# ingest and its control URL) are free on 127.0.0.1 now.
+free_ports() {
+    local p
+    p=$("${TP_PYTHON:-python3}" - <<'EOF'
+import random, socket
+for _ in range(200):
+    p = random.randrange(20000, 60000)
+    try:
+        for q in (p, p + 1):
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", q))
+    except OSError:
+        continue
+    print(p)
+    break
+EOF
+)
+    [ -n "$p" ] || fail "no free pair of ports"
+    echo "$p"
+}
+
 # hold_cap PORT: holds the cap of connections without the token from this
 # address of the tcp:// daemon at 127.0.0.1:PORT (sp_hold.py), once it
 # does, until kill "$HOLDER": the daemon then refuses every agent's

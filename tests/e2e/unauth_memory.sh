@@ -123,22 +123,7 @@ elif what == "conns":
         raise SystemExit(f"{open_} connections from one address stayed open, want 64")
 EOF
 
-# two free consecutive ports: ingest and the derived control URL (port + 1)
-port=$("$py" - <<'EOF'
-import random, socket
-for _ in range(200):
-    p = random.randrange(20000, 60000)
-    try:
-        for q in (p, p + 1):
-            with socket.socket() as s:
-                s.bind(("127.0.0.1", q))
-    except OSError:
-        continue
-    print(p)
-    break
-EOF
-)
-[ -n "$port" ] || fail "no free port pair"
+port=$(free_ports) || exit 1
 url=tcp://127.0.0.1:$port
 
 mkdir -m 0700 "$WORK/d"
