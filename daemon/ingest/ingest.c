@@ -277,7 +277,7 @@ static tp_err check_batch(tpd_ingest *in, const tp_batch *b, bool check_token, c
 }
 
 /* write_batch stores a checked batch inside a savepoint; a batch that would
- * add a process to a finished execution only when late (FROM_OWNER). */
+ * add a process to a finished execution only when late (TPD_FROM_OWNER). */
 static tp_err write_batch(tpd_ingest *in, const tp_batch *b, bool late, tpd_ingest_result *res,
                           char *why, size_t whylen)
 {

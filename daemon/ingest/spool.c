@@ -4,9 +4,10 @@
  * the same ingest code as the socket.
  *
  * The length of a frame is checked against TP_MAX_MESSAGE and against the
- * bytes left in the file before anything is allocated, so a torn or hostile
- * frame costs no memory.  A length over the limit cannot be skipped safely
- * (the next frame boundary is unknown), so reading stops there.
+ * bytes left in the file before anything is allocated (tp_frame_read), so
+ * a torn or hostile frame costs no memory.  A length over the limit cannot
+ * be skipped safely (the next frame boundary is unknown), so reading stops
+ * there.
  *
  * A path that a control request names is confined to spool files: the name
  * must have the agent's form, and the file is opened without following a
@@ -24,6 +25,7 @@
 
 #include "daemon/ingest/ingest.h"
 #include "proto/event.h"
+#include "proto/frame.h"
 
 #define FRAMES_PER_TXN 256
 
@@ -45,12 +47,6 @@ static int execs_add(execs *x, int64_t id)
     }
     x->v[x->n++] = id;
     return 0;
-}
-
-/* read_full reads exactly n bytes; returns the number read. */
-static size_t read_full(FILE *f, void *p, size_t n)
-{
-    return fread(p, 1, n, f);
 }
 
 /* ingest_file stores the frames of f, a regular file of size bytes (or
@@ -75,19 +71,21 @@ static tp_err ingest_file(tpd_ingest *in, FILE *f, off_t size, const char *path,
     own = !tpd_store_in_txn(s);
     if (own && (err = tpd_store_begin(s)) != TP_OK) goto dbfail;
     for (;;) {
-        uint8_t hdr[4];
-        size_t got = read_full(f, hdr, 4);
         uint32_t len;
         tpd_ingest_result one;
-        if (got == 0 && feof(f)) break;
-        if (got < 4) {
-            if (ferror(f)) goto ioerr;
+        tp_frame_rc fr = tp_frame_read(f, &left, TP_MAX_MESSAGE, &buf, &cap, &len);
+        if (fr == TP_FRAME_END) break;
+        if (fr == TP_FRAME_EIO) goto ioerr;
+        if (fr == TP_FRAME_ENOMEM) {
+            err = TP_ENOMEM;
+            snprintf(why, whylen, "out of memory");
+            goto fail;
+        }
+        if (fr == TP_FRAME_TORN) {
             r.torn = true;
             break;
         }
-        left -= 4;
-        len = (uint32_t)hdr[0] << 24 | (uint32_t)hdr[1] << 16 | (uint32_t)hdr[2] << 8 | hdr[3];
-        if (len > TP_MAX_MESSAGE) {
+        if (fr == TP_FRAME_LONG) {
             r.bad++;
             if (!why[0] && from == TPD_FROM_OWNER)
                 snprintf(why, whylen, "frame %llu: %u bytes exceeds the limit; rest skipped",
@@ -98,26 +96,6 @@ static tp_err ingest_file(tpd_ingest *in, FILE *f, off_t size, const char *path,
             tpd_store_counter_add(s, "malformed", 1);
             break;
         }
-        if ((off_t)len > left) {
-            r.torn = true;
-            break;
-        }
-        if (len > cap) {
-            uint8_t *p = realloc(buf, len);
-            if (p == NULL) {
-                err = TP_ENOMEM;
-                snprintf(why, whylen, "out of memory");
-                goto fail;
-            }
-            buf = p;
-            cap = len;
-        }
-        if (read_full(f, buf, len) < len) {
-            if (ferror(f)) goto ioerr;
-            r.torn = true; /* the file shrank under us */
-            break;
-        }
-        left -= len;
         r.frames++;
         err = tpd_ingest_local(in, buf, len, from, &one, reason, sizeof reason);
         if (err == TP_EPROTO || err == TP_EVERSION) {

@@ -299,10 +299,9 @@ static tp_err cmd_ingest(tpd_control *c, const tpd_req *q, tpd_reply *r)
     tpd_spool_result res;
     tp_err err;
     if (c->ingest == NULL) return tpd_reply_fail(r, TP_EINVAL, "this daemon cannot ingest");
-    if ((err = tpd_req_bin(q, TPA_ingest_frames, &frames, &n)) == TP_OK) {
+    /* (tpd_req_command checked the declared types: frames is bytes or absent) */
+    if (tpd_req_bin(q, TPA_ingest_frames, &frames, &n) == TP_OK) {
         err = tpd_ingest_frames(c->ingest, frames, n, &res, why, sizeof why);
-    } else if (err != TP_ENOENT) {
-        return tpd_reply_fail(r, TP_EINVAL, "argument 'frames' is not bytes");
     } else {
         if (!tpd_req_local(q))
             return tpd_reply_fail(r, TP_EINVAL,

@@ -284,21 +284,31 @@ static int64_t stored_events(const tdaemon *d, int64_t exec)
     return n;
 }
 
-/* write_spool writes the batches of t[0..n) as a spool file. */
-static void write_spool(const char *path, tb *t, int n)
+/* frames_of writes the batches of t[0..n) as spool frames into out. */
+static void frames_of(tp_buf *out, tb *t, int n)
 {
-    FILE *f = fopen(path, "wb");
-    ck_assert_ptr_nonnull(f);
     for (int i = 0; i < n; i++) {
         uint8_t len[4];
         tb_end(&t[i]);
         len[0] = (uint8_t)(t[i].buf.len >> 24), len[1] = (uint8_t)(t[i].buf.len >> 16);
         len[2] = (uint8_t)(t[i].buf.len >> 8), len[3] = (uint8_t)t[i].buf.len;
-        fwrite(len, 1, 4, f);
-        fwrite(t[i].buf.data, 1, t[i].buf.len, f);
+        tp_buf_append(out, len, 4);
+        tp_buf_append(out, t[i].buf.data, t[i].buf.len);
         tb_free(&t[i]);
     }
+}
+
+/* write_spool writes the batches of t[0..n) as a spool file. */
+static void write_spool(const char *path, tb *t, int n)
+{
+    tp_buf b;
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    tp_buf_init(&b);
+    frames_of(&b, t, n);
+    ck_assert_uint_eq(fwrite(b.data, 1, b.len, f), b.len);
     fclose(f);
+    tp_buf_free(&b);
 }
 
 /* utf8_ok checks s (n bytes) as UTF-8 without control characters other
@@ -768,20 +778,6 @@ START_TEST(test_ingest_spool_forged_refused)
     finish(&d);
 }
 END_TEST
-
-/* frames_of writes the batches of t[0..n) as spool frames into out. */
-static void frames_of(tp_buf *out, tb *t, int n)
-{
-    for (int i = 0; i < n; i++) {
-        uint8_t len[4];
-        tb_end(&t[i]);
-        len[0] = (uint8_t)(t[i].buf.len >> 24), len[1] = (uint8_t)(t[i].buf.len >> 16);
-        len[2] = (uint8_t)(t[i].buf.len >> 8), len[3] = (uint8_t)t[i].buf.len;
-        tp_buf_append(out, len, 4);
-        tp_buf_append(out, t[i].buf.data, t[i].buf.len);
-        tb_free(&t[i]);
-    }
-}
 
 START_TEST(test_ingest_control_frames)
 {

@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "proto/frame.h"
 #include "proto/mp.h"
 #include "tools/base/errbuf.h"
 #include "tools/base/paths.h"
@@ -105,53 +107,56 @@ static tp_err flush(tpt_client *c, tp_buf *chunk, tpt_ingest_info *sum, char *er
  * is TP_EINVAL: the file must then be stored on the daemon's host. */
 static tp_err send_file(tpt_client *c, const char *path, tpt_ingest_info *sum, char *err)
 {
-    uint8_t hdr[4], *frame = NULL;
+    uint8_t *frame = NULL;
+    size_t cap = 0;
     tp_buf chunk;
+    struct stat sb;
+    off_t left;
     long long nth = 0;
     tp_err rc = TP_OK;
     FILE *f = fopen(path, "rb");
     memset(sum, 0, sizeof *sum);
     if (f == NULL) return tpt_seterr(err, TP_EIO, "cannot open %s: %s", path, strerror(errno));
-    if ((frame = malloc(FRAMES_MAX)) == NULL) {
+    if (fstat(fileno(f), &sb) != 0) {
         fclose(f);
-        return tpt_seterr(err, TP_ENOMEM, "out of memory");
+        return tpt_seterr(err, TP_EIO, "cannot read %s: %s", path, strerror(errno));
     }
+    left = sb.st_size;
     tp_buf_init(&chunk);
     for (;; nth++) {
-        size_t got = fread(hdr, 1, 4, f), len;
-        if (got == 0 && feof(f)) break;
-        if (got < 4) {
-            if (ferror(f)) goto ioerr;
+        uint32_t len;
+        uint8_t hdr[4];
+        tp_frame_rc fr = tp_frame_read(f, &left, FRAMES_MAX - 4, &frame, &cap, &len);
+        if (fr == TP_FRAME_END) break;
+        if (fr == TP_FRAME_TORN) {
             sum->torn = 1;
             break;
         }
-        len = (size_t)hdr[0] << 24 | (size_t)hdr[1] << 16 | (size_t)hdr[2] << 8 | hdr[3];
-        if (4 + len > FRAMES_MAX) {
+        if (fr == TP_FRAME_EIO) {
+            rc = tpt_seterr(err, TP_EIO, "cannot read %s: %s", path, strerror(errno));
+            goto out;
+        }
+        if (fr == TP_FRAME_LONG) {
             rc = tpt_seterr(err, TP_EINVAL,
-                            "frame %lld is %zu bytes, more than a request to a daemon on another "
+                            "frame %lld is %lu bytes, more than a request to a daemon on another "
                             "host carries: copy the file to the daemon's host and run "
                             "trainparity-daemon ingest FILE there",
-                            nth, len);
+                            nth, (unsigned long)len);
             goto out;
         }
-        if (fread(frame, 1, len, f) < len) {
-            if (ferror(f)) goto ioerr;
-            sum->torn = 1; /* the file ends inside the frame */
-            break;
-        }
+        if (fr == TP_FRAME_ENOMEM) goto oom;
         if (chunk.len + 4 + len > FRAMES_MAX && (rc = flush(c, &chunk, sum, err)) != TP_OK)
             goto out;
+        hdr[0] = (uint8_t)(len >> 24), hdr[1] = (uint8_t)(len >> 16);
+        hdr[2] = (uint8_t)(len >> 8), hdr[3] = (uint8_t)len;
         tp_buf_append(&chunk, hdr, 4);
         tp_buf_append(&chunk, frame, len);
-        if (chunk.oom) {
-            rc = tpt_seterr(err, TP_ENOMEM, "out of memory");
-            goto out;
-        }
+        if (chunk.oom) goto oom;
     }
     rc = flush(c, &chunk, sum, err);
     goto out;
-ioerr:
-    rc = tpt_seterr(err, TP_EIO, "cannot read %s: %s", path, strerror(errno));
+oom:
+    rc = tpt_seterr(err, TP_ENOMEM, "out of memory");
 out:
     tp_buf_free(&chunk);
     free(frame);
