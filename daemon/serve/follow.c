@@ -36,7 +36,8 @@ typedef struct fhost {
     int64_t exec; /* the execution it was last given, 0 none */
     bool done;    /* it said how exec's command ended */
     int64_t status, signal;
-    bool told_end; /* it was told the run ended */
+    int64_t unsent; /* spool files of exec it could not send */
+    bool told_end;  /* it was told the run ended */
 } fhost;
 
 struct tpd_follow {
@@ -250,6 +251,7 @@ tp_err tpd_follow_cmd_next(tpd_control *c, const tpd_req *q, tpd_reply *r)
     if (next != NULL) {
         h->exec = next->exec;
         h->done = false;
+        h->unsent = 0;
         tpd_reply_cstr(r, TPR_exec_next_state, "exec");
         tpd_reply_int(r, TPR_exec_next_exec, next->exec);
         tpd_reply_cstr(r, TPR_exec_next_role, next->role);
@@ -266,19 +268,23 @@ tp_err tpd_follow_cmd_next(tpd_control *c, const tpd_req *q, tpd_reply *r)
     return TP_OK;
 }
 
-/* exec.done exec host pid status signal -> (nothing): how the follower's
- * command of exec ended. */
+/* exec.done exec host pid status signal [unsent] -> (nothing): how the
+ * follower's command of exec ended, and how many spool files of it the
+ * follower holds that it could not send. */
 tp_err tpd_follow_cmd_done(tpd_control *c, const tpd_req *q, tpd_reply *r)
 {
-    int64_t exec, pid, status, sig;
+    int64_t exec, pid, status, sig, unsent = 0;
     char *host = NULL;
+    bool has;
     fhost *h;
     tp_err err;
     if ((err = tpd_req_need_int(q, r, TPA_exec_done_exec, &exec)) != TP_OK ||
         (err = tpd_req_need_int(q, r, TPA_exec_done_status, &status)) != TP_OK ||
         (err = tpd_req_need_int(q, r, TPA_exec_done_signal, &sig)) != TP_OK ||
+        (err = tpd_req_opt_int(q, r, TPA_exec_done_unsent, &unsent, &has)) != TP_OK ||
         (err = who(q, r, TPA_exec_done_host, TPA_exec_done_pid, &host, &pid)) != TP_OK)
         return err;
+    if (unsent < 0) return tpd_reply_fail(r, TP_EINVAL, "unsent must not be negative");
     h = host_of(tpd_control_follow(c), host, pid, false);
     free(host);
     if (h == NULL || h->exec != exec)
@@ -287,6 +293,7 @@ tp_err tpd_follow_cmd_done(tpd_control *c, const tpd_req *q, tpd_reply *r)
     h->done = true;
     h->status = status;
     h->signal = sig;
+    h->unsent = unsent;
     return TP_OK;
 }
 
@@ -313,16 +320,18 @@ tp_err tpd_follow_cmd_aside(tpd_control *c, const tpd_req *q, tpd_reply *r)
  * not ended), waiting (them, "host (pid N)", comma-separated), failed (those
  * whose command ended otherwise than with status 0: "host (pid N): status
  * S" or "...: signal S"), status, signal (the first of those: -1 and 0 when
- * none). */
+ * none), unsent (those done that hold spool files of exec they could not
+ * send: "host (pid N): K"). */
 tp_err tpd_follow_cmd_followers(tpd_control *c, const tpd_req *q, tpd_reply *r)
 {
     tpd_follow *f = tpd_control_follow(c);
     int64_t exec, running = 0, status = -1, sig = 0;
-    tpd_str waiting, failed;
+    tpd_str waiting, failed, unsent;
     tp_err err;
     if ((err = tpd_req_need_int(q, r, TPA_exec_followers_exec, &exec)) != TP_OK) return err;
     tpd_str_init(&waiting);
     tpd_str_init(&failed);
+    tpd_str_init(&unsent);
     for (size_t i = 0; i < f->nhosts; i++) {
         const fhost *h = &f->hosts[i];
         if (h->exec != exec) continue;
@@ -336,15 +345,21 @@ tp_err tpd_follow_cmd_followers(tpd_control *c, const tpd_req *q, tpd_reply *r)
                            (long long)h->pid, h->signal ? "signal" : "status",
                            (long long)(h->signal ? h->signal : h->status));
         }
+        if (h->done && h->unsent > 0)
+            tpd_str_printf(&unsent, "%s%s (pid %lld): %lld", unsent.len ? ", " : "", h->host,
+                           (long long)h->pid, (long long)h->unsent);
     }
     tpd_reply_int(r, TPR_exec_followers_running, running);
     tpd_reply_cstr(r, TPR_exec_followers_waiting, tpd_str_cstr(&waiting));
     tpd_reply_cstr(r, TPR_exec_followers_failed, tpd_str_cstr(&failed));
     tpd_reply_int(r, TPR_exec_followers_status, status);
     tpd_reply_int(r, TPR_exec_followers_signal, sig);
-    err = waiting.oom || failed.oom ? tpd_reply_fail(r, TP_ENOMEM, "out of memory") : TP_OK;
+    tpd_reply_cstr(r, TPR_exec_followers_unsent, tpd_str_cstr(&unsent));
+    err = waiting.oom || failed.oom || unsent.oom ? tpd_reply_fail(r, TP_ENOMEM, "out of memory")
+                                                  : TP_OK;
     tpd_str_free(&waiting);
     tpd_str_free(&failed);
+    tpd_str_free(&unsent);
     return err;
 }
 

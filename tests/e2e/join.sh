@@ -6,7 +6,8 @@
 # bad URL, no token, a wrong token and no daemon at all are each a clear
 # error, and the check goes on without a follower that was refused; and
 # when the daemon refuses every agent, the follower sends what its agent
-# spooled, which the check cannot read, and the record is whole.
+# spooled, which the check cannot read, and the record is whole; a
+# follower that cannot send it makes the record ERROR.
 . "$(dirname "$0")/lib.sh"
 tp_setup daemon agent
 PY=${TP_PYTHON:-$(dirname "$0")/../../.venv/bin/python}
@@ -85,6 +86,26 @@ tp_query run 3 >"$WORK/q"
     fail "want the processes of both hosts: $(cat "$WORK/q")"
 [ "$(grep -c 'bye exit, .*dropped 0, errors 0, gaps none' "$WORK/q")" = 2 ] ||
     fail "want both processes whole: $(cat "$WORK/q")"
+
+# The same, but the follower cannot send its spool file (its spool/done is
+# a file, so the file cannot be moved there and is not sent): join says so
+# in exec.done, and the record is ERROR (3), not a pass on the leader's
+# process alone.
+mkdir -m 0700 "$WORK/pod2" "$WORK/pod2/.trainparity" "$WORK/pod2/.trainparity/spool"
+: >"$WORK/pod2/.trainparity/spool/done"
+cp t.py "$WORK/pod2/"
+hold_cap "$port"
+(cd "$WORK/pod2" && timeout 120 "$TP_RUN" join --wait 60 "$url" >"$WORK/pod2.out" \
+    2>"$WORK/pod2.err"; echo $? >"$WORK/pod2.status") &
+joined=$!
+expect_status 3 timeout 120 "$TP_RUN" record --listen "$url" -- "$PY" t.py
+wait "$joined"
+kill "$HOLDER"
+wait "$HOLDER" 2>/dev/null
+expect_grep "execution [0-9]+ is incomplete: spool files its agents wrote on another host were not sent \\(.* \\(pid [0-9]+\\): 1\\)" "$WORK/err"
+[ "$(cat "$WORK/pod2.status")" = 3 ] || fail "join exited $(cat "$WORK/pod2.status"), want 3"
+ls "$WORK"/pod2/.trainparity/spool/4-*.spool >/dev/null 2>&1 ||
+    fail "the follower's spool file is gone: $(ls -R "$WORK/pod2/.trainparity")"
 kill "$serving"
 wait "$serving"
 expect_no_daemon

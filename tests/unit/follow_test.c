@@ -5,7 +5,8 @@
  * key, command and variables, and one created without is not; the leader
  * sees the follower's command running, then how it failed; the asides and
  * the end of the run reach the follower; a finished execution is marked so;
- * a wrong token is refused. */
+ * the spool files a follower could not send reach the leader; a wrong token
+ * is refused. */
 #define _POSIX_C_SOURCE 200809L
 #include <check.h>
 #include <stdio.h>
@@ -149,16 +150,31 @@ static const char *next(int64_t run, int64_t after, int64_t asided)
     return rstr("state");
 }
 
-static bool done(int64_t exec, int64_t status)
+/* said is host1 (pid 7)'s exec.done of exec with status (and 0 signal),
+ * and unsent when told (tell). */
+static bool said(int64_t exec, int64_t status, bool tell, int64_t unsent)
 {
     tp_buf b;
-    req(&b, "exec.done", 5, TOKEN);
+    req(&b, "exec.done", tell ? 6 : 5, TOKEN);
     pair_str(&b, "host", "host1");
     pair_int(&b, "pid", 7);
     pair_int(&b, "exec", exec);
     pair_int(&b, "status", status);
     pair_int(&b, "signal", 0);
+    if (tell) pair_int(&b, "unsent", unsent);
     return ask(&b);
+}
+
+static bool done(int64_t exec, int64_t status)
+{
+    return said(exec, status, false, 0);
+}
+
+/* done_unsent is done() with the number of spool files host1 could not
+ * send. */
+static bool done_unsent(int64_t exec, int64_t unsent)
+{
+    return said(exec, 0, true, unsent);
 }
 
 static void followers(int64_t exec)
@@ -265,6 +281,33 @@ START_TEST(test_follow_aside_finished_end)
 }
 END_TEST
 
+/* A follower that holds spool files of an execution it could not send
+ * says so with exec.done; the leader reads it from exec.followers, and a
+ * next execution starts without it. */
+START_TEST(test_follow_unsent_spool)
+{
+    char key[33];
+    int64_t run, a, b;
+    run = run_create();
+    a = exec_create(run, "A", true, key);
+    ck_assert_str_eq(next(run, 0, 0), "exec");
+    followers(a);
+    ck_assert_str_eq(rstr("unsent"), ""); /* still running: nothing said */
+    ck_assert(!done_unsent(a, -1));
+    ck_assert_str_eq(rstr("error"), "unsent must not be negative");
+    ck_assert(done_unsent(a, 2));
+    followers(a);
+    ck_assert_int_eq(rint_("running"), 0);
+    ck_assert_str_eq(rstr("failed"), ""); /* its command succeeded */
+    ck_assert_str_eq(rstr("unsent"), "host1 (pid 7): 2");
+    b = exec_create(run, "B", true, key);
+    ck_assert_str_eq(next(run, a, 0), "exec");
+    ck_assert(done(b, 0)); /* without unsent: none */
+    followers(b);
+    ck_assert_str_eq(rstr("unsent"), "");
+}
+END_TEST
+
 START_TEST(test_follow_wrong_token)
 {
     tp_buf b;
@@ -283,6 +326,7 @@ static Suite *suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_follow_exec_handed_over);
     tcase_add_test(tc, test_follow_aside_finished_end);
+    tcase_add_test(tc, test_follow_unsent_spool);
     tcase_add_test(tc, test_follow_wrong_token);
     suite_add_tcase(s, tc);
     return s;

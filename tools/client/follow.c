@@ -105,7 +105,7 @@ out:
 }
 
 tp_err tpt_follow_done(tpt_client *c, const char *host, int64_t pid, int64_t exec,
-                       const tpt_exit *e, char *err)
+                       const tpt_exit *e, int unsent, char *err)
 {
     tp_buf req, rep;
     tp_err rc;
@@ -116,6 +116,7 @@ tp_err tpt_follow_done(tpt_client *c, const char *host, int64_t pid, int64_t exe
     tpt_arg_int(&req, TPA_exec_done_exec, exec);
     tpt_arg_int(&req, TPA_exec_done_status, e->status);
     tpt_arg_int(&req, TPA_exec_done_signal, e->signal);
+    if (unsent > 0) tpt_arg_int(&req, TPA_exec_done_unsent, unsent);
     rc = tpt_client_ask(c, &req, &rep, err);
     tp_buf_free(&rep);
     return rc;
@@ -152,6 +153,7 @@ tp_err tpt_follow_followers(tpt_client *c, int64_t exec, tpt_followers *out, cha
         rc = tpt_seterr(err, TP_EPROTO, "malformed reply to exec.followers");
     tpt_reply_copy(&rep, TPR_exec_followers_waiting, out->waiting, sizeof out->waiting);
     tpt_reply_copy(&rep, TPR_exec_followers_failed, out->failed, sizeof out->failed);
+    tpt_reply_copy(&rep, TPR_exec_followers_unsent, out->unsent, sizeof out->unsent);
     out->first.status = (int)st;
     out->first.signal = (int)sig;
     tp_buf_free(&rep);

@@ -37,9 +37,10 @@ tp_err tpt_follow_next(tpt_client *c, const char *host, int64_t pid, int64_t run
                        int64_t asided, tpt_next *out, char *err);
 void tpt_next_free(tpt_next *n);
 
-/* tpt_follow_done says how the follower's command of exec ended. */
+/* tpt_follow_done says how the follower's command of exec ended, and how
+ * many spool files of exec its host holds that it could not send. */
 tp_err tpt_follow_done(tpt_client *c, const char *host, int64_t pid, int64_t exec,
-                       const tpt_exit *e, char *err);
+                       const tpt_exit *e, int unsent, char *err);
 
 /* tpt_follow_aside tells the followers that the checkpoints exec saved were
  * moved aside, for them to do the same. */
@@ -50,6 +51,7 @@ typedef struct tpt_followers {
     char waiting[512]; /* them: "host1 (pid 12), ..." */
     char failed[512];  /* those whose command failed: "host1 (pid 12): status 1" */
     tpt_exit first;    /* the first of those (status -1, signal 0: none) */
+    char unsent[512];  /* those holding spool files they could not send: "host1 (pid 12): 2" */
 } tpt_followers;
 
 /* tpt_follow_followers asks after the followers of exec. */

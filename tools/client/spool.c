@@ -204,3 +204,14 @@ fail:
     free(names);
     return rc;
 }
+
+tp_err tpt_spool_pending(const char *spool, int64_t exec, int *n, char *err)
+{
+    char **names;
+    tp_err rc;
+    *n = 0;
+    if ((rc = list(spool, exec, &names, err)) != TP_OK || names == NULL) return rc;
+    while (names[*n] != NULL) free(names[(*n)++]);
+    free(names);
+    return TP_OK;
+}

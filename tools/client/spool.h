@@ -24,4 +24,9 @@
 tp_err tpt_spool_ingest(tpt_client *c, const char *spool, int64_t exec, tpt_ingest_info *sum,
                         int *nfiles, char *err);
 
+/* tpt_spool_pending counts into *n the spool files of exec still in the
+ * directory spool (not ingested: tpt_spool_ingest moves those it ingests).
+ * A missing directory has none.  Errors (with err): TP_EIO, TP_ENOMEM. */
+tp_err tpt_spool_pending(const char *spool, int64_t exec, int *n, char *err);
+
 #endif

@@ -159,11 +159,12 @@ static void set_aside(follower *f, const tpt_next *n)
     }
 }
 
-/* done says how the command ended, until the daemon takes it or is silent. */
-static void done(follower *f, int64_t exec, const tpt_exit *e)
+/* done says how the command ended, and how many spool files of it this
+ * host holds unsent, until the daemon takes it or is silent. */
+static void done(follower *f, int64_t exec, const tpt_exit *e, int unsent)
 {
     char err[TPT_ERR_LEN];
-    while (tpt_follow_done(f->c, f->host, f->pid, exec, e, err) != TP_OK) {
+    while (tpt_follow_done(f->c, f->host, f->pid, exec, e, unsent, err) != TP_OK) {
         if (silent(f, err)) {
             f->failed = true;
             return;
@@ -177,19 +178,28 @@ static void done(follower *f, int64_t exec, const tpt_exit *e)
  * the check's daemon cannot read here (tpt_spool_ingest: the files' frames
  * go over the control socket), before done(): the check finishes an
  * execution only once its followers are done.  A file not sent stays, and
- * join exits 3. */
-static void forward(follower *f, int64_t exec)
+ * join exits 3.  Returns how many files of exec stay unsent (1 when the
+ * folder cannot be read; a file stored but not moved aside counts too):
+ * done() tells the check, which then counts the
+ * execution incomplete instead of judging it on the other hosts' processes
+ * alone. */
+static int forward(follower *f, int64_t exec)
 {
     char err[TPT_ERR_LEN];
     tpt_ingest_info in = {0, 0, 0, 0, 0};
-    int nfiles = 0;
+    int nfiles = 0, unsent = 0;
     if (tpt_spool_ingest(f->c, f->spool, exec, &in, &nfiles, err) != TP_OK) {
         tpt_error("join: %s", err);
         f->failed = true;
+        if (tpt_spool_pending(f->spool, exec, &unsent, err) != TP_OK) {
+            tpt_error("join: %s", err);
+            unsent = 1;
+        }
     }
     if (nfiles > 0)
         tpt_progress("join", "sent %d spool file%s: %lld events stored", nfiles,
                      nfiles == 1 ? "" : "s", (long long)in.events);
+    return unsent;
 }
 
 /* run_exec runs n's command here as its execution. */
@@ -237,8 +247,7 @@ static void run_exec(follower *f, const tpt_next *n)
                      (double)(tpt_now_ms() - t0) / 1000.0);
     }
     tpt_agent_env_free(env, nown);
-    forward(f, n->exec);
-    done(f, n->exec, &e);
+    done(f, n->exec, &e, forward(f, n->exec));
 }
 
 int tpt_cmd_join(int argc, char **argv)

@@ -130,17 +130,19 @@ static void shared_free(char **env)
 /* wait_followers waits, up to TPT_FOLLOWERS_WAIT_MS, until no follower
  * runs exec's command any more, and says which did not end or failed; a
  * follower's failure becomes the execution's when this host's command
- * succeeded. */
-static void wait_followers(tpt_session *s, int64_t exec, tpt_exit *exit)
+ * succeeded.  A follower that holds spool files of exec it could not send
+ * leaves the execution without what its agents spooled: TP_ENOENT
+ * (with err), and the check must not judge it as if whole. */
+static tp_err wait_followers(tpt_session *s, int64_t exec, tpt_exit *exit, char *err)
 {
     long long until = tpt_now_ms() + TPT_FOLLOWERS_WAIT_MS;
-    char err[TPT_ERR_LEN];
+    char why[TPT_ERR_LEN];
     tpt_followers f;
     for (;;) {
-        if (tpt_follow_followers(tpt_session_client(s), exec, &f, err) != TP_OK) {
+        if (tpt_follow_followers(tpt_session_client(s), exec, &f, why) != TP_OK) {
             tpt_error("cannot ask after the hosts that follow execution %lld: %s", (long long)exec,
-                      err);
-            return;
+                      why);
+            return TP_OK;
         }
         if (f.running == 0) break;
         if (tpt_now_ms() >= until) {
@@ -151,9 +153,16 @@ static void wait_followers(tpt_session *s, int64_t exec, tpt_exit *exit)
         }
         tpt_sleep_ms(TPT_FOLLOW_POLL_MS);
     }
-    if (f.failed[0] == '\0') return;
-    tpt_error("execution %lld: the command failed on %s", (long long)exec, f.failed);
-    if (exit->status == 0 && exit->signal == 0) *exit = f.first;
+    if (f.failed[0] != '\0') {
+        tpt_error("execution %lld: the command failed on %s", (long long)exec, f.failed);
+        if (exit->status == 0 && exit->signal == 0) *exit = f.first;
+    }
+    if (f.unsent[0] == '\0') return TP_OK;
+    return tpt_seterr(err, TP_ENOENT,
+                      "execution %lld is incomplete: spool files its agents wrote on another "
+                      "host were not sent (%s); store them on the daemon's host "
+                      "(trainparity-daemon ingest FILE) and judge the run again",
+                      (long long)exec, f.unsent);
 }
 
 /* The daemon's watch while the command runs: a private daemon that died is
@@ -200,12 +209,17 @@ tp_err tpt_exec_run(tpt_session *s, int64_t run, const tpt_exec_spec *spec, tpt_
     tpt_agent_env_free(env, nown);
     if (rc != TP_OK) goto finish;
     res->launched = true;
-    if (tpt_daemon_on_network(w.d)) wait_followers(s, res->exec, &res->exit);
+    if (tpt_daemon_on_network(w.d)) rc = wait_followers(s, res->exec, &res->exit, err);
     if (w.rc != TP_OK) { /* no daemon: the spool files stay for a later ingest */
         rc = tpt_seterr(err, w.rc, "%s", w.err);
         goto finish;
     }
-    rc = tpt_spool_ingest(c, tpt_session_spool(s), res->exec, &res->spooled, &res->nspool, err);
+    /* this host's spool is stored also when a follower's is missing; the
+     * first error is the one reported */
+    if (rc == TP_OK)
+        rc = tpt_spool_ingest(c, tpt_session_spool(s), res->exec, &res->spooled, &res->nspool, err);
+    else
+        tpt_spool_ingest(c, tpt_session_spool(s), res->exec, &res->spooled, &res->nspool, why);
 finish:
     /* Always close the execution, also when it never started, so the
      * daemon does not wait for it; the first error is the one reported. */
