@@ -64,6 +64,15 @@ expect_grep() {
     grep -Eq -- "$1" "$2" || fail "no line matching '$1' in $2: $(cat "$2")"
 }
 
+# first_traceback FILE: the first Python traceback in FILE (30 lines at
+# most), after a line saying so, or nothing: where a rank of a job failed,
+# torchrun's summary at the end of stderr names the rank, not the cause.
+first_traceback() {
+    grep -q '^Traceback\|^\[rank[0-9]*\]: Traceback' "$1" 2>/dev/null || return 0
+    printf '\n-- the first traceback in %s:\n' "$1"
+    sed -n '/Traceback/,$p' "$1" | head -30
+}
+
 # tp_query ARGS...: the daemon's query CLI over this test's private database.
 tp_query() {
     "$TP_DAEMON" query --db "$WORK/.trainparity/runs.db" "$@"
