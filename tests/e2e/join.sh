@@ -98,7 +98,7 @@ hold_cap "$port"
 (cd "$WORK/pod2" && timeout 120 "$TP_RUN" join --wait 60 "$url" >"$WORK/pod2.out" \
     2>"$WORK/pod2.err"; echo $? >"$WORK/pod2.status") &
 joined=$!
-expect_status 3 timeout 120 "$TP_RUN" record --listen "$url" -- "$PY" t.py
+expect_status 3 timeout 120 "$TP_RUN" record --listen "$url" --json rec4.json -- "$PY" t.py
 wait "$joined"
 kill "$HOLDER"
 wait "$HOLDER" 2>/dev/null
@@ -106,6 +106,14 @@ expect_grep "execution [0-9]+ is incomplete: spool files its agents wrote on ano
 [ "$(cat "$WORK/pod2.status")" = 3 ] || fail "join exited $(cat "$WORK/pod2.status"), want 3"
 ls "$WORK"/pod2/.trainparity/spool/4-*.spool >/dev/null 2>&1 ||
     fail "the follower's spool file is gone: $(ls -R "$WORK/pod2/.trainparity")"
+"$PY" - rec4.json <<'EOF' || fail "record: $(cat rec4.json)"
+import json, re, sys
+r = json.load(open(sys.argv[1]))
+assert r["complete"] is False, r
+assert re.fullmatch(r".+ \(pid \d+\): 1", r["unsent_spool"]), r
+EOF
+"$PY" "$TP_E2E/report_schema.py" rec4.json >schema.out 2>&1 ||
+    fail "the report does not follow docs/report-schema.json: $(head -20 schema.out)"
 kill "$serving"
 wait "$serving"
 expect_no_daemon

@@ -125,7 +125,9 @@ static json_t *report_json(const tpt_opts *o, int64_t run, const tpt_exec_result
     bad |= json_object_set_new(j, "capture", str_json(o->capture)) != 0;
     bad |= json_object_set_new(j, "exit", exit_) != 0;
     if (r->finished) {
-        bad |= json_object_set_new(j, "complete", json_boolean(r->finish.complete)) != 0;
+        /* the daemon does not know of spool files left on another host */
+        bad |= json_object_set_new(j, "complete",
+                                   json_boolean(r->finish.complete && !r->unsent[0])) != 0;
         bad |= json_object_set_new(j, "processes", json_integer(r->finish.processes)) != 0;
         bad |= json_object_set_new(j, "events", json_integer(r->finish.events)) != 0;
         bad |= json_object_set_new(j, "gaps", json_integer(r->finish.gaps)) != 0;
@@ -135,6 +137,7 @@ static json_t *report_json(const tpt_opts *o, int64_t run, const tpt_exec_result
             bad |= json_object_set_new(j, "unstored_why", str_json(r->finish.unstored_why)) != 0;
     }
     bad |= json_object_set_new(j, "spool_files", json_integer(r->nspool)) != 0;
+    if (r->unsent[0]) bad |= json_object_set_new(j, "unsent_spool", str_json(r->unsent)) != 0;
     if (!bad) return j;
     json_decref(j);
     return NULL;

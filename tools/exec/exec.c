@@ -132,9 +132,11 @@ static void shared_free(char **env)
  * follower's failure becomes the execution's when this host's command
  * succeeded.  A follower that holds spool files of exec it could not send
  * leaves the execution without what its agents spooled: TP_ENOENT
- * (with err), and the check must not judge it as if whole. */
-static tp_err wait_followers(tpt_session *s, int64_t exec, tpt_exit *exit, char *err)
+ * (with err; res->unsent names them), and the check must not judge it as
+ * if whole. */
+static tp_err wait_followers(tpt_session *s, int64_t exec, tpt_exec_result *res, char *err)
 {
+    tpt_exit *exit = &res->exit;
     long long until = tpt_now_ms() + TPT_FOLLOWERS_WAIT_MS;
     char why[TPT_ERR_LEN];
     tpt_followers f;
@@ -158,6 +160,7 @@ static tp_err wait_followers(tpt_session *s, int64_t exec, tpt_exit *exit, char 
         if (exit->status == 0 && exit->signal == 0) *exit = f.first;
     }
     if (f.unsent[0] == '\0') return TP_OK;
+    snprintf(res->unsent, sizeof res->unsent, "%s", f.unsent);
     return tpt_seterr(err, TP_ENOENT,
                       "execution %lld is incomplete: spool files its agents wrote on another "
                       "host were not sent (%s); store them on the daemon's host "
@@ -209,7 +212,7 @@ tp_err tpt_exec_run(tpt_session *s, int64_t run, const tpt_exec_spec *spec, tpt_
     tpt_agent_env_free(env, nown);
     if (rc != TP_OK) goto finish;
     res->launched = true;
-    if (tpt_daemon_on_network(w.d)) rc = wait_followers(s, res->exec, &res->exit, err);
+    if (tpt_daemon_on_network(w.d)) rc = wait_followers(s, res->exec, res, err);
     if (w.rc != TP_OK) { /* no daemon: the spool files stay for a later ingest */
         rc = tpt_seterr(err, w.rc, "%s", w.err);
         goto finish;

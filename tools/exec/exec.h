@@ -37,6 +37,9 @@ typedef struct tpt_exec_result {
     tpt_ingest_info spooled; /* their counts */
     bool finished;           /* the daemon answered exec.finish (finish valid) */
     tpt_finish finish;
+    /* the following hosts that hold spool files of it they could not send:
+     * "host (pid N): K" (K files), comma-separated; "" none */
+    char unsent[512];
 } tpt_exec_result;
 
 /* What an agent is told through the environment (proto/control.h). */
