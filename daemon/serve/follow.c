@@ -281,10 +281,10 @@ tp_err tpd_follow_cmd_done(tpd_control *c, const tpd_req *q, tpd_reply *r)
     if ((err = tpd_req_need_int(q, r, TPA_exec_done_exec, &exec)) != TP_OK ||
         (err = tpd_req_need_int(q, r, TPA_exec_done_status, &status)) != TP_OK ||
         (err = tpd_req_need_int(q, r, TPA_exec_done_signal, &sig)) != TP_OK ||
-        (err = tpd_req_opt_int(q, r, TPA_exec_done_unsent, &unsent, &has)) != TP_OK ||
-        (err = who(q, r, TPA_exec_done_host, TPA_exec_done_pid, &host, &pid)) != TP_OK)
+        (err = tpd_req_opt_int(q, r, TPA_exec_done_unsent, &unsent, &has)) != TP_OK)
         return err;
     if (unsent < 0) return tpd_reply_fail(r, TP_EINVAL, "unsent must not be negative");
+    if ((err = who(q, r, TPA_exec_done_host, TPA_exec_done_pid, &host, &pid)) != TP_OK) return err;
     h = host_of(tpd_control_follow(c), host, pid, false);
     free(host);
     if (h == NULL || h->exec != exec)
