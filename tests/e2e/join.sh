@@ -19,6 +19,21 @@ printf '%s\n' 'import torch' 'm = torch.nn.Linear(4, 1)' \
     'for _ in range(3):' '    o.zero_grad(); m(torch.ones(2, 4)).sum().backward(); o.step()' >t.py
 cp t.py "$WORK/pod1/"
 
+# follow POD: a follower in $WORK/POD, in the background (its pid in
+# joined), its stdout, stderr and exit status in $WORK/POD.out, .err and
+# .status.
+follow() {
+    (cd "$WORK/$1" && timeout 120 "$TP_RUN" join --wait 60 "$url" >"$WORK/$1.out" \
+        2>"$WORK/$1.err"; echo $? >"$WORK/$1.status") &
+    joined=$!
+}
+
+# unhold ends hold_cap's holder.
+unhold() {
+    kill "$HOLDER"
+    wait "$HOLDER" 2>/dev/null
+}
+
 expect_status 64 "$TP_RUN" join
 expect_grep 'give the check.s network URL' "$WORK/err"
 expect_status 64 "$TP_RUN" join "ipc://$WORK/x"
@@ -32,9 +47,7 @@ export TRAINPARITY_TOKEN=join-test-token-0123456789
 expect_grep "no answer from tcp://127.0.0.1:$((port + 1)) for 2 s" "$WORK/err"
 
 # The follower runs the execution's command; both processes are stored.
-(cd "$WORK/pod1" && timeout 120 "$TP_RUN" join --wait 60 "$url" >"$WORK/pod1.out" \
-    2>"$WORK/pod1.err"; echo $? >"$WORK/pod1.status") &
-joined=$!
+follow pod1
 expect_status 0 timeout 120 "$TP_RUN" record --listen "$url" -- "$PY" t.py
 wait "$joined"
 [ "$(cat "$WORK/pod1.status")" = 0 ] ||
@@ -65,13 +78,10 @@ n=$(tp_query run 2 | grep -c '^  process [0-9]*: rank')
 serving=$!
 wait_for_file "$WORK/.trainparity/ingest.ipc.ctl" 30
 hold_cap "$port"
-(cd "$WORK/pod1" && timeout 120 "$TP_RUN" join --wait 60 "$url" >"$WORK/pod1.out" \
-    2>"$WORK/pod1.err"; echo $? >"$WORK/pod1.status") &
-joined=$!
+follow pod1
 expect_status 0 timeout 120 "$TP_RUN" record --listen "$url" --json rec.json -- "$PY" t.py
 wait "$joined"
-kill "$HOLDER"
-wait "$HOLDER" 2>/dev/null
+unhold
 [ "$(cat "$WORK/pod1.status")" = 0 ] ||
     fail "join exited $(cat "$WORK/pod1.status"): $(cat "$WORK/pod1.err")"
 ls "$WORK"/pod1/.trainparity/spool/done/3-*.spool >/dev/null 2>&1 ||
@@ -95,13 +105,10 @@ mkdir -m 0700 "$WORK/pod2" "$WORK/pod2/.trainparity" "$WORK/pod2/.trainparity/sp
 : >"$WORK/pod2/.trainparity/spool/done"
 cp t.py "$WORK/pod2/"
 hold_cap "$port"
-(cd "$WORK/pod2" && timeout 120 "$TP_RUN" join --wait 60 "$url" >"$WORK/pod2.out" \
-    2>"$WORK/pod2.err"; echo $? >"$WORK/pod2.status") &
-joined=$!
+follow pod2
 expect_status 3 timeout 120 "$TP_RUN" record --listen "$url" --json rec4.json -- "$PY" t.py
 wait "$joined"
-kill "$HOLDER"
-wait "$HOLDER" 2>/dev/null
+unhold
 expect_grep "execution [0-9]+ is incomplete: spool files its agents wrote on another host were not sent \\(.* \\(pid [0-9]+\\): 1\\)" "$WORK/err"
 [ "$(cat "$WORK/pod2.status")" = 3 ] || fail "join exited $(cat "$WORK/pod2.status"), want 3"
 ls "$WORK"/pod2/.trainparity/spool/4-*.spool >/dev/null 2>&1 ||

@@ -219,10 +219,9 @@ tp_err tpt_exec_run(tpt_session *s, int64_t run, const tpt_exec_spec *spec, tpt_
     }
     /* this host's spool is stored also when a follower's is missing; the
      * first error is the one reported */
-    if (rc == TP_OK)
-        rc = tpt_spool_ingest(c, tpt_session_spool(s), res->exec, &res->spooled, &res->nspool, err);
-    else
-        tpt_spool_ingest(c, tpt_session_spool(s), res->exec, &res->spooled, &res->nspool, why);
+    frc = tpt_spool_ingest(c, tpt_session_spool(s), res->exec, &res->spooled, &res->nspool,
+                           rc == TP_OK ? err : why);
+    if (rc == TP_OK) rc = frc;
 finish:
     /* Always close the execution, also when it never started, so the
      * daemon does not wait for it; the first error is the one reported. */
