@@ -68,12 +68,17 @@ expect_grep() {
 }
 
 # first_traceback FILE: the first Python traceback in FILE (30 lines at
-# most), after a line saying so, or nothing: where a rank of a job failed,
-# torchrun's summary at the end of stderr names the rank, not the cause.
+# most), after a line saying so, then the root cause of every job torchrun
+# saw fail, or nothing: where a rank of a job failed, torchrun's summary at
+# the end of stderr names the rank, not the cause, and a rank killed by a
+# signal prints no traceback of its own.
 first_traceback() {
     grep -q '^Traceback\|^\[rank[0-9]*\]: Traceback' "$1" 2>/dev/null || return 0
     printf '\n-- the first traceback in %s:\n' "$1"
     sed -n '/Traceback/,$p' "$1" | head -30
+    grep -q '^Root Cause' "$1" || return 0
+    printf '\n-- the root cause of each failed torchrun job in %s:\n' "$1"
+    grep -A5 '^Root Cause' "$1" | grep 'time *:\|rank *:\|exitcode *:\|traceback *:'
 }
 
 # tp_query ARGS...: the daemon's query CLI over this test's private database.
