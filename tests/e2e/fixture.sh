@@ -74,7 +74,7 @@ done
 want_status=$(case $outcome in PASS) echo 0 ;; FAIL) echo 1 ;; ABSTAIN) echo 2 ;; ERROR) echo 3 ;; esac)
 "$TP_RUN" "$check" "${opts[@]}" --json report.json --junit report.xml -- "${cmd[@]}" >out 2>err
 got=$?
-[ "$got" = "$want_status" ] || fail "exit status $got, want $want_status ($outcome); report: $(grep -v '^\(step\|epoch\|iter\) ' out | head -40); stderr: $(tail -20 err)$(first_traceback err)"
+[ "$got" = "$want_status" ] || fail "exit status $got, want $want_status ($outcome); report: $(grep -v '^\(step\|epoch\|iter\) ' out | head -40); stderr: $(tail -20 err)$(first_traceback err)$(process_ends)"
 [ -s report.json ] || fail "no JSON report"
 # TP_REPORT_DIR keeps every report, for comparing two builds over the whole
 # table (tests/e2e/compare_reports.py).
