@@ -31,20 +31,26 @@ static bool elsewhere(const tpd_proc *q)
 /* What can be wrong with one process. */
 typedef enum { CRASHED, NO_BYE, LOST, HOOK_ERROR } proc_fault;
 
+/* proc_name names process q in buf: its pid, its rank when t asks or when
+ * it ran on another host, and that host. */
+static void proc_name(const tpd_trust *t, const tpd_proc *q, char *buf, size_t n)
+{
+    int w;
+    if (t->ranks || (elsewhere(q) && q->rank >= 0))
+        w = snprintf(buf, n, "process %lld (rank %lld)", (long long)q->pid, (long long)q->rank);
+    else
+        w = snprintf(buf, n, "process %lld", (long long)q->pid);
+    if (elsewhere(q) && w > 0 && (size_t)w < n)
+        snprintf(buf + w, n - (size_t)w, " on host %.200s", q->host);
+}
+
 /* proc_problem writes the sentence for fault f of process q into buf. */
 static const char *proc_problem(const tpd_trust *t, const tpd_exec *e, const tpd_proc *q,
                                 proc_fault f, char *buf, size_t n)
 {
     const char *who = t->who_procs ? t->who : "", *sep = t->who_procs ? ": " : "";
     char name[400];
-    int w;
-    if (t->ranks || (elsewhere(q) && q->rank >= 0))
-        w = snprintf(name, sizeof name, "process %lld (rank %lld)", (long long)q->pid,
-                     (long long)q->rank);
-    else
-        w = snprintf(name, sizeof name, "process %lld", (long long)q->pid);
-    if (elsewhere(q) && w > 0 && (size_t)w < sizeof name)
-        snprintf(name + w, sizeof name - (size_t)w, " on host %.200s", q->host);
+    proc_name(t, q, name, sizeof name);
     switch (f) {
     case CRASHED:
         snprintf(buf, n, "%s%s%s crashed with an uncaught %.400s", who, sep, name,
@@ -94,6 +100,61 @@ static const tpd_proc *ranked_peer(const tpd_exec *e, const tpd_proc *q)
 static bool crashed(const tpd_proc *q)
 {
     return q->bye_exc != NULL || (q->bye_reason && strcmp(q->bye_reason, "exception") == 0);
+}
+
+/* ends_alike tells whether q is a process how_ended names: one with a rank
+ * when e has any (its launcher's end follows from theirs), else any. */
+static bool ends_alike(const tpd_exec *e, const tpd_proc *q)
+{
+    for (size_t i = 0; i < e->nprocs; i++)
+        if (e->procs[i].rank >= 0) return q->rank >= 0;
+    return true;
+}
+
+/* first_of finds the process of lowest rank (the first, without ranks) of
+ * those of e how_ended names (ends_alike) that ended with an uncaught
+ * exception (exc) or without a bye (!exc), and how many more did. */
+static const tpd_proc *first_of(const tpd_exec *e, bool exc, size_t *more)
+{
+    const tpd_proc *first = NULL;
+    *more = 0;
+    for (size_t i = 0; i < e->nprocs; i++) {
+        const tpd_proc *q = &e->procs[i];
+        if (!ends_alike(e, q) || (exc ? !crashed(q) : q->has_bye)) continue;
+        if (first != NULL) (*more)++;
+        if (first == NULL || q->rank < first->rank) first = q;
+    }
+    return first;
+}
+
+/* how_ended appends to buf what the processes of failed execution e show of
+ * how they ended: unless its trainer's uncaught exception is named already
+ * (named), one that ended with an uncaught exception; then one that ended
+ * without a bye (its agent's exit hook never ran); each the lowest rank,
+ * with how many more did the same.  Which of them ended first the events do not say:
+ * a launcher ends the other ranks when one fails, and they end without a
+ * bye too.  Nothing more when every one said bye without an exception. */
+static void how_ended(const tpd_trust *t, const tpd_exec *e, bool named, char *buf, size_t n)
+{
+    const tpd_proc *q;
+    size_t more, w = 0;
+    char name[480];
+    tpd_trust r = *t;
+    if (!named && (q = first_of(e, true, &more)) != NULL) {
+        r.ranks = q->rank >= 0;
+        proc_name(&r, q, name, sizeof name);
+        w = (size_t)snprintf(buf, n, "; %s ended with an uncaught %.200s", name,
+                             q->bye_exc ? q->bye_exc : "exception");
+        if (more > 0 && w < n) w += (size_t)snprintf(buf + w, n - w, " (and %zu more did)", more);
+    }
+    if (w >= n || (q = first_of(e, false, &more)) == NULL) return;
+    r.ranks = q->rank >= 0;
+    proc_name(&r, q, name, sizeof name);
+    if (more == 0)
+        snprintf(buf + w, n - w, "; %s ended without a bye (killed, crashed or os._exit)", name);
+    else
+        snprintf(buf + w, n - w,
+                 "; %s and %zu more ended without a bye (killed, crashed or os._exit)", name, more);
 }
 
 /* seen tells whether a process of e has rank r. */
@@ -159,10 +220,12 @@ const char *tpd_exec_problem(const tpd_exec *e, const tpd_trust *t, char *buf, s
         return buf;
     }
     if (failed) {
-        snprintf(buf, n, "%s exited with status %lld%s%s%s%s", t->who, (long long)e->status,
-                 status_hint(e->status, p != NULL), p && p->bye_exc ? " after an uncaught " : "",
-                 p && p->bye_exc ? p->bye_exc : "",
-                 t->steps && !stepped ? " before any optimizer step" : "");
+        int w = snprintf(buf, n, "%s exited with status %lld%s%s%s%s", t->who, (long long)e->status,
+                         status_hint(e->status, p != NULL),
+                         p && p->bye_exc ? " after an uncaught " : "",
+                         p && p->bye_exc ? p->bye_exc : "",
+                         t->steps && !stepped ? " before any optimizer step" : "");
+        if (w > 0 && (size_t)w < n) how_ended(t, e, p && p->bye_exc, buf + w, n - (size_t)w);
         return buf;
     }
     if (t->trainer && p == NULL) {

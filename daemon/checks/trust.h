@@ -12,7 +12,10 @@
  *      failed exit is then named as the reason there is none;
  *   5. it exited with status 0 -- or with any status when the trainer's
  *      goodbye says the agent ended it on request ("interrupt") and the
- *      check expects that (interrupt);
+ *      check expects that (interrupt); a failed exit is named with the
+ *      trainer's uncaught exception, or else that of the lowest rank (of
+ *      any process, without ranks) that ended with one, and with the
+ *      lowest that ended without a goodbye;
  *   6. trainer: the agent saw a Python process of it;
  *   7. every process said goodbye, lost no event (every event sent was
  *      stored, none dropped, no sequence gap at the end), and no hook of

@@ -4,7 +4,9 @@
  * with its host, its rank and its spool file there; one of this host is
  * named as before; ranks of the launch world that never reached the daemon
  * make the execution untrusted, named; a world whose every rank was seen,
- * or processes without a rank, do not. */
+ * or processes without a rank, do not.  A failed execution is named with
+ * the rank that ended with an uncaught exception, or else with those that
+ * ended without a bye, never with its launcher's exception. */
 #define _DEFAULT_SOURCE
 #include <check.h>
 #include <stdlib.h>
@@ -123,6 +125,102 @@ START_TEST(test_trust_no_bye_here_as_before)
 }
 END_TEST
 
+/* failed: the sentence for a resume execution over procs that exited with
+ * status 1 (a launcher's status when one of its ranks failed). */
+static const char *failed(tpd_proc *procs, size_t n, char *buf, size_t len)
+{
+    static const tpd_trust a = {
+        .who = "A (uninterrupted)", .who_procs = true, .steps = true, .interrupt = true};
+    tpd_exec e;
+    memset(&e, 0, sizeof e);
+    e.id = 7;
+    e.role = "A";
+    e.finished = e.has_status = true;
+    e.status = 1;
+    e.procs = procs;
+    e.nprocs = n;
+    return tpd_exec_problem(&e, &a, buf, len);
+}
+
+START_TEST(test_trust_failed_names_the_rank_that_raised)
+{
+    tpd_proc p[4];
+    char buf[2048];
+    const char *why;
+    proc(&p[0], 100, -1, 1, here); /* torchrun: its exception follows from the rank's */
+    p[0].bye_reason = "exception";
+    p[0].bye_exc = "ChildFailedError";
+    p[0].steps = 0;
+    proc(&p[1], 101, 0, 3, here); /* the trainer, ended by the launcher */
+    p[1].has_bye = false;
+    p[1].bye_reason = NULL;
+    proc(&p[2], 102, 1, 3, here);
+    p[2].bye_reason = "exception";
+    p[2].bye_exc = "RuntimeError";
+    proc(&p[3], 103, 2, 3, here);
+    p[3].has_bye = false;
+    p[3].bye_reason = NULL;
+    why = failed(p, 4, buf, sizeof buf);
+    ck_assert_ptr_nonnull(why);
+    ck_assert_str_eq(why, "A (uninterrupted) exited with status 1; process 102 (rank 1) ended "
+                          "with an uncaught RuntimeError; process 101 (rank 0) and 1 more ended "
+                          "without a bye (killed, crashed or os._exit)");
+}
+END_TEST
+
+START_TEST(test_trust_failed_names_ranks_without_bye)
+{
+    tpd_proc p[4];
+    char buf[2048];
+    const char *why;
+    proc(&p[0], 100, -1, 1, here);
+    p[0].bye_reason = "exception";
+    p[0].bye_exc = "ChildFailedError";
+    p[0].steps = 0;
+    for (int i = 1; i < 4; i++) proc(&p[i], 100 + i, i - 1, 3, here);
+    p[1].has_bye = p[3].has_bye = false;
+    p[1].bye_reason = p[3].bye_reason = NULL;
+    why = failed(p, 4, buf, sizeof buf);
+    ck_assert_ptr_nonnull(why);
+    ck_assert_str_eq(why, "A (uninterrupted) exited with status 1; process 101 (rank 0) and 1 "
+                          "more ended without a bye (killed, crashed or os._exit)");
+    /* every rank said bye: the status alone, as before */
+    p[1].has_bye = p[3].has_bye = true;
+    p[1].bye_reason = p[3].bye_reason = "exit";
+    why = failed(p, 4, buf, sizeof buf);
+    ck_assert_ptr_nonnull(why);
+    ck_assert_str_eq(why, "A (uninterrupted) exited with status 1");
+    /* the trainer's own exception names the failure, as before */
+    p[1].bye_reason = "exception";
+    p[1].bye_exc = "ValueError";
+    why = failed(p, 4, buf, sizeof buf);
+    ck_assert_ptr_nonnull(why);
+    ck_assert_str_eq(why, "A (uninterrupted) exited with status 1 after an uncaught ValueError");
+    /* ... and a rank killed beside it is named after it */
+    p[3].has_bye = false;
+    p[3].bye_reason = NULL;
+    why = failed(p, 4, buf, sizeof buf);
+    ck_assert_ptr_nonnull(why);
+    ck_assert_str_eq(why, "A (uninterrupted) exited with status 1 after an uncaught ValueError; "
+                          "process 103 (rank 2) ended without a bye (killed, crashed or os._exit)");
+}
+END_TEST
+
+START_TEST(test_trust_failed_single_process_killed)
+{
+    tpd_proc p[1];
+    char buf[2048];
+    const char *why;
+    proc(&p[0], 100, -1, 1, here);
+    p[0].has_bye = false;
+    p[0].bye_reason = NULL;
+    why = failed(p, 1, buf, sizeof buf);
+    ck_assert_ptr_nonnull(why);
+    ck_assert_str_eq(why, "A (uninterrupted) exited with status 1; process 100 ended without a "
+                          "bye (killed, crashed or os._exit)");
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("trust");
@@ -133,6 +231,9 @@ static Suite *suite(void)
     tcase_add_test(tc, test_trust_many_unseen_ranks_counted);
     tcase_add_test(tc, test_trust_no_bye_elsewhere_names_host_and_spool);
     tcase_add_test(tc, test_trust_no_bye_here_as_before);
+    tcase_add_test(tc, test_trust_failed_names_the_rank_that_raised);
+    tcase_add_test(tc, test_trust_failed_names_ranks_without_bye);
+    tcase_add_test(tc, test_trust_failed_single_process_killed);
     suite_add_tcase(s, tc);
     return s;
 }
