@@ -42,16 +42,25 @@ static void proc(tpd_proc *p, int64_t pid, int64_t rank, int64_t world, const ch
 
 static const tpd_trust command = {"the command", false, false, true, false, false, true};
 
-static const char *problem(tpd_proc *procs, size_t n, char *buf, size_t len)
+/* judge applies trust t to an execution over procs that exited with
+ * status. */
+static const char *judge(tpd_proc *procs, size_t n, const tpd_trust *t, int64_t status, char *buf,
+                         size_t len)
 {
     tpd_exec e;
     memset(&e, 0, sizeof e);
     e.id = 7;
     e.role = "record";
     e.finished = e.has_status = true;
+    e.status = status;
     e.procs = procs;
     e.nprocs = n;
-    return tpd_exec_problem(&e, &command, buf, len);
+    return tpd_exec_problem(&e, t, buf, len);
+}
+
+static const char *problem(tpd_proc *procs, size_t n, char *buf, size_t len)
+{
+    return judge(procs, n, &command, 0, buf, len);
 }
 
 START_TEST(test_trust_every_rank_seen)
@@ -131,15 +140,7 @@ static const char *failed(tpd_proc *procs, size_t n, char *buf, size_t len)
 {
     static const tpd_trust a = {
         .who = "A (uninterrupted)", .who_procs = true, .steps = true, .interrupt = true};
-    tpd_exec e;
-    memset(&e, 0, sizeof e);
-    e.id = 7;
-    e.role = "A";
-    e.finished = e.has_status = true;
-    e.status = 1;
-    e.procs = procs;
-    e.nprocs = n;
-    return tpd_exec_problem(&e, &a, buf, len);
+    return judge(procs, n, &a, 1, buf, len);
 }
 
 START_TEST(test_trust_failed_names_the_rank_that_raised)
