@@ -3,8 +3,11 @@
 # fixture.sh CHECK FIXTURE OUTCOME PATH PYTHON NEEDS OPTIONS -- runs one row of
 # fixtures/expected.tsv through `trainparity-run CHECK` with a real daemon,
 # the real agent and a real training process, and checks the outcome (exit
-# status and JSON report) and the first divergence's component path; then
-# that the stored run, judged again offline, gives the same verdict.
+# status and JSON report), the first divergence's component path, what the
+# explanation must and must not say (fixtures/why.tsv) and what the
+# fixture's own script in fixtures/expect/ asks of the report, if it has
+# one; then that the stored run, judged again offline, gives the same
+# verdict.
 TP_NAME=fixture
 . "$(dirname "$0")/lib.sh"
 
@@ -125,5 +128,13 @@ if want_path != "-":
     ok = path.startswith(want_path[:-1]) if want_path.endswith("*") else path == want_path
     assert ok, "first divergence at %s, want %s" % (path, want_path)
 PY
+# What a row of the tables cannot say of its report: a script of the
+# fixture's own, fixtures/expect/CHECK/NAME.py, run on the JSON report and
+# the text output when there is one.
+expect="$root/fixtures/expect/$check/$(basename "$fixture")"
+if [ -f "$expect" ]; then
+    PYTHONPATH="$root/fixtures/expect/$check" "$TP_PYTHON" "$expect" report.json out >expect.out 2>&1 ||
+        fail "fixtures/expect/$check/$(basename "$fixture"): $(tail -20 expect.out)"
+fi
 expect_judged_again report.json "$got"
 echo "ok $TP_NAME: $outcome${want_path:+ at $want_path}"
