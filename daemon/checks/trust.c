@@ -102,25 +102,19 @@ static bool crashed(const tpd_proc *q)
     return q->bye_exc != NULL || (q->bye_reason && strcmp(q->bye_reason, "exception") == 0);
 }
 
-/* ends_alike tells whether q is a process how_ended names: one with a rank
- * when e has any (its launcher's end follows from theirs), else any. */
-static bool ends_alike(const tpd_exec *e, const tpd_proc *q)
-{
-    for (size_t i = 0; i < e->nprocs; i++)
-        if (e->procs[i].rank >= 0) return q->rank >= 0;
-    return true;
-}
-
-/* first_of finds the process of lowest rank (the first, without ranks) of
- * those of e how_ended names (ends_alike) that ended with an uncaught
+/* first_of finds, among the processes of e with a rank (all of them when
+ * none has one: a launcher's end follows from its ranks'), the one of
+ * lowest rank (the first, without ranks) that ended with an uncaught
  * exception (exc) or without a bye (!exc), and how many more did. */
 static const tpd_proc *first_of(const tpd_exec *e, bool exc, size_t *more)
 {
     const tpd_proc *first = NULL;
+    bool ranked = false;
+    for (size_t i = 0; i < e->nprocs && !ranked; i++) ranked = e->procs[i].rank >= 0;
     *more = 0;
     for (size_t i = 0; i < e->nprocs; i++) {
         const tpd_proc *q = &e->procs[i];
-        if (!ends_alike(e, q) || (exc ? !crashed(q) : q->has_bye)) continue;
+        if ((ranked && q->rank < 0) || (exc ? !crashed(q) : q->has_bye)) continue;
         if (first != NULL) (*more)++;
         if (first == NULL || q->rank < first->rank) first = q;
     }
@@ -150,11 +144,9 @@ static void how_ended(const tpd_trust *t, const tpd_exec *e, bool named, char *b
     if (w >= n || (q = first_of(e, false, &more)) == NULL) return;
     r.ranks = q->rank >= 0;
     proc_name(&r, q, name, sizeof name);
-    if (more == 0)
-        snprintf(buf + w, n - w, "; %s ended without a bye (killed, crashed or os._exit)", name);
-    else
-        snprintf(buf + w, n - w,
-                 "; %s and %zu more ended without a bye (killed, crashed or os._exit)", name, more);
+    w += (size_t)snprintf(buf + w, n - w, "; %s", name);
+    if (more > 0 && w < n) w += (size_t)snprintf(buf + w, n - w, " and %zu more", more);
+    if (w < n) snprintf(buf + w, n - w, " ended without a bye (killed, crashed or os._exit)");
 }
 
 /* seen tells whether a process of e has rank r. */

@@ -81,30 +81,17 @@ first_traceback() {
     grep -A5 '^Root Cause' "$1" | grep 'time *:\|rank *:\|exitcode *:\|traceback *:'
 }
 
-# process_ends: how each process of the newest run in this test's database
-# ended, after a line saying so, or nothing: its execution's role and exit,
-# and per process its pid, rank, bye (reason, code, exception; "no bye"
-# for one killed or crashed) and events stored.  A failed row shows it:
-# the command's exit status alone does not say which rank ended first, nor
-# how.
+# process_ends: the newest run of this test's database as `query run`
+# shows it (per execution its command and exit, per process its rank and
+# bye or "no bye"), after a line saying so, or nothing.  A failed row shows
+# it: the command's exit status alone does not say how each rank ended.
 process_ends() {
+    local run
     [ -f "$WORK/.trainparity/runs.db" ] || return 0
-    printf '\n-- how the processes of the newest run ended:\n'
-    "${TP_PYTHON:-python3}" - "$WORK/.trainparity/runs.db" <<'PY' 2>&1 | head -60
-import sqlite3, sys
-db = sqlite3.connect("file:%s?mode=ro" % sys.argv[1], uri=True)
-run = db.execute("SELECT MAX(id) FROM runs").fetchone()[0]
-for eid, role, st, sig in db.execute(
-        "SELECT id, role, exit_status, exit_signal FROM executions WHERE run_id = ? ORDER BY id",
-        (run,)).fetchall():
-    print("%s (execution %d): exit status %s, signal %s" % (role, eid, st, sig))
-    for pid, rank, why, code, exc, n in db.execute(
-            "SELECT pid, rank, bye_reason, bye_code, bye_exc, nevents FROM processes"
-            " WHERE exec_id = ? ORDER BY rank, pid", (eid,)).fetchall():
-        bye = "no bye" if why is None else "bye %s%s%s" % (
-            why, "" if code is None else " %d" % code, "" if exc is None else " " + exc)
-        print("  pid %d rank %s: %s, %d events" % (pid, rank, bye, n))
-PY
+    run=$(tp_query runs --limit 1 2>/dev/null | awk 'NR == 2 {print $1}')
+    [ -n "$run" ] || return 0
+    printf '\n-- how the processes of run %s ended:\n' "$run"
+    tp_query run "$run" 2>&1 | grep -v '^  params \|^    kinds:' | head -80
 }
 
 # tp_query ARGS...: the daemon's query CLI over this test's private database.

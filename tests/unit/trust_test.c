@@ -40,6 +40,20 @@ static void proc(tpd_proc *p, int64_t pid, int64_t rank, int64_t world, const ch
     p->max_seq = 9;
 }
 
+/* no_bye makes p a process that ended without a bye (killed). */
+static void no_bye(tpd_proc *p)
+{
+    p->has_bye = false;
+    p->bye_reason = NULL;
+}
+
+/* raised makes p a process that ended with an uncaught exc. */
+static void raised(tpd_proc *p, const char *exc)
+{
+    p->bye_reason = "exception";
+    p->bye_exc = exc;
+}
+
 static const tpd_trust command = {"the command", false, false, true, false, false, true};
 
 /* judge applies trust t to an execution over procs that exited with
@@ -134,91 +148,75 @@ START_TEST(test_trust_no_bye_here_as_before)
 }
 END_TEST
 
-/* failed: the sentence for a resume execution over procs that exited with
- * status 1 (a launcher's status when one of its ranks failed). */
-static const char *failed(tpd_proc *procs, size_t n, char *buf, size_t len)
+/* expect_failed: the sentence for a resume execution over procs that
+ * exited with status 1 (a launcher's status when one of its ranks failed)
+ * is want. */
+static void expect_failed(tpd_proc *procs, size_t n, const char *want)
 {
     static const tpd_trust a = {
         .who = "A (uninterrupted)", .who_procs = true, .steps = true, .interrupt = true};
-    return judge(procs, n, &a, 1, buf, len);
+    char buf[2048];
+    const char *why = judge(procs, n, &a, 1, buf, sizeof buf);
+    ck_assert_ptr_nonnull(why);
+    ck_assert_str_eq(why, want);
+}
+
+/* launcher makes p torchrun's process: no step, no rank, and the
+ * ChildFailedError that follows from a rank's failure. */
+static void launcher(tpd_proc *p)
+{
+    proc(p, 100, -1, 1, here);
+    raised(p, "ChildFailedError");
+    p->steps = 0;
 }
 
 START_TEST(test_trust_failed_names_the_rank_that_raised)
 {
     tpd_proc p[4];
-    char buf[2048];
-    const char *why;
-    proc(&p[0], 100, -1, 1, here); /* torchrun: its exception follows from the rank's */
-    p[0].bye_reason = "exception";
-    p[0].bye_exc = "ChildFailedError";
-    p[0].steps = 0;
-    proc(&p[1], 101, 0, 3, here); /* the trainer, ended by the launcher */
-    p[1].has_bye = false;
-    p[1].bye_reason = NULL;
-    proc(&p[2], 102, 1, 3, here);
-    p[2].bye_reason = "exception";
-    p[2].bye_exc = "RuntimeError";
-    proc(&p[3], 103, 2, 3, here);
-    p[3].has_bye = false;
-    p[3].bye_reason = NULL;
-    why = failed(p, 4, buf, sizeof buf);
-    ck_assert_ptr_nonnull(why);
-    ck_assert_str_eq(why, "A (uninterrupted) exited with status 1; process 102 (rank 1) ended "
-                          "with an uncaught RuntimeError; process 101 (rank 0) and 1 more ended "
-                          "without a bye (killed, crashed or os._exit)");
+    launcher(&p[0]);
+    for (int i = 1; i < 4; i++) proc(&p[i], 100 + i, i - 1, 3, here);
+    no_bye(&p[1]); /* the trainer, ended by the launcher */
+    raised(&p[2], "RuntimeError");
+    no_bye(&p[3]);
+    expect_failed(p, 4,
+                  "A (uninterrupted) exited with status 1; process 102 (rank 1) ended with an "
+                  "uncaught RuntimeError; process 101 (rank 0) and 1 more ended without a bye "
+                  "(killed, crashed or os._exit)");
 }
 END_TEST
 
 START_TEST(test_trust_failed_names_ranks_without_bye)
 {
     tpd_proc p[4];
-    char buf[2048];
-    const char *why;
-    proc(&p[0], 100, -1, 1, here);
-    p[0].bye_reason = "exception";
-    p[0].bye_exc = "ChildFailedError";
-    p[0].steps = 0;
+    launcher(&p[0]);
     for (int i = 1; i < 4; i++) proc(&p[i], 100 + i, i - 1, 3, here);
-    p[1].has_bye = p[3].has_bye = false;
-    p[1].bye_reason = p[3].bye_reason = NULL;
-    why = failed(p, 4, buf, sizeof buf);
-    ck_assert_ptr_nonnull(why);
-    ck_assert_str_eq(why, "A (uninterrupted) exited with status 1; process 101 (rank 0) and 1 "
-                          "more ended without a bye (killed, crashed or os._exit)");
+    no_bye(&p[1]);
+    no_bye(&p[3]);
+    expect_failed(p, 4,
+                  "A (uninterrupted) exited with status 1; process 101 (rank 0) and 1 more ended "
+                  "without a bye (killed, crashed or os._exit)");
     /* every rank said bye: the status alone, as before */
-    p[1].has_bye = p[3].has_bye = true;
-    p[1].bye_reason = p[3].bye_reason = "exit";
-    why = failed(p, 4, buf, sizeof buf);
-    ck_assert_ptr_nonnull(why);
-    ck_assert_str_eq(why, "A (uninterrupted) exited with status 1");
+    for (int i = 1; i < 4; i++) proc(&p[i], 100 + i, i - 1, 3, here);
+    expect_failed(p, 4, "A (uninterrupted) exited with status 1");
     /* the trainer's own exception names the failure, as before */
-    p[1].bye_reason = "exception";
-    p[1].bye_exc = "ValueError";
-    why = failed(p, 4, buf, sizeof buf);
-    ck_assert_ptr_nonnull(why);
-    ck_assert_str_eq(why, "A (uninterrupted) exited with status 1 after an uncaught ValueError");
+    raised(&p[1], "ValueError");
+    expect_failed(p, 4, "A (uninterrupted) exited with status 1 after an uncaught ValueError");
     /* ... and a rank killed beside it is named after it */
-    p[3].has_bye = false;
-    p[3].bye_reason = NULL;
-    why = failed(p, 4, buf, sizeof buf);
-    ck_assert_ptr_nonnull(why);
-    ck_assert_str_eq(why, "A (uninterrupted) exited with status 1 after an uncaught ValueError; "
-                          "process 103 (rank 2) ended without a bye (killed, crashed or os._exit)");
+    no_bye(&p[3]);
+    expect_failed(p, 4,
+                  "A (uninterrupted) exited with status 1 after an uncaught ValueError; process "
+                  "103 (rank 2) ended without a bye (killed, crashed or os._exit)");
 }
 END_TEST
 
 START_TEST(test_trust_failed_single_process_killed)
 {
     tpd_proc p[1];
-    char buf[2048];
-    const char *why;
     proc(&p[0], 100, -1, 1, here);
-    p[0].has_bye = false;
-    p[0].bye_reason = NULL;
-    why = failed(p, 1, buf, sizeof buf);
-    ck_assert_ptr_nonnull(why);
-    ck_assert_str_eq(why, "A (uninterrupted) exited with status 1; process 100 ended without a "
-                          "bye (killed, crashed or os._exit)");
+    no_bye(&p[0]);
+    expect_failed(p, 1,
+                  "A (uninterrupted) exited with status 1; process 100 ended without a bye "
+                  "(killed, crashed or os._exit)");
 }
 END_TEST
 

@@ -128,14 +128,15 @@ static void shared_free(char **env)
 }
 
 /* wait_followers waits, up to TPT_FOLLOWERS_WAIT_MS, until no follower
- * runs exec's command any more, and says which did not end or failed; a
- * follower's failure becomes the execution's when this host's command
- * succeeded.  A follower that holds spool files of exec it could not send
- * leaves the execution without what its agents spooled: TP_ENOENT
- * (with err; res->unsent names them), and the check must not judge it as
- * if whole. */
-static tp_err wait_followers(tpt_session *s, int64_t exec, tpt_exec_result *res, char *err)
+ * runs the command of execution res->exec any more, and says which did not
+ * end or failed; a follower's failure becomes the execution's when this
+ * host's command succeeded.  A follower that holds spool files of it that
+ * it could not send leaves the execution without what its agents spooled:
+ * TP_ENOENT (with err; res->unsent names them), and the check must not
+ * judge it as if whole. */
+static tp_err wait_followers(tpt_session *s, tpt_exec_result *res, char *err)
 {
+    int64_t exec = res->exec;
     tpt_exit *exit = &res->exit;
     long long until = tpt_now_ms() + TPT_FOLLOWERS_WAIT_MS;
     char why[TPT_ERR_LEN];
@@ -212,7 +213,7 @@ tp_err tpt_exec_run(tpt_session *s, int64_t run, const tpt_exec_spec *spec, tpt_
     tpt_agent_env_free(env, nown);
     if (rc != TP_OK) goto finish;
     res->launched = true;
-    if (tpt_daemon_on_network(w.d)) rc = wait_followers(s, res->exec, res, err);
+    if (tpt_daemon_on_network(w.d)) rc = wait_followers(s, res, err);
     if (w.rc != TP_OK) { /* no daemon: the spool files stay for a later ingest */
         rc = tpt_seterr(err, w.rc, "%s", w.err);
         goto finish;
