@@ -176,7 +176,7 @@ static tp_err judge(tpd_store *s, int64_t run, const tpd_cmp_opts *o, bool plan,
         tpd_obs_free(r);
         return err;
     }
-    if (!tpd_store_readonly(s) && !(plan && res.narrow)) {
+    if (!tpd_store_readonly(s) && !(plan && (res.narrow || res.second))) {
         int64_t id;
         memset(&v, 0, sizeof v);
         v.run = run;

@@ -34,6 +34,11 @@ typedef struct tpd_result {
      * narrow_r_from to narrow_r_to */
     bool narrow_r;
     int64_t narrow_r_from, narrow_r_to;
+    /* compare --once: C differs from the golden run and D has not run; the
+     * check runs D and asks again, so that a script that differs from
+     * itself ABSTAINs instead of failing (the report as it stands says
+     * FAIL, determinism not checked) */
+    bool second;
 } tpd_result;
 
 /* TPD_REPORT_SCHEMA is the schema_version of the JSON reports

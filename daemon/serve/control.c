@@ -361,7 +361,8 @@ out:
  * reply says which steps to rerun with full digests (narrow_from,
  * narrow_to; narrow_b: B as well as A; narrow_r_from, narrow_r_to: I and R
  * as well, and R's steps), and the caller asks again once the
- * reruns ran. */
+ * reruns ran; nor one that asks for compare --once's second execution
+ * (second: D is to run, then the caller asks again). */
 static tp_err cmd_verdict(tpd_control *c, const tpd_req *q, tpd_reply *r)
 {
     int64_t run;
@@ -386,6 +387,7 @@ static tp_err cmd_verdict(tpd_control *c, const tpd_req *q, tpd_reply *r)
             tpd_reply_int(r, TPR_verdict_narrow_r_to, res.narrow_r_to);
         }
     }
+    if (plan && res.second) tpd_reply_bool(r, TPR_verdict_second, true);
     tpd_reply_cstr(r, TPR_verdict_outcome, tpd_outcome_name(res.outcome));
     tpd_reply_cstr(r, TPR_verdict_text, res.text);
     tpd_reply_cstr(r, TPR_verdict_json, res.json);

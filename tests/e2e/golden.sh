@@ -3,7 +3,9 @@
 # golden.sh -- trainparity-run compare against a golden run: the clean
 # fixtures/compare/train.py is recorded with --name golden, then compared
 # as it is (PASS), with one-line changes (FAIL at the first divergence the
-# change makes), and unseeded (ABSTAIN: C and D differ).  Each expected
+# change makes), and unseeded (ABSTAIN: C and D differ); with --once, D runs
+# only when C differs from G (PASS with C alone; the FAIL and the ABSTAIN
+# with D).  Each expected
 # divergence is settled from the script, not from the tool: the learning
 # rates are the options given, the losses are the ones the script prints
 # itself at step 0, and the data order is that of the same DataLoader and
@@ -72,13 +74,23 @@ assert fd["G"]["value"] == 0.01 and fd["C"]["value"] == 0.02, fd
 assert ev["determinism"] == "checked"
 assert why[0] == "differs", why'
 
+# --once, unchanged: C alone, which matches G: PASS, D never run
+expect_status 0 "$TP_RUN" compare --once --against golden --json once.json -- "$py" train.py
+expect_grep '^  determinism not checked \(--once: C ran once\)$' "$WORK/out"
+check once.json PASS '
+assert fd is None, fd
+assert ev["determinism"] == "not checked"
+assert [e["role"] for e in ev["executions"]] == ["G", "C"], ev["executions"]'
+
 # an extra loss term, run once (--once) against the golden run by id: the
 # state before the first loss is the same, the loss is not (the values the
-# script printed at step 0), and its gradients differ with it
+# script printed at step 0), and its gradients differ with it.  C differs
+# from G, so D runs after all and matches C: a regression, determinism
+# checked.
 expect_status 1 "$TP_RUN" compare --once --against "$golden" --json loss.json -- \
     "$py" train.py --loss-term
-expect_grep '^  determinism not checked' "$WORK/out"
-g0=$(step0_loss golden.out) c0=$(step0_loss "$WORK/out")
+expect_grep '^  determinism C and D match at every step \([0-9]+ steps compared; --once: D ran because C differs from G\)$' "$WORK/out"
+g0=$(step0_loss golden.out) c0=$(sed -n 's/^step 0 loss \([0-9.e+-]*\)$/\1/p' "$WORK/out" | head -1)
 [ -n "$g0" ] && [ -n "$c0" ] || fail "no step 0 loss printed: $(cat "$WORK/out")"
 check loss.json FAIL "
 assert (fd['step'], fd['path']) == (0, 'loss'), fd
@@ -86,9 +98,18 @@ assert abs(fd['G']['value'] - $g0) <= 1e-6 * abs($g0), (fd, $g0)
 assert abs(fd['C']['value'] - $c0) <= 1e-6 * abs($c0), (fd, $c0)
 assert $c0 > $g0, 'the term adds to the loss'
 assert any(d['path'].startswith('grad.') for d in r['divergences']), r['divergences']
-assert ev['determinism'] == 'not checked'
-assert [e['role'] for e in ev['executions']] == ['G', 'C'], ev['executions']
-assert 'determinism_not_checked' in why, why"
+assert ev['determinism'] == 'checked'
+assert [e['role'] for e in ev['executions']] == ['G', 'C', 'D'], ev['executions']
+assert 'determinism_not_checked' not in why, why"
+
+# --once, unseeded: C alone would FAIL at its initial weights; D runs and
+# differs from C there, so nothing can be told (ABSTAIN), as without --once
+expect_status 2 "$TP_RUN" compare --once --against golden --json once_unseeded.json -- \
+    "$py" train.py --unseeded
+check once_unseeded.json ABSTAIN '
+assert (fd["between"], fd["step"]) == ("C-D", 0) and fd["path"].startswith("model."), fd
+assert [e["role"] for e in ev["executions"]] == ["G", "C", "D"], ev["executions"]
+assert why == ["nondeterministic"], why'
 
 # another data order: the first position at which the two permutations
 # part, and the step whose batch holds it
@@ -117,7 +138,7 @@ assert "C" in fd and "D" in fd, fd
 assert why == ["nondeterministic"], why'
 
 # each run judged again offline gives the verdict its check gave
-for f in pass:0 lr:1 loss:1 data:1 unseeded:2; do
+for f in pass:0 lr:1 once:0 loss:1 once_unseeded:2 data:1 unseeded:2; do
     expect_judged_again "${f%%:*}.json" "${f##*:}"
 done
 

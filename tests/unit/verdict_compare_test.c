@@ -285,21 +285,60 @@ START_TEST(test_golden_nondeterministic)
 }
 END_TEST
 
-/* --once: no D, and the report says determinism was not checked. */
+/* judge_once judges w, wants outcome want, whether the verdict asks for D
+ * (second), the JSON evidence's determinism and the explanation's kinds;
+ * returns the text report (free it with tpd_result_clear(res)). */
+static const char *judge_once(world *w, tpd_outcome want, bool second, const char *determinism,
+                              const char *kinds_want, tpd_result *res)
+{
+    char buf[256];
+    json_t *j = judge(w, &exact, want, res);
+    ck_assert(res->second == second);
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(j, "evidence"), "determinism")),
+        determinism);
+    ck_assert_str_eq(kinds(j, buf, sizeof buf), kinds_want);
+    json_decref(j);
+    return res->text;
+}
+
+/* --once, C alone: a FAIL asks for D (second), and says, as it stands,
+ * that determinism was not checked; a PASS asks for nothing. */
 START_TEST(test_golden_once)
 {
     world *w = clean(true);
     tpd_result res;
-    json_t *j;
-    char buf[256];
+    const char *t = judge_once(w, TPD_PASS, false, "not checked", "", &res);
+    ck_assert_ptr_nonnull(strstr(t, "determinism not checked (--once: C ran once)"));
+    tpd_result_clear(&res);
     set(w, C, 0, "model.fc.weight", tensor(98, 5.0));
-    j = judge(w, &exact, TPD_FAIL, &res);
-    ck_assert_str_eq(
-        json_string_value(json_object_get(json_object_get(j, "evidence"), "determinism")),
-        "not checked");
-    ck_assert_str_eq(kinds(j, buf, sizeof buf), "differs,initial_state,determinism_not_checked");
-    ck_assert_ptr_nonnull(strstr(res.text, "determinism not checked"));
-    json_decref(j);
+    t = judge_once(w, TPD_FAIL, true, "not checked",
+                   "differs,initial_state,determinism_not_checked", &res);
+    ck_assert_ptr_nonnull(strstr(t, "determinism not checked"));
+    tpd_result_clear(&res);
+    destroy(w);
+}
+END_TEST
+
+/* --once, and D ran (second): judged as without --once.  D as C: the
+ * FAIL stands, determinism checked; D otherwise: ABSTAIN between C and D,
+ * where C alone FAILed. */
+START_TEST(test_golden_once_second)
+{
+    world *w = clean(true);
+    tpd_result res;
+    const char *t;
+    w->run->nexecs = 2;
+    set(w, C, 0, "model.fc.weight", tensor(98, 5.0));
+    set(w, D, 0, "model.fc.weight", tensor(98, 5.0));
+    t = judge_once(w, TPD_FAIL, false, "checked", "differs,initial_state", &res);
+    ck_assert_msg(strstr(t, "C and D match at every step (4 steps compared; --once: D ran because "
+                            "C differs from G)") != NULL,
+                  "%s", t);
+    tpd_result_clear(&res);
+    set(w, D, 0, "model.fc.weight", tensor(97, 5.0));
+    t = judge_once(w, TPD_ABSTAIN, false, "checked", "nondeterministic", &res);
+    ck_assert_ptr_nonnull(strstr(t, "first divergence between C and D"));
     tpd_result_clear(&res);
     destroy(w);
 }
@@ -633,6 +672,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_golden_fail_lr);
     tcase_add_test(tc, test_golden_nondeterministic);
     tcase_add_test(tc, test_golden_once);
+    tcase_add_test(tc, test_golden_once_second);
     tcase_add_test(tc, test_golden_step_count);
     tcase_add_test(tc, test_golden_unsure);
     tcase_add_test(tc, test_golden_error);

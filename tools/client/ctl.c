@@ -329,6 +329,7 @@ static tp_err verdict(tpt_client *c, int64_t run, const tpt_tolerance *tol, bool
         v.narrow_r = tpt_reply_int(&rep, TPR_verdict_narrow_r_from, &v.narrow_r_from) == TP_OK &&
                      tpt_reply_int(&rep, TPR_verdict_narrow_r_to, &v.narrow_r_to) == TP_OK;
     }
+    if (plan && tpt_reply_bool(&rep, TPR_verdict_second, &v.second) != TP_OK) v.second = false;
     rc = TP_OK;
     *out = v;
     tp_buf_free(&rep);

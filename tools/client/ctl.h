@@ -124,6 +124,10 @@ typedef struct tpt_verdict_info {
      * narrow_r_from to narrow_r_to */
     bool narrow_r;
     int64_t narrow_r_from, narrow_r_to;
+    /* from tpt_verdict_plan, compare --once: C differs from the golden
+     * run; D is to run, then the verdict asked for again (nothing was
+     * stored) */
+    bool second;
 } tpt_verdict_info;
 
 /* The comparison a check declares: exact unless a tolerance was declared. */

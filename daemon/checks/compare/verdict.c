@@ -132,6 +132,7 @@ static tp_err finish(ctx *x, tpd_outcome oc, const tpd_gpair *p, tpd_result *out
     out->narrow_b = x->narrow_d;
     out->narrow_from = x->narrow_from;
     out->narrow_to = x->narrow_to;
+    out->second = x->second;
     tpd_str_printf(&t, "compare: %s\n", tpd_outcome_name(oc));
     tpd_compare_induction_text(x);
     tpd_str_puts(&t, x->head.s ? x->head.s : "");
@@ -210,6 +211,9 @@ static void head_lines(ctx *x)
 
 /* ---- the verdict ---- */
 
+/* what the determinism line adds when --once ran D (second) */
+#define ONCE_D "; --once: D ran because C differs from G"
+
 tp_err tpd_verdict_compare(const tpd_run *r, const tpd_run *g, const char *gwhy,
                            const tpd_cmp_opts *o, tpd_result *out)
 {
@@ -218,17 +222,21 @@ tp_err tpd_verdict_compare(const tpd_run *r, const tpd_run *g, const char *gwhy,
     const char *why;
     const tpd_div *dgc, *dcd;
     tpd_params params;
+    bool once;
     memset(&x, 0, sizeof x);
     x.run = r;
     x.golden = g;
     x.o = o;
     tpd_params_parse(&params, r->params, NULL, 0);
-    x.once = tpd_param_bool(&params, TPP_compare_once);
+    once = tpd_param_bool(&params, TPP_compare_once);
     tpd_params_clear(&params);
     /* reruns that narrowed an induction-mode divergence stand in for the
      * first executions (induction.c) */
     x.C = tpd_standing(r, "C", "C2", &x.pc0);
-    x.D = x.once ? NULL : tpd_standing(r, "D", "D2", &x.pd0);
+    /* with --once, D runs only when C alone FAILs: it then tells a
+     * regression from a script that differs from itself, as without */
+    x.D = tpd_standing(r, "D", "D2", &x.pd0);
+    x.once = once && x.D == NULL;
     x.pc = x.C ? tpd_obs_trainer(x.C) : NULL;
     x.pd = x.D ? tpd_obs_trainer(x.D) : NULL;
     if (tpd_golden_against(r) < 0) return error(&x, out, "the run names no golden run");
@@ -286,11 +294,13 @@ tp_err tpd_verdict_compare(const tpd_run *r, const tpd_run *g, const char *gwhy,
     if (x.once)
         tpd_str_puts(&x.head, "  determinism not checked (--once: C ran once)\n");
     else if (dcd == NULL)
-        tpd_str_printf(&x.head, "  determinism C and D match at every step (%lld steps compared)\n",
-                       (long long)x.cd.cmp.steps);
+        tpd_str_printf(&x.head,
+                       "  determinism C and D match at every step (%lld steps compared%s)\n",
+                       (long long)x.cd.cmp.steps, once ? ONCE_D : "");
     else
-        tpd_str_printf(&x.head, "  determinism C and D %s from step %lld (%s)\n",
-                       dcd->unsure ? "may differ" : "differ", (long long)dcd->step_a, dcd->path);
+        tpd_str_printf(&x.head, "  determinism C and D %s from step %lld (%s%s)\n",
+                       dcd->unsure ? "may differ" : "differ", (long long)dcd->step_a, dcd->path,
+                       once ? ONCE_D : "");
 
     /* C's own numbering on both sides: G-C's step_b, C-D's step_a */
     if (dcd != NULL && (dgc == NULL || dcd->step_a <= dgc->step_b)) {
@@ -315,6 +325,7 @@ tp_err tpd_verdict_compare(const tpd_run *r, const tpd_run *g, const char *gwhy,
             tpd_why_add(&x.why, "nondeterministic_later",
                         "C and D differ too, from step %lld on (%s): after this divergence",
                         (long long)dcd->step_a, dcd->path);
+        x.second = x.once;
         if (x.once)
             tpd_why_add(&x.why, "determinism_not_checked",
                         "determinism was not checked (--once): a script that differs from "

@@ -3,8 +3,9 @@
  *
  * A run of check "compare" names its golden run in its params ({"against":
  * RUN_ID}): a run of check "record", whose one execution ("record") is G.
- * The compare run holds C and, unless its params say {"once": true}, D: the
- * same command run twice, each a fresh process.  C is compared with G step
+ * The compare run holds C and D: the same command run twice, each a fresh
+ * process; with {"once": true} in its params, D only when C alone FAILs
+ * (the verdict then asks for it: result.h, second).  C is compared with G step
  * by step from step 0 (no interruption, so step k of one is step k of the
  * other) by the resume check's rules (checks/lockstep.h, the training data
  * stream, the number of steps); C with D likewise, to tell a regression
