@@ -448,6 +448,46 @@ START_TEST(test_verdict_resume_nondeterministic_baselines_abstain)
 }
 END_TEST
 
+/* --once: B runs only when R alone does not PASS.  Without B, a clean run
+ * PASSes and asks for nothing; a scheduler not restored FAILs, asks for B
+ * (second) and says determinism was not checked.  With B, the run is judged
+ * as without --once: the FAIL stands, or B differing from A ABSTAINs. */
+START_TEST(test_verdict_resume_once)
+{
+    world *w = clean();
+    tpd_result res;
+    w->run->params = "{\"once\": true}";
+    w->ex[B].role = "not run";
+    res = judge(w, NULL);
+    ck_assert_msg(res.outcome == TPD_PASS && !res.second, "%s", res.text);
+    ck_assert_msg(strstr(res.text, "determinism not checked (--once: B did not run)") != NULL, "%s",
+                  res.text);
+    ck_assert_msg(strstr(res.json, "\"role\":\"B\"") == NULL, "%s", res.json);
+    tpd_result_clear(&res);
+    w->pr[R].nrestores = 2; /* module and optimizer only */
+    for (int64_t s = 0; s < 3; s++) set(w, R, s, "scheduler.last_epoch", integer(s));
+    res = judge(w, NULL);
+    ck_assert_msg(res.outcome == TPD_FAIL && res.second, "%s", res.text);
+    ck_assert_msg(strstr(res.text, "determinism was not checked (--once)") != NULL, "%s", res.text);
+    tpd_result_clear(&res);
+    w->ex[B].role = "B";
+    res = judge(w, NULL);
+    ck_assert_msg(res.outcome == TPD_FAIL && !res.second, "%s", res.text);
+    ck_assert_str_eq(res.path, "scheduler.last_epoch");
+    ck_assert_msg(strstr(res.text, "determinism A and B compared (--once: B ran because R did not "
+                                   "simply match A)") != NULL,
+                  "%s", res.text);
+    ck_assert_msg(strstr(res.text, "determinism was not checked") == NULL, "%s", res.text);
+    tpd_result_clear(&res);
+    set(w, B, 1, "loss", num(0.77));
+    res = judge(w, NULL);
+    ck_assert_msg(res.outcome == TPD_ABSTAIN && !res.second, "%s", res.text);
+    ck_assert_str_eq(res.path, "loss");
+    tpd_result_clear(&res);
+    drop(w);
+}
+END_TEST
+
 START_TEST(test_verdict_resume_unmatched_load_is_error)
 {
     world *w = clean();
@@ -999,6 +1039,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_verdict_resume_loaded_twin_is_not_never_loaded);
     tcase_add_test(tc, test_verdict_resume_rng_reseeded_is_named);
     tcase_add_test(tc, test_verdict_resume_nondeterministic_baselines_abstain);
+    tcase_add_test(tc, test_verdict_resume_once);
     tcase_add_test(tc, test_verdict_resume_unmatched_load_is_error);
     tcase_add_test(tc, test_verdict_resume_foreign_checkpoint_in_baseline_is_error);
     tcase_add_test(tc, test_verdict_resume_failed_or_incomplete_executions_are_errors);

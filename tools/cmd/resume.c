@@ -6,7 +6,9 @@
  * script that resumes on its own trains from scratch every time); I runs it
  * until the first checkpoint save at or after optimizer step K, and the agent
  * ends it at the next training-step boundary; R runs the resume command.
- * The daemon then judges the run (daemon/checks/resume/verdict.c).
+ * The daemon then judges the run (daemon/checks/resume/verdict.c).  With
+ * --once, B runs after R, and only when the verdict without it asks for it
+ * (anything but a PASS, or a narrowing).
  *
  * A, B, I and R digest the model's tensors and the optimizer's state at
  * boundaries only (--digest induction, the default; docs/induction.md).  When the daemon finds the
@@ -36,7 +38,7 @@
 #include "tools/exec/tree.h"
 #include "tools/base/words.h"
 
-static const char *at_s, *resume_cmd, *resume_args, *digest_s;
+static const char *at_s, *resume_cmd, *resume_args, *digest_s, *once_s;
 
 static const tpt_optx extra[] = {
     {"at", "K",
@@ -48,6 +50,11 @@ static const tpt_optx extra[] = {
      "itself, for scripts that resume when a checkpoint exists",
      &resume_cmd},
     {"resume-args", "ARGS", "arguments appended to CMD to make it resume", &resume_args},
+    {"once", NULL,
+     "run B, the second uninterrupted execution, only when R differs from A (to tell a resume "
+     "that loses state from a script that differs from itself): a PASS in three executions, "
+     "its determinism not checked",
+     &once_s},
     {"digest", "MODE",
      "induction (default): A, B and I digest the model and optimizer state at boundaries and "
      "rerun A with every tensor digested where a divergence needs it; full: every tensor at "
@@ -63,7 +70,8 @@ static const tpt_cmdspec spec = {
     "ends it after a checkpoint save (I), then the resume command in a fresh\n"
     "process (R), and compares R with A from the step the checkpoint was saved.\n"
     "PASS (0), FAIL (1) with the first divergence and its likely cause, ABSTAIN\n"
-    "(2) when A and B already differ, ERROR (3) when an execution fails.",
+    "(2) when A and B already differ, ERROR (3) when an execution fails.\n"
+    "With --once, B runs only when R does not simply match A.",
     TPT_O_NAME | TPT_O_CAPTURE | TPT_O_JSON | TPT_O_JUNIT | TPT_O_HTML | TPT_O_RTOL | TPT_O_ATOL |
         TPT_O_SAMPLE_ID | TPT_O_CMD | TPT_O_LISTEN,
     extra,
@@ -78,6 +86,7 @@ typedef struct plan {
     char *sample;    /* TRAINPARITY_SAMPLE_ID=..., or NULL */
     char digest[64]; /* TRAINPARITY_DIGEST=... for A, B and I */
     char full[96];   /* TRAINPARITY_FULL_STEPS=LO-HI for A2 and B2, "" before */
+    bool once;       /* --once: B after R, when R differs from A */
 } plan;
 
 /* env_of fills env (room for 6) with the settings of A, B, A2 and B2. */
@@ -125,7 +134,7 @@ static int parse_plan(plan *p, int argc, char **argv)
 {
     char err[TPT_ERR_LEN], *end;
     int st;
-    at_s = resume_cmd = resume_args = digest_s = NULL;
+    at_s = resume_cmd = resume_args = digest_s = once_s = NULL;
     memset(p, 0, sizeof *p);
     if ((st = tpt_cmd_opts(&spec, argc, argv, &p->o)) >= 0) return st;
     if (at_s != NULL) {
@@ -165,6 +174,7 @@ static int parse_plan(plan *p, int argc, char **argv)
         free(p->owned);
         return TPT_EXIT_ERROR;
     }
+    p->once = once_s != NULL;
     snprintf(p->capture, sizeof p->capture, "TRAINPARITY_CAPTURE=%s", p->o.capture);
     snprintf(p->interrupt, sizeof p->interrupt, "TRAINPARITY_INTERRUPT_AT=%lld", p->at);
     snprintf(p->digest, sizeof p->digest, "TRAINPARITY_DIGEST=%s",
@@ -176,10 +186,11 @@ static int parse_plan(plan *p, int argc, char **argv)
  * memory. */
 static char *params_json(const plan *p)
 {
-    json_t *o = json_pack("{s:I, s:s, s:b, s:f, s:f}", TPP_KEY(TPP_resume_at), (json_int_t)p->at,
-                          TPP_KEY(TPP_resume_capture), p->o.capture, TPP_KEY(TPP_resume_tolerance),
-                          p->o.rtol_set || p->o.atol_set, TPP_KEY(TPP_resume_rtol), p->o.rtol,
-                          TPP_KEY(TPP_resume_atol), p->o.atol);
+    json_t *o =
+        json_pack("{s:I, s:s, s:b, s:f, s:f, s:b}", TPP_KEY(TPP_resume_at), (json_int_t)p->at,
+                  TPP_KEY(TPP_resume_capture), p->o.capture, TPP_KEY(TPP_resume_tolerance),
+                  p->o.rtol_set || p->o.atol_set, TPP_KEY(TPP_resume_rtol), p->o.rtol,
+                  TPP_KEY(TPP_resume_atol), p->o.atol, TPP_KEY(TPP_resume_once), p->once);
     char *s = o != NULL ? json_dumps(o, JSON_PRESERVE_ORDER) : NULL;
     json_decref(o);
     return s;
@@ -202,7 +213,7 @@ static int retake(tpt_snapshot *snap)
  * scratch, every tensor digested over A's window.  Returns 0 when all ran. */
 static int narrow(tpt_session *s, int64_t run, plan *p, const tpt_verdict_info *v,
                   const tpt_snapshot *tool, const tpt_snapshot *before_i, int64_t iexec,
-                  int64_t rexec)
+                  int64_t rexec, bool asided)
 {
     char rfull[96], *ienv[5], *renv[5];
     tpt_snapshot before = {{0, 0}, NULL, 0, false};
@@ -221,8 +232,8 @@ static int narrow(tpt_session *s, int64_t run, plan *p, const tpt_verdict_info *
     ienv[4] = NULL;
     renv[0] = p->capture, renv[1] = p->digest, renv[2] = rfull, renv[3] = p->sample;
     renv[4] = NULL;
-    if (aside(s, run, "I", iexec, tool, before_i) != 0 ||
-        aside(s, run, "R", rexec, tool, before_i) != 0)
+    if (!asided && (aside(s, run, "I", iexec, tool, before_i) != 0 ||
+                    aside(s, run, "R", rexec, tool, before_i) != 0))
         return -1;
     if (v->narrow_r) {
         if (retake(&before) != 0) goto out;
@@ -240,6 +251,17 @@ static int narrow(tpt_session *s, int64_t run, plan *p, const tpt_verdict_info *
 out:
     tpt_snapshot_free(&before);
     return rc;
+}
+
+/* plan_verdict asks for the verdict of run, which may ask for B (--once)
+ * or for a narrowing first (nothing is then stored).  Returns 0, or -1 when
+ * the daemon could not judge. */
+static int plan_verdict(tpt_session *s, int64_t run, const tpt_tolerance *tol, tpt_verdict_info *v)
+{
+    char err[TPT_ERR_LEN];
+    if (tpt_verdict_plan(tpt_session_client(s), run, tol, v, err) == TP_OK) return 0;
+    tpt_error("cannot judge run %lld: %s", (long long)run, err);
+    return -1;
 }
 
 int tpt_cmd_resume(int argc, char **argv)
@@ -285,11 +307,8 @@ int tpt_cmd_resume(int argc, char **argv)
      * that existed then (the file stdout is redirected to, a checkpoint of
      * an earlier run) is ever moved aside. */
     if (baseline(s, run, "A", &p, &tool, &tool) != 0) goto done;
-    if (tpt_snapshot_take(&before_b, err) != TP_OK) {
-        tpt_error("%s", err);
+    if (!p.once && (retake(&before_b) != 0 || baseline(s, run, "B", &p, &tool, &before_b) != 0))
         goto done;
-    }
-    if (baseline(s, run, "B", &p, &tool, &before_b) != 0) goto done;
     if (tpt_snapshot_take(&before_i, err) != TP_OK) {
         tpt_error("%s", err);
         goto done;
@@ -301,15 +320,23 @@ int tpt_cmd_resume(int argc, char **argv)
     tol.declared = p.o.rtol_set || p.o.atol_set;
     tol.rtol = p.o.rtol;
     tol.atol = p.o.atol;
-    if (tpt_verdict_plan(tpt_session_client(s), run, &tol, &v, err) != TP_OK) {
-        tpt_error("cannot judge run %lld: %s", (long long)run, err);
-        goto done;
+    if (plan_verdict(s, run, &tol, &v) != 0) goto done;
+    /* --once: B, from scratch, when R differs from A, or before a
+     * narrowing (which then runs as without --once) */
+    if (p.once && (v.second || v.narrow)) {
+        tpt_verdict_info_free(&v);
+        tpt_progress("resume", "R did not simply match A: running B (--once), to tell a resume "
+                               "that loses state from a script that differs from itself");
+        if (aside(s, run, "I", iexec, &tool, &before_i) != 0 ||
+            aside(s, run, "R", rexec, &tool, &before_i) != 0 || retake(&before_b) != 0 ||
+            baseline(s, run, "B", &p, &tool, &before_b) != 0 || plan_verdict(s, run, &tol, &v) != 0)
+            goto done;
     }
     if (!v.narrow) {
         st = tpt_report(tpt_session_client(s), run, &v, &p.o);
         goto done;
     }
-    st = narrow(s, run, &p, &v, &tool, &before_i, iexec, rexec);
+    st = narrow(s, run, &p, &v, &tool, &before_i, iexec, rexec, p.once);
     tpt_verdict_info_free(&v);
     if (st != 0) {
         st = TPT_EXIT_ERROR;

@@ -20,6 +20,7 @@ typedef struct tpd_rctx {
     const tpd_cmp_opts *o;
     const tpd_exec *A, *B, *I, *R;
     const tpd_proc *pa, *pb, *pi, *pr;
+    bool once;              /* B was not run (--once): the baselines not compared */
     const tpd_ckpt *armed;  /* I's save that armed the interruption */
     const tpd_ckpt *loaded; /* R's first load of one of I's checkpoints */
     const tpd_ckpt *saved;  /* the save of I's that it matches */

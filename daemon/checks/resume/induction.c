@@ -75,8 +75,8 @@ void tpd_resume_anchors(ctx *x)
 
 static bool induced(const ctx *x)
 {
-    if (x->pa == NULL || x->pb == NULL || x->pr == NULL) return false;
-    return x->pa->timeline.nlight || x->pb->timeline.nlight || x->pr->timeline.nlight ||
+    if (x->pa == NULL || (x->pb == NULL && !x->once) || x->pr == NULL) return false;
+    return x->pa->timeline.nlight || (x->pb && x->pb->timeline.nlight) || x->pr->timeline.nlight ||
            x->pa0 != NULL || x->pb0 != NULL || x->pr0 != NULL;
 }
 
@@ -93,14 +93,18 @@ void tpd_resume_induction_text(ctx *x)
     char roles[32];
     if (!induced(x)) return;
     tpd_full_counts(x->pa, &fa, &na);
-    tpd_full_counts(x->pb, &fb, &nb);
     tpd_full_counts(x->pr, &fr, &nr);
     tpd_str_printf(
         &x->head,
         "  digests     induction: the model and optimizer state at boundaries (A at %lld "
-        "of %lld steps, B at %lld of %lld, R at %lld of %lld), the inputs of every "
-        "step\n",
-        (long long)fa, (long long)na, (long long)fb, (long long)nb, (long long)fr, (long long)nr);
+        "of %lld steps",
+        (long long)fa, (long long)na);
+    if (x->pb != NULL) {
+        tpd_full_counts(x->pb, &fb, &nb);
+        tpd_str_printf(&x->head, ", B at %lld of %lld", (long long)fb, (long long)nb);
+    }
+    tpd_str_printf(&x->head, ", R at %lld of %lld), the inputs of every step\n", (long long)fr,
+                   (long long)nr);
     if (x->pa0 != NULL && tpd_rerun_window(x->pa0, x->pa, &lo, &hi))
         tpd_narrowed_text(&x->head, reruns(x, roles, sizeof roles), lo, hi, " (A's numbering)");
     tpd_unseen_text(&x->head,
@@ -110,12 +114,12 @@ void tpd_resume_induction_text(ctx *x)
 
 json_t *tpd_resume_induction_json(const ctx *x)
 {
-    int64_t fa, na, fb, nb, fr, nr, lo = 0, hi = 0;
+    int64_t fa, na, fb = 0, nb = 0, fr, nr, lo = 0, hi = 0;
     json_t *o, *narrowed = json_null(), *unseen = json_null();
     bool bad;
     if (!induced(x)) return json_null();
     tpd_full_counts(x->pa, &fa, &na);
-    tpd_full_counts(x->pb, &fb, &nb);
+    if (x->pb != NULL) tpd_full_counts(x->pb, &fb, &nb);
     tpd_full_counts(x->pr, &fr, &nr);
     if (x->pa0 != NULL && tpd_rerun_window(x->pa0, x->pa, &lo, &hi)) {
         json_t *roles = json_array();
@@ -131,9 +135,12 @@ json_t *tpd_resume_induction_json(const ctx *x)
     if (x->unseen)
         unseen = json_pack("{s:I, s:I}", "from", (json_int_t)x->unseen_from, "to",
                            (json_int_t)x->unseen_to);
-    o = json_pack("{s:{s:I, s:I}, s:{s:I, s:I}, s:{s:I, s:I}}", "A", "full_steps", (json_int_t)fa,
-                  "steps", (json_int_t)na, "B", "full_steps", (json_int_t)fb, "steps",
-                  (json_int_t)nb, "R", "full_steps", (json_int_t)fr, "steps", (json_int_t)nr);
+    o = json_pack("{s:{s:I, s:I}, s:o, s:{s:I, s:I}}", "A", "full_steps", (json_int_t)fa, "steps",
+                  (json_int_t)na, "B",
+                  x->pb != NULL ? json_pack("{s:I, s:I}", "full_steps", (json_int_t)fb, "steps",
+                                            (json_int_t)nb)
+                                : json_null(),
+                  "R", "full_steps", (json_int_t)fr, "steps", (json_int_t)nr);
     bad = !tpd_jset(o, "narrowed", narrowed);
     bad |= !tpd_jset(o, "unseen", unseen);
     bad |= !tpd_jset(o, "state_last",

@@ -9,6 +9,7 @@
 
 #include "daemon/checks/divergence.h"
 #include "daemon/checks/narrow.h"
+#include "daemon/checks/params.h"
 #include "daemon/checks/render.h"
 #include "daemon/checks/resume/ctx.h"
 #include "daemon/checks/resume/verdict.h"
@@ -162,6 +163,13 @@ static tp_err finish(ctx *x, tpd_outcome oc, const tpd_cmp_result *cmp, const ch
     out->narrow_r = x->narrow_r;
     out->narrow_r_from = x->narrow_r_from;
     out->narrow_r_to = x->narrow_r_to;
+    /* --once: B runs only when R differs from A, to tell a resume that
+     * loses state from a script that differs from itself */
+    out->second = x->once && (oc == TPD_FAIL || oc == TPD_ABSTAIN);
+    if (x->once && oc == TPD_FAIL)
+        tpd_why_add(&x->why, "determinism_not_checked",
+                    "determinism was not checked (--once): a script that differs from itself "
+                    "would show the same way");
     tpd_str_printf(&t, "resume: %s\n", tpd_outcome_name(oc));
     tpd_resume_induction_text(x);
     tpd_str_puts(&t, x->head.s ? x->head.s : "");
@@ -225,14 +233,20 @@ static const char *exec_problem(const tpd_exec *e, char *buf, size_t n)
     return tpd_exec_problem(e, &t, buf, n);
 }
 
-static void head_lines(ctx *x)
+/* head_lines writes the lines under the outcome; once: --once was given. */
+static void head_lines(ctx *x, bool once)
 {
-    tpd_str_printf(&x->head, "  executions  A %lld steps, B %lld steps", (long long)x->pa->steps,
-                   (long long)x->pb->steps);
+    tpd_str_printf(&x->head, "  executions  A %lld steps", (long long)x->pa->steps);
+    if (x->pb) tpd_str_printf(&x->head, ", B %lld steps", (long long)x->pb->steps);
     if (x->armed)
         tpd_str_printf(&x->head, ", I ended after its save at step %lld", (long long)x->c);
     if (x->pr) tpd_str_printf(&x->head, ", R %lld steps", (long long)x->pr->steps);
     tpd_str_puts(&x->head, "\n");
+    if (x->once)
+        tpd_str_puts(&x->head, "  determinism not checked (--once: B did not run)\n");
+    else if (once)
+        tpd_str_puts(&x->head, "  determinism A and B compared (--once: B ran because R did not "
+                               "simply match A)\n");
     if (x->armed) {
         int n = 0, buffers = 0;
         tpd_str_puts(&x->head, "  window      I saved");
@@ -441,6 +455,8 @@ tp_err tpd_verdict_resume(const tpd_run *r, const tpd_cmp_opts *o, tpd_result *o
     tpd_cmp_result ab, ra, rb;
     const tpd_ckpt *foreign;
     const tpd_item *wa = NULL, *wr = NULL;
+    tpd_params params;
+    bool once;
     memset(&x, 0, sizeof x);
     x.run = r;
     x.o = o;
@@ -450,7 +466,12 @@ tp_err tpd_verdict_resume(const tpd_run *r, const tpd_cmp_opts *o, tpd_result *o
     x.B = tpd_standing(r, "B", "B2", &x.pb0);
     x.I = tpd_standing(r, "I", "I2", NULL);
     x.R = tpd_standing(r, "R", "R2", &x.pr0);
-    if (!x.A || !x.B || !x.I || !x.R)
+    /* with --once, B runs only when R alone does not PASS (second) */
+    tpd_params_parse(&params, r->params, NULL, 0);
+    once = tpd_param_bool(&params, TPP_resume_once);
+    x.once = once && x.B == NULL;
+    tpd_params_clear(&params);
+    if (!x.A || (!x.B && !x.once) || !x.I || !x.R)
         return error(&x, out, "the run lacks one of its four executions (A, B, I, R)");
     x.pa = tpd_obs_trainer(x.A);
     x.pb = tpd_obs_trainer(x.B);
@@ -467,7 +488,8 @@ tp_err tpd_verdict_resume(const tpd_run *r, const tpd_cmp_opts *o, tpd_result *o
                          "move it away so that the baselines start from scratch",
                          role_name(k ? "B" : "A"), foreign->name ? foreign->name : "a buffer");
     }
-    if ((why = exec_problem(x.A, buf, sizeof buf)) || (why = exec_problem(x.B, buf, sizeof buf)))
+    if ((why = exec_problem(x.A, buf, sizeof buf)) ||
+        (x.B && (why = exec_problem(x.B, buf, sizeof buf))))
         return error(&x, out, "%s", why);
     /* I: the save that armed the interruption */
     if (x.pi != NULL)
@@ -513,26 +535,29 @@ tp_err tpd_verdict_resume(const tpd_run *r, const tpd_cmp_opts *o, tpd_result *o
     }
     x.c = x.saved->step;
     x.r0 = x.loaded->step;
-    head_lines(&x);
+    head_lines(&x, once);
 
-    tpd_compare(&x.pa->timeline, 0, &x.pb->timeline, 0, o, &ab);
-    if (tpd_stream_compare(x.pa, 0, x.pb, 0, &x.sab) != TP_OK) return nomem(&x, out);
-    tpd_stream_merge(&ab, &x.sab);
-    with_steps(&x, &ab, 0, x.pa->steps, 0, x.pb->steps);
-    if (ab.first.found || ab.first_unsure.found) {
-        tpd_resume_locate(&x, &ab, 0, &x.pb->timeline, 0, true);
-        if (ab.first.found)
-            tpd_why_add(
-                &x.why, "nondeterministic",
-                "the two uninterrupted runs differ, so nondeterminism in the training itself "
-                "(the clock, the pid, unseeded randomness, nondeterministic kernels) prevents "
-                "a judgment of the resume");
-        else if (!tpd_why_dkinds(&x.why, &ab.first_unsure, "A", "B"))
-            tpd_why_add(
-                &x.why, "values_needed",
-                "the baselines may differ within the declared tolerance, and statistics alone "
-                "cannot show they do not: rerun with --capture values");
-        return finish(&x, TPD_ABSTAIN, &ab, "B", out);
+    /* the baselines: B, when it ran (not with --once until R differs) */
+    if (x.pb != NULL) {
+        tpd_compare(&x.pa->timeline, 0, &x.pb->timeline, 0, o, &ab);
+        if (tpd_stream_compare(x.pa, 0, x.pb, 0, &x.sab) != TP_OK) return nomem(&x, out);
+        tpd_stream_merge(&ab, &x.sab);
+        with_steps(&x, &ab, 0, x.pa->steps, 0, x.pb->steps);
+        if (ab.first.found || ab.first_unsure.found) {
+            tpd_resume_locate(&x, &ab, 0, &x.pb->timeline, 0, true);
+            if (ab.first.found)
+                tpd_why_add(
+                    &x.why, "nondeterministic",
+                    "the two uninterrupted runs differ, so nondeterminism in the training itself "
+                    "(the clock, the pid, unseeded randomness, nondeterministic kernels) prevents "
+                    "a judgment of the resume");
+            else if (!tpd_why_dkinds(&x.why, &ab.first_unsure, "A", "B"))
+                tpd_why_add(
+                    &x.why, "values_needed",
+                    "the baselines may differ within the declared tolerance, and statistics alone "
+                    "cannot show they do not: rerun with --capture values");
+            return finish(&x, TPD_ABSTAIN, &ab, "B", out);
+        }
     }
     tpd_compare(&x.pa->timeline, x.c, &x.pr->timeline, x.r0, o, &ra);
     if (tpd_stream_compare(x.pa, x.c, x.pr, x.r0, &x.sra) != TP_OK) return nomem(&x, out);
