@@ -128,7 +128,8 @@ class Runner:
 
     def resume(self, cmd, **opts):
         """resume parity (at=K, resume_cmd=..., resume_args=..., sample_id=...,
-        rtol=, atol=, capture="values")"""
+        rtol=, atol=, capture="values"; once=True: B only when R does not
+        simply match A)"""
         return self.run("resume", cmd, **opts)
 
     def accum(self, cmd, micro, reference, **opts):
@@ -148,7 +149,8 @@ class Runner:
         return self.run("health", cmd, **opts)
 
     def compare(self, cmd, against, **opts):
-        """cmd against the golden run named (or numbered) against"""
+        """cmd against the golden run named (or numbered) against (once=True:
+        D only when C differs from it)"""
         return self.run("compare", cmd, against=against, **opts)
 
     def record(self, cmd, name=None, **opts):
