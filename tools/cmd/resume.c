@@ -253,6 +253,13 @@ out:
     return rc;
 }
 
+/* once_progress says why B runs after R (--once). */
+static void once_progress(void)
+{
+    tpt_progress("resume", "R did not simply match A: running B (--once), to tell a resume that "
+                           "loses state from a script that differs from itself");
+}
+
 /* plan_verdict asks for the verdict of run, which may ask for B (--once)
  * or for a narrowing first (nothing is then stored).  Returns 0, or -1 when
  * the daemon could not judge. */
@@ -274,6 +281,7 @@ int tpt_cmd_resume(int argc, char **argv)
     tpt_snapshot tool, before_b = {{0, 0}, NULL, 0, false}, before_i = {{0, 0}, NULL, 0, false};
     tpt_verdict_info v;
     int64_t iexec, rexec;
+    bool b_ran = false; /* --once: B ran */
     plan p;
     int64_t run;
     int st;
@@ -321,12 +329,12 @@ int tpt_cmd_resume(int argc, char **argv)
     tol.rtol = p.o.rtol;
     tol.atol = p.o.atol;
     if (plan_verdict(s, run, &tol, &v) != 0) goto done;
-    /* --once: B, from scratch, when R differs from A, or before a
-     * narrowing (which then runs as without --once) */
-    if (p.once && (v.second || v.narrow)) {
+    /* --once: B, from scratch, when R alone does not PASS; then a
+     * narrowing runs as without --once */
+    if (v.second) {
+        b_ran = true;
         tpt_verdict_info_free(&v);
-        tpt_progress("resume", "R did not simply match A: running B (--once), to tell a resume "
-                               "that loses state from a script that differs from itself");
+        once_progress();
         if (aside(s, run, "I", iexec, &tool, &before_i) != 0 ||
             aside(s, run, "R", rexec, &tool, &before_i) != 0 || retake(&before_b) != 0 ||
             baseline(s, run, "B", &p, &tool, &before_b) != 0 || plan_verdict(s, run, &tol, &v) != 0)
@@ -336,11 +344,25 @@ int tpt_cmd_resume(int argc, char **argv)
         st = tpt_report(tpt_session_client(s), run, &v, &p.o);
         goto done;
     }
-    st = narrow(s, run, &p, &v, &tool, &before_i, iexec, rexec, p.once);
+    st = narrow(s, run, &p, &v, &tool, &before_i, iexec, rexec, b_ran);
     tpt_verdict_info_free(&v);
     if (st != 0) {
         st = TPT_EXIT_ERROR;
         goto done;
+    }
+    /* --once, B not run: a PASS narrowed (the state at the aligned step, or
+     * after the last comparison) may still ask for B, which then digests
+     * every tensor over the reruns' window, as A2 */
+    if (p.once && !b_ran) {
+        st = TPT_EXIT_ERROR;
+        if (plan_verdict(s, run, &tol, &v) != 0) goto done;
+        if (!v.second) {
+            st = tpt_report(tpt_session_client(s), run, &v, &p.o);
+            goto done;
+        }
+        tpt_verdict_info_free(&v);
+        once_progress();
+        if (retake(&before_b) != 0 || baseline(s, run, "B", &p, &tool, &before_b) != 0) goto done;
     }
     st = tpt_judge(tpt_session_client(s), run, &tol, &p.o);
 done:
