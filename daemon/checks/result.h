@@ -34,10 +34,11 @@ typedef struct tpd_result {
      * narrow_r_from to narrow_r_to */
     bool narrow_r;
     int64_t narrow_r_from, narrow_r_to;
-    /* compare --once: C differs from the golden run and D has not run; the
-     * check runs D and asks again, so that a script that differs from
-     * itself ABSTAINs instead of failing (the report as it stands says
-     * FAIL, determinism not checked) */
+    /* --once: the second baseline has not run and the verdict without it
+     * is not a PASS (compare: C FAILs against the golden run, D is to run;
+     * resume: R does not match A, B is to run); the check runs it and asks
+     * again, so that a script that differs from itself ABSTAINs instead of
+     * failing (the report as it stands says determinism was not checked) */
     bool second;
 } tpd_result;
 

@@ -124,9 +124,9 @@ typedef struct tpt_verdict_info {
      * narrow_r_from to narrow_r_to */
     bool narrow_r;
     int64_t narrow_r_from, narrow_r_to;
-    /* from tpt_verdict_plan, compare --once: C differs from the golden
-     * run; D is to run, then the verdict asked for again (nothing was
-     * stored) */
+    /* from tpt_verdict_plan, --once: the verdict without the second
+     * baseline is not a PASS; it is to run (compare: D; resume: B), then
+     * the verdict asked for again (nothing was stored) */
     bool second;
 } tpt_verdict_info;
 

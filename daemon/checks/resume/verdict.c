@@ -163,8 +163,8 @@ static tp_err finish(ctx *x, tpd_outcome oc, const tpd_cmp_result *cmp, const ch
     out->narrow_r = x->narrow_r;
     out->narrow_r_from = x->narrow_r_from;
     out->narrow_r_to = x->narrow_r_to;
-    /* --once: B runs only when R differs from A, to tell a resume that
-     * loses state from a script that differs from itself */
+    /* --once: B runs only when R alone does not PASS, to tell a resume
+     * that loses state from a script that differs from itself */
     out->second = x->once && (oc == TPD_FAIL || oc == TPD_ABSTAIN);
     if (x->once && oc == TPD_FAIL)
         tpd_why_add(&x->why, "determinism_not_checked",
@@ -537,7 +537,8 @@ tp_err tpd_verdict_resume(const tpd_run *r, const tpd_cmp_opts *o, tpd_result *o
     x.r0 = x.loaded->step;
     head_lines(&x, once);
 
-    /* the baselines: B, when it ran (not with --once until R differs) */
+    /* the baselines: B, when it ran (with --once, only once R alone did not
+     * PASS) */
     if (x.pb != NULL) {
         tpd_compare(&x.pa->timeline, 0, &x.pb->timeline, 0, o, &ab);
         if (tpd_stream_compare(x.pa, 0, x.pb, 0, &x.sab) != TP_OK) return nomem(&x, out);

@@ -4,8 +4,10 @@
  * A run of check "resume" holds four executions, by role: "A" and "B"
  * (uninterrupted baselines), "I" (ended by the agent at the first
  * training-step boundary after the checkpoint save that armed it) and "R"
- * (resumed in a fresh process).  R is aligned to A through the checkpoint it
- * loaded: the content digest of one of its loads equals a save of I's.
+ * (resumed in a fresh process); with {"once": true} in its params, B only
+ * when R alone does not PASS (the verdict then asks for it: result.h,
+ * second).  R is aligned to A through the checkpoint it loaded: the content
+ * digest of one of its loads equals a save of I's.
  *
  * ERROR: an execution failed, lost events or reported a hook error; a
  * baseline loaded a checkpoint it did not write; I saved nothing at or after
