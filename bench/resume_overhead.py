@@ -3,7 +3,9 @@
 # the four plain executions it consists of: the fixture run twice from
 # scratch (A, B), once more (I; plain, it cannot be ended after its save, so
 # it runs to the end) and the resume command once (R, from the checkpoint I
-# left).  Three rounds; medians.
+# left); and resume --once (A, I and R: the script PASSes, so B never runs)
+# as a ratio to the check without it, in the same rounds.  Three rounds;
+# medians.
 import os
 import shutil
 import statistics
@@ -25,7 +27,7 @@ def timed(cmd, cwd):
 def main(build):
     py = os.path.join(ROOT, ".venv", "bin", "python")
     run = os.path.join(build, "bin", "trainparity-run")
-    plain, check = [], []
+    plain, check, once = [], [], []
     for _ in range(3):
         work = tempfile.mkdtemp(prefix="tp-bench-resume-")
         for f in ("_loop.py", "full_state.py"):
@@ -37,13 +39,17 @@ def main(build):
         t += timed([py, "full_state.py", "--resume"], work)
         plain.append(t)
         shutil.rmtree(os.path.join(work, "ckpt"), ignore_errors=True)
-        t0 = time.perf_counter()
-        r = subprocess.run([run, "resume", "--resume-args", "--resume", "--", py, "full_state.py"],
-                           cwd=work, capture_output=True, text=True)
-        check.append(time.perf_counter() - t0)
-        assert r.returncode == 0, r.stdout + r.stderr
-    p, c = statistics.median(plain), statistics.median(check)
+        for opts, into in (([], check), (["--once"], once)):
+            shutil.rmtree(os.path.join(work, "ckpt"), ignore_errors=True)
+            t0 = time.perf_counter()
+            r = subprocess.run([run, "resume"] + opts +
+                               ["--resume-args", "--resume", "--", py, "full_state.py"],
+                               cwd=work, capture_output=True, text=True)
+            into.append(time.perf_counter() - t0)
+            assert r.returncode == 0, r.stdout + r.stderr
+    p, c, o = statistics.median(plain), statistics.median(check), statistics.median(once)
     print(f"resume check: {c:.1f} s, the four plain executions {p:.1f} s: ratio {c / p:.3f}")
+    print(f"resume --once (B not run: PASS): {o:.1f} s, ratio to the check without it {o / c:.3f}")
 
 
 if __name__ == "__main__":

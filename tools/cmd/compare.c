@@ -192,11 +192,12 @@ static int run_one(tpt_session *s, int64_t run, const char *role, char **cmd, ch
 
 /* narrow runs the reruns the verdict v asks for (docs/induction.md): C
  * again as C2, and D as D2 when v->narrow_b, every tensor digested from
- * step narrow_from to narrow_to.  Returns 0 when they ran. */
+ * step narrow_from to narrow_to (the setting written to full, FULL_LEN
+ * bytes).  Returns 0 when they ran. */
+#define FULL_LEN 96
 static int narrow(tpt_session *s, int64_t run, const tpt_opts *o, char **env,
-                  const tpt_verdict_info *v, const tpt_snapshot *tool)
+                  const tpt_verdict_info *v, const tpt_snapshot *tool, char *full)
 {
-    char full[96];
     /* the window replaces the golden run's last step as a boundary: that
      * one anchors a PASS, and a narrowing follows a divergence */
     char *renv[] = {env[0], env[1], full, NULL};
@@ -204,11 +205,18 @@ static int narrow(tpt_session *s, int64_t run, const tpt_opts *o, char **env,
                  "the first divergence lies after a light step: rerunning %s with every tensor "
                  "digested at steps %lld to %lld",
                  v->narrow_b ? "C and D" : "C", (long long)v->narrow_from, (long long)v->narrow_to);
-    snprintf(full, sizeof full, "TRAINPARITY_FULL_STEPS=%lld-%lld", (long long)v->narrow_from,
+    snprintf(full, FULL_LEN, "TRAINPARITY_FULL_STEPS=%lld-%lld", (long long)v->narrow_from,
              (long long)v->narrow_to);
     for (int i = 0; i < (v->narrow_b ? 2 : 1); i++)
         if (run_one(s, run, i ? "D2" : "C2", o->cmd, renv, tool) != 0) return -1;
     return 0;
+}
+
+/* once_progress says why D runs (--once). */
+static void once_progress(void)
+{
+    tpt_progress("compare", "C differs from the golden run: running D (--once), to tell a "
+                            "regression from a script that differs from itself");
 }
 
 /* plan asks for the verdict of run, which may ask for D (--once) or for a
@@ -224,7 +232,7 @@ static int plan(tpt_session *s, int64_t run, const tpt_tolerance *tol, tpt_verdi
 
 int tpt_cmd_compare(int argc, char **argv)
 {
-    char err[TPT_ERR_LEN], capture[64], digest[64], last[96], *params = NULL;
+    char err[TPT_ERR_LEN], capture[64], digest[64], last[96], full[FULL_LEN], *params = NULL;
     char *env[] = {capture, digest, NULL, NULL};
     int64_t gsteps;
     const char *roles[] = {"C", "D"};
@@ -235,6 +243,7 @@ int tpt_cmd_compare(int argc, char **argv)
     tpt_run_info g;
     tpt_opts o;
     int64_t run;
+    bool d_ran; /* D ran: always, or with --once when C FAILed alone */
     int st;
 
     against_s = once_s = digest_s = NULL;
@@ -276,27 +285,42 @@ int tpt_cmd_compare(int argc, char **argv)
                  (long long)gsteps - 1);
         env[2] = last;
     }
-    for (int i = 0; i < (once_s != NULL ? 1 : 2); i++)
+    d_ran = once_s == NULL;
+    for (int i = 0; i < (d_ran ? 2 : 1); i++)
         if (run_one(s, run, roles[i], o.cmd, env, &tool) != 0) goto done;
     tol.declared = o.rtol_set || o.atol_set;
     tol.rtol = o.rtol;
     tol.atol = o.atol;
     if (plan(s, run, &tol, &v) != 0) goto done;
-    if (v.second) { /* --once, and C differs from G */
+    if (v.second) { /* --once, and C FAILs against G: D, then as without */
+        d_ran = true;
         tpt_verdict_info_free(&v);
-        tpt_progress("compare", "C differs from the golden run: running D, to tell a regression "
-                                "from a script that differs from itself");
+        once_progress();
         if (run_one(s, run, "D", o.cmd, env, &tool) != 0 || plan(s, run, &tol, &v) != 0) goto done;
     }
     if (!v.narrow) {
         st = tpt_report(tpt_session_client(s), run, &v, &o);
         goto done;
     }
-    st = narrow(s, run, &o, env, &v, &tool);
+    st = narrow(s, run, &o, env, &v, &tool, full);
     tpt_verdict_info_free(&v);
     if (st != 0) {
         st = TPT_EXIT_ERROR;
         goto done;
+    }
+    /* --once, D not run: a PASS narrowed (its last steps) may still FAIL
+     * and ask for D, which then digests every tensor over C2's window */
+    if (!d_ran) {
+        char *denv[] = {env[0], env[1], full, NULL};
+        st = TPT_EXIT_ERROR;
+        if (plan(s, run, &tol, &v) != 0) goto done;
+        if (!v.second) {
+            st = tpt_report(tpt_session_client(s), run, &v, &o);
+            goto done;
+        }
+        tpt_verdict_info_free(&v);
+        once_progress();
+        if (run_one(s, run, "D", o.cmd, denv, &tool) != 0) goto done;
     }
     st = tpt_judge(tpt_session_client(s), run, &tol, &o);
 done:
