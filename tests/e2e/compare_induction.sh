@@ -13,7 +13,8 @@
 # steps, and its report says how many steps digested the state.  With
 # --ema-noise-at 4 (unseeded noise in the average) C and D differ from each
 # other in the state alone: both are rerun (C2, D2) and the ABSTAIN names
-# their first difference at its exact step.  With --ckpt the script resumes
+# their first difference at its exact step, with --once too (D runs when C
+# alone FAILs).  With --ckpt the script resumes
 # on its own from the checkpoint it finds: what C saved is moved aside
 # before D runs, so D trains from scratch and the check PASSes; a checkpoint
 # the golden run left, found by C, is named as the check's ERROR.  record
@@ -60,6 +61,11 @@ expect_status 1 "$TP_RUN" compare --against golden --digest full --json full.jso
     "$py" ema.py --ema-fault-at 4
 grep -q '^  digests' "$WORK/out" && fail "--digest full: a digests line"
 expect_status 2 "$TP_RUN" compare --against golden --json noise.json -- \
+    "$py" ema.py --ema-noise-at 4
+expect_grep '^  narrowed    C2, D2 rerun with every tensor digested at steps 1 to 8, ' "$WORK/out"
+# ... and with --once: C alone FAILs, so D runs after all, and the run is
+# narrowed and judged as without --once (it FAILed before --once ran D)
+expect_status 2 "$TP_RUN" compare --once --against golden --json noise_once.json -- \
     "$py" ema.py --ema-noise-at 4
 expect_grep '^  narrowed    C2, D2 rerun with every tensor digested at steps 1 to 8, ' "$WORK/out"
 expect_status 0 "$TP_RUN" record --name selfresume -- "$py" ema.py --ckpt ck.pt
@@ -110,13 +116,13 @@ expect_grep '; G at [0-9]+ of 10 steps \(recorded in the induction mode' "$WORK/
 expect_status 64 "$TP_RUN" record --digest some -- "$py" ema.py
 expect_grep "record: --digest wants full or induction, not 'some'" "$WORK/err"
 
-for f in pass.json induction.json full.json noise.json; do
+for f in pass.json induction.json full.json noise.json noise_once.json; do
     "$py" "$root/tests/e2e/report_schema.py" "$f" >"$f.schema" 2>&1 ||
         fail "$f does not follow docs/report-schema.json: $(head -20 "$f.schema")"
 done
 # judged again offline, each run gives its verdict again: the narrowed
 # ones from their reruns (C2, D2), which the database holds
-for f in pass:0 induction:1 full:1 noise:2; do
+for f in pass:0 induction:1 full:1 noise:2 noise_once:2; do
     expect_judged_again "${f%%:*}.json" "${f##*:}"
 done
 "$py" - "$truth" <<'PY' || fail "reports: $(cat pass.json induction.json full.json)"
@@ -147,13 +153,15 @@ assert ev["unseen"] is None, ev
 assert ev["C"] == {"full_steps": 10, "steps": 10}, ev
 roles = [e["role"] for e in ind["evidence"]["executions"]]
 assert roles == ["G", "C2", "D"], roles
-noise = json.load(open("noise.json"))
-fd = noise["first_divergence"]
-assert noise["outcome"] == "ABSTAIN", noise["outcome"]
-assert (fd["between"], fd["path"], fd["step"]) == ("C-D", "model.ema_0_weight", 4), fd
-ev = noise["evidence"]["induction"]
-assert ev["narrowed"] == {"from": 1, "to": 8, "reruns": ["C2", "D2"]}, ev
-roles = [e["role"] for e in noise["evidence"]["executions"]]
-assert roles == ["G", "C2", "D2"], roles
+for f in "noise.json", "noise_once.json":
+    noise = json.load(open(f))
+    fd = noise["first_divergence"]
+    assert noise["outcome"] == "ABSTAIN", (f, noise["outcome"])
+    assert (fd["between"], fd["path"], fd["step"]) == ("C-D", "model.ema_0_weight", 4), (f, fd)
+    ev = noise["evidence"]["induction"]
+    assert ev["narrowed"] == {"from": 1, "to": 8, "reruns": ["C2", "D2"]}, (f, ev)
+    roles = [e["role"] for e in noise["evidence"]["executions"]]
+    assert roles == ["G", "C2", "D2"], (f, roles)
+    assert noise["evidence"]["determinism"] == "checked", f
 PY
 exit 0
