@@ -219,17 +219,6 @@ static void once_progress(void)
                             "regression from a script that differs from itself");
 }
 
-/* plan asks for the verdict of run, which may ask for D (--once) or for a
- * narrowing first (nothing is then stored).  Returns 0, or -1 when the
- * daemon could not judge. */
-static int plan(tpt_session *s, int64_t run, const tpt_tolerance *tol, tpt_verdict_info *v)
-{
-    char err[TPT_ERR_LEN];
-    if (tpt_verdict_plan(tpt_session_client(s), run, tol, v, err) == TP_OK) return 0;
-    tpt_error("cannot judge run %lld: %s", (long long)run, err);
-    return -1;
-}
-
 int tpt_cmd_compare(int argc, char **argv)
 {
     char err[TPT_ERR_LEN], capture[64], digest[64], last[96], full[FULL_LEN], *params = NULL;
@@ -291,12 +280,14 @@ int tpt_cmd_compare(int argc, char **argv)
     tol.declared = o.rtol_set || o.atol_set;
     tol.rtol = o.rtol;
     tol.atol = o.atol;
-    if (plan(s, run, &tol, &v) != 0) goto done;
+    if (tpt_plan(tpt_session_client(s), run, &tol, &v) != 0) goto done;
     if (v.second) { /* --once, and C FAILs against G: D, then as without */
         d_ran = true;
         tpt_verdict_info_free(&v);
         once_progress();
-        if (run_one(s, run, "D", o.cmd, env, &tool) != 0 || plan(s, run, &tol, &v) != 0) goto done;
+        if (run_one(s, run, "D", o.cmd, env, &tool) != 0 ||
+            tpt_plan(tpt_session_client(s), run, &tol, &v) != 0)
+            goto done;
     }
     if (!v.narrow) {
         st = tpt_report(tpt_session_client(s), run, &v, &o);
@@ -313,7 +304,7 @@ int tpt_cmd_compare(int argc, char **argv)
     if (!d_ran) {
         char *denv[] = {env[0], env[1], full, NULL};
         st = TPT_EXIT_ERROR;
-        if (plan(s, run, &tol, &v) != 0) goto done;
+        if (tpt_plan(tpt_session_client(s), run, &tol, &v) != 0) goto done;
         if (!v.second) {
             st = tpt_report(tpt_session_client(s), run, &v, &o);
             goto done;

@@ -7,8 +7,8 @@
  * until the first checkpoint save at or after optimizer step K, and the agent
  * ends it at the next training-step boundary; R runs the resume command.
  * The daemon then judges the run (daemon/checks/resume/verdict.c).  With
- * --once, B runs after R, and only when the verdict without it asks for it
- * (anything but a PASS, or a narrowing).
+ * --once, B runs after R, and only when the verdict without it, narrowed
+ * if it asks for that, is not a PASS.
  *
  * A, B, I and R digest the model's tensors and the optimizer's state at
  * boundaries only (--digest induction, the default; docs/induction.md).  When the daemon finds the
@@ -51,7 +51,8 @@ static const tpt_optx extra[] = {
      &resume_cmd},
     {"resume-args", "ARGS", "arguments appended to CMD to make it resume", &resume_args},
     {"once", NULL,
-     "run B, the second uninterrupted execution, only when R differs from A (to tell a resume "
+     "run B, the second uninterrupted execution, only when R does not simply match A (to tell a "
+     "resume "
      "that loses state from a script that differs from itself): a PASS in three executions, "
      "its determinism not checked",
      &once_s},
@@ -86,7 +87,7 @@ typedef struct plan {
     char *sample;    /* TRAINPARITY_SAMPLE_ID=..., or NULL */
     char digest[64]; /* TRAINPARITY_DIGEST=... for A, B and I */
     char full[96];   /* TRAINPARITY_FULL_STEPS=LO-HI for A2 and B2, "" before */
-    bool once;       /* --once: B after R, when R differs from A */
+    bool once;       /* --once: B after R, when R does not simply match A */
 } plan;
 
 /* env_of fills env (room for 6) with the settings of A, B, A2 and B2. */
@@ -210,7 +211,8 @@ static int retake(tpt_snapshot *snap)
  * I and R saved is moved aside; when R was light where it matters, I and R
  * run again (I2, R2: the same commands, R2 digesting every tensor over
  * its window) and what they saved is moved aside; then A2 (and B2) from
- * scratch, every tensor digested over A's window.  Returns 0 when all ran. */
+ * scratch, every tensor digested over A's window.  asided: I and R were
+ * moved aside already (before B ran, --once).  Returns 0 when all ran. */
 static int narrow(tpt_session *s, int64_t run, plan *p, const tpt_verdict_info *v,
                   const tpt_snapshot *tool, const tpt_snapshot *before_i, int64_t iexec,
                   int64_t rexec, bool asided)
@@ -258,17 +260,6 @@ static void once_progress(void)
 {
     tpt_progress("resume", "R did not simply match A: running B (--once), to tell a resume that "
                            "loses state from a script that differs from itself");
-}
-
-/* plan_verdict asks for the verdict of run, which may ask for B (--once)
- * or for a narrowing first (nothing is then stored).  Returns 0, or -1 when
- * the daemon could not judge. */
-static int plan_verdict(tpt_session *s, int64_t run, const tpt_tolerance *tol, tpt_verdict_info *v)
-{
-    char err[TPT_ERR_LEN];
-    if (tpt_verdict_plan(tpt_session_client(s), run, tol, v, err) == TP_OK) return 0;
-    tpt_error("cannot judge run %lld: %s", (long long)run, err);
-    return -1;
 }
 
 int tpt_cmd_resume(int argc, char **argv)
@@ -328,7 +319,7 @@ int tpt_cmd_resume(int argc, char **argv)
     tol.declared = p.o.rtol_set || p.o.atol_set;
     tol.rtol = p.o.rtol;
     tol.atol = p.o.atol;
-    if (plan_verdict(s, run, &tol, &v) != 0) goto done;
+    if (tpt_plan(tpt_session_client(s), run, &tol, &v) != 0) goto done;
     /* --once: B, from scratch, when R alone does not PASS; then a
      * narrowing runs as without --once */
     if (v.second) {
@@ -337,7 +328,8 @@ int tpt_cmd_resume(int argc, char **argv)
         once_progress();
         if (aside(s, run, "I", iexec, &tool, &before_i) != 0 ||
             aside(s, run, "R", rexec, &tool, &before_i) != 0 || retake(&before_b) != 0 ||
-            baseline(s, run, "B", &p, &tool, &before_b) != 0 || plan_verdict(s, run, &tol, &v) != 0)
+            baseline(s, run, "B", &p, &tool, &before_b) != 0 ||
+            tpt_plan(tpt_session_client(s), run, &tol, &v) != 0)
             goto done;
     }
     if (!v.narrow) {
@@ -355,7 +347,7 @@ int tpt_cmd_resume(int argc, char **argv)
      * every tensor over the reruns' window, as A2 */
     if (p.once && !b_ran) {
         st = TPT_EXIT_ERROR;
-        if (plan_verdict(s, run, &tol, &v) != 0) goto done;
+        if (tpt_plan(tpt_session_client(s), run, &tol, &v) != 0) goto done;
         if (!v.second) {
             st = tpt_report(tpt_session_client(s), run, &v, &p.o);
             goto done;

@@ -44,6 +44,14 @@ int tpt_report(tpt_client *c, int64_t run, tpt_verdict_info *vp, const tpt_opts 
     return st;
 }
 
+int tpt_plan(tpt_client *c, int64_t run, const tpt_tolerance *tol, tpt_verdict_info *v)
+{
+    char err[TPT_ERR_LEN];
+    if (tpt_verdict_plan(c, run, tol, v, err) == TP_OK) return 0;
+    tpt_error("cannot judge run %lld: %s", (long long)run, err);
+    return -1;
+}
+
 int tpt_judge(tpt_client *c, int64_t run, const tpt_tolerance *tol, const tpt_opts *o)
 {
     tpt_verdict_info v;

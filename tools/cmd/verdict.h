@@ -22,4 +22,10 @@ int tpt_report(tpt_client *c, int64_t run, tpt_verdict_info *v, const tpt_opts *
  * reports it as tpt_report does; TPT_EXIT_ERROR when it cannot judge. */
 int tpt_judge(tpt_client *c, int64_t run, const tpt_tolerance *tol, const tpt_opts *o);
 
+/* tpt_plan asks for run's verdict under tol as a check that can run more
+ * executions does (tpt_verdict_plan: a narrowing, or --once's second
+ * baseline, asked for instead of a stored verdict).  Returns 0 with *v
+ * filled (free it, or hand it to tpt_report), or -1 after saying why. */
+int tpt_plan(tpt_client *c, int64_t run, const tpt_tolerance *tol, tpt_verdict_info *v);
+
 #endif
