@@ -361,8 +361,8 @@ out:
  * reply says which steps to rerun with full digests (narrow_from,
  * narrow_to; narrow_b: B as well as A; narrow_r_from, narrow_r_to: I and R
  * as well, and R's steps), and the caller asks again once the
- * reruns ran; nor one that asks for compare --once's second execution
- * (second: D is to run, then the caller asks again). */
+ * reruns ran; nor one that asks for --once's second baseline (second:
+ * compare's D or resume's B is to run, then the caller asks again). */
 static tp_err cmd_verdict(tpd_control *c, const tpd_req *q, tpd_reply *r)
 {
     int64_t run;

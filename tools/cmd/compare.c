@@ -223,6 +223,7 @@ int tpt_cmd_compare(int argc, char **argv)
 {
     char err[TPT_ERR_LEN], capture[64], digest[64], last[96], full[FULL_LEN], *params = NULL;
     char *env[] = {capture, digest, NULL, NULL};
+    char *denv[] = {capture, digest, full, NULL}; /* D after the reruns: their window */
     int64_t gsteps;
     const char *roles[] = {"C", "D"};
     tpt_session *s = NULL;
@@ -232,7 +233,8 @@ int tpt_cmd_compare(int argc, char **argv)
     tpt_run_info g;
     tpt_opts o;
     int64_t run;
-    bool d_ran; /* D ran: always, or with --once when C FAILed alone */
+    bool d_ran, narrowed = false; /* D ran (always, or --once when C FAILed), reruns ran */
+    int rc;
     int st;
 
     against_s = once_s = digest_s = NULL;
@@ -280,40 +282,25 @@ int tpt_cmd_compare(int argc, char **argv)
     tol.declared = o.rtol_set || o.atol_set;
     tol.rtol = o.rtol;
     tol.atol = o.atol;
-    if (tpt_plan(tpt_session_client(s), run, &tol, &v) != 0) goto done;
-    if (v.second) { /* --once, and C FAILs against G: D, then as without */
-        d_ran = true;
-        tpt_verdict_info_free(&v);
-        once_progress();
-        if (run_one(s, run, "D", o.cmd, env, &tool) != 0 ||
-            tpt_plan(tpt_session_client(s), run, &tol, &v) != 0)
-            goto done;
-    }
-    if (!v.narrow) {
-        st = tpt_report(tpt_session_client(s), run, &v, &o);
-        goto done;
-    }
-    st = narrow(s, run, &o, env, &v, &tool, full);
-    tpt_verdict_info_free(&v);
-    if (st != 0) {
-        st = TPT_EXIT_ERROR;
-        goto done;
-    }
-    /* --once, D not run: a PASS narrowed (its last steps) may still FAIL
-     * and ask for D, which then digests every tensor over C2's window */
-    if (!d_ran) {
-        char *denv[] = {env[0], env[1], full, NULL};
-        st = TPT_EXIT_ERROR;
+    /* Ask for the verdict until it asks for nothing more: a narrowing (once),
+     * or, with --once, D when C alone FAILs, every tensor digested over C2's
+     * window if the reruns ran */
+    for (;;) {
         if (tpt_plan(tpt_session_client(s), run, &tol, &v) != 0) goto done;
-        if (!v.second) {
-            st = tpt_report(tpt_session_client(s), run, &v, &o);
-            goto done;
+        if (v.second && !d_ran) {
+            d_ran = true;
+            tpt_verdict_info_free(&v);
+            once_progress();
+            if (run_one(s, run, "D", o.cmd, narrowed ? denv : env, &tool) != 0) goto done;
+            continue;
         }
+        if (!v.narrow || narrowed) break;
+        narrowed = true;
+        rc = narrow(s, run, &o, env, &v, &tool, full);
         tpt_verdict_info_free(&v);
-        once_progress();
-        if (run_one(s, run, "D", o.cmd, denv, &tool) != 0) goto done;
+        if (rc != 0) goto done;
     }
-    st = tpt_judge(tpt_session_client(s), run, &tol, &o);
+    st = tpt_report_planned(tpt_session_client(s), run, &v, &tol, &o);
 done:
     if (tpt_session_close(s, err) != TP_OK) tpt_error("%s", err);
     tpt_snapshot_free(&tool);

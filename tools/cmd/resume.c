@@ -272,7 +272,8 @@ int tpt_cmd_resume(int argc, char **argv)
     tpt_snapshot tool, before_b = {{0, 0}, NULL, 0, false}, before_i = {{0, 0}, NULL, 0, false};
     tpt_verdict_info v;
     int64_t iexec, rexec;
-    bool b_ran = false; /* --once: B ran */
+    bool b_ran = false, narrowed = false; /* B ran (--once), the reruns ran */
+    int rc;
     plan p;
     int64_t run;
     int st;
@@ -319,44 +320,30 @@ int tpt_cmd_resume(int argc, char **argv)
     tol.declared = p.o.rtol_set || p.o.atol_set;
     tol.rtol = p.o.rtol;
     tol.atol = p.o.atol;
-    if (tpt_plan(tpt_session_client(s), run, &tol, &v) != 0) goto done;
-    /* --once: B, from scratch, when R alone does not PASS; then a
-     * narrowing runs as without --once */
-    if (v.second) {
-        b_ran = true;
-        tpt_verdict_info_free(&v);
-        once_progress();
-        if (aside(s, run, "I", iexec, &tool, &before_i) != 0 ||
-            aside(s, run, "R", rexec, &tool, &before_i) != 0 || retake(&before_b) != 0 ||
-            baseline(s, run, "B", &p, &tool, &before_b) != 0 ||
-            tpt_plan(tpt_session_client(s), run, &tol, &v) != 0)
-            goto done;
-    }
-    if (!v.narrow) {
-        st = tpt_report(tpt_session_client(s), run, &v, &p.o);
-        goto done;
-    }
-    st = narrow(s, run, &p, &v, &tool, &before_i, iexec, rexec, b_ran);
-    tpt_verdict_info_free(&v);
-    if (st != 0) {
-        st = TPT_EXIT_ERROR;
-        goto done;
-    }
-    /* --once, B not run: a PASS narrowed (the state at the aligned step, or
-     * after the last comparison) may still ask for B, which then digests
-     * every tensor over the reruns' window, as A2 */
-    if (p.once && !b_ran) {
-        st = TPT_EXIT_ERROR;
+    /* Ask for the verdict until it asks for nothing more: a narrowing (once),
+     * or, with --once, B when the verdict without it is not a PASS: from
+     * scratch, after what I and R saved is moved aside (unless a narrowing
+     * moved it), every tensor digested over the reruns' window if they ran
+     * (env_of) */
+    for (;;) {
         if (tpt_plan(tpt_session_client(s), run, &tol, &v) != 0) goto done;
-        if (!v.second) {
-            st = tpt_report(tpt_session_client(s), run, &v, &p.o);
-            goto done;
+        if (v.second && !b_ran) {
+            b_ran = true;
+            tpt_verdict_info_free(&v);
+            once_progress();
+            if ((!narrowed && (aside(s, run, "I", iexec, &tool, &before_i) != 0 ||
+                               aside(s, run, "R", rexec, &tool, &before_i) != 0)) ||
+                retake(&before_b) != 0 || baseline(s, run, "B", &p, &tool, &before_b) != 0)
+                goto done;
+            continue;
         }
+        if (!v.narrow || narrowed) break;
+        narrowed = true;
+        rc = narrow(s, run, &p, &v, &tool, &before_i, iexec, rexec, b_ran);
         tpt_verdict_info_free(&v);
-        once_progress();
-        if (retake(&before_b) != 0 || baseline(s, run, "B", &p, &tool, &before_b) != 0) goto done;
+        if (rc != 0) goto done;
     }
-    st = tpt_judge(tpt_session_client(s), run, &tol, &p.o);
+    st = tpt_report_planned(tpt_session_client(s), run, &v, &tol, &p.o);
 done:
     if (tpt_session_close(s, err) != TP_OK) tpt_error("%s", err);
     tpt_snapshot_free(&tool);

@@ -52,6 +52,14 @@ int tpt_plan(tpt_client *c, int64_t run, const tpt_tolerance *tol, tpt_verdict_i
     return -1;
 }
 
+int tpt_report_planned(tpt_client *c, int64_t run, tpt_verdict_info *v, const tpt_tolerance *tol,
+                       const tpt_opts *o)
+{
+    if (!v->narrow && !v->second) return tpt_report(c, run, v, o);
+    tpt_verdict_info_free(v);
+    return tpt_judge(c, run, tol, o);
+}
+
 int tpt_judge(tpt_client *c, int64_t run, const tpt_tolerance *tol, const tpt_opts *o)
 {
     tpt_verdict_info v;

@@ -28,4 +28,10 @@ int tpt_judge(tpt_client *c, int64_t run, const tpt_tolerance *tol, const tpt_op
  * filled (free it, or hand it to tpt_report), or -1 after saying why. */
 int tpt_plan(tpt_client *c, int64_t run, const tpt_tolerance *tol, tpt_verdict_info *v);
 
+/* tpt_report_planned reports v, the last of a check's planned verdicts
+ * (tpt_plan), as tpt_report does; one that still asks for more (nothing was
+ * stored) is freed and the run judged as it stands (tpt_judge). */
+int tpt_report_planned(tpt_client *c, int64_t run, tpt_verdict_info *v, const tpt_tolerance *tol,
+                       const tpt_opts *o);
+
 #endif

@@ -19,8 +19,7 @@ typedef struct tpd_gctx {
     const tpd_run *run;    /* the compare run */
     const tpd_run *golden; /* the golden run, NULL when it could not be read */
     const tpd_cmp_opts *o;
-    bool once;   /* D was not run (--once): determinism not checked */
-    bool second; /* --once, D not run, and C FAILs: D is to run (result.h) */
+    bool once; /* D was not run (--once): determinism not checked */
     const tpd_exec *G, *C, *D;
     const tpd_proc *pg, *pc, *pd;
     tpd_gpair gc, cd; /* C against G, D against C */

@@ -132,7 +132,8 @@ static tp_err finish(ctx *x, tpd_outcome oc, const tpd_gpair *p, tpd_result *out
     out->narrow_b = x->narrow_d;
     out->narrow_from = x->narrow_from;
     out->narrow_to = x->narrow_to;
-    out->second = x->second;
+    /* --once: D runs only when C alone FAILs (result.h) */
+    out->second = x->once && oc == TPD_FAIL;
     tpd_str_printf(&t, "compare: %s\n", tpd_outcome_name(oc));
     tpd_compare_induction_text(x);
     tpd_str_puts(&t, x->head.s ? x->head.s : "");
@@ -325,7 +326,6 @@ tp_err tpd_verdict_compare(const tpd_run *r, const tpd_run *g, const char *gwhy,
             tpd_why_add(&x.why, "nondeterministic_later",
                         "C and D differ too, from step %lld on (%s): after this divergence",
                         (long long)dcd->step_a, dcd->path);
-        x.second = x.once;
         if (x.once)
             tpd_why_add(&x.why, "determinism_not_checked",
                         "determinism was not checked (--once): a script that differs from "
