@@ -57,6 +57,9 @@ tp_cleanup() {
 expect_status() {
     local want=$1 got
     shift
+    # what runs, and when: the last such line of a test that overran its
+    # bound names the command that hung
+    printf '%s %s\n' "$(date +%T)" "$*"
     "$@" >"$WORK/out" 2>"$WORK/err"
     got=$?
     [ "$got" = "$want" ] || fail "'$*' exited $got, want $want; stderr: $(cat "$WORK/err")"

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <poll.h>
 #include <string.h>
@@ -27,12 +28,16 @@ static const int fwd_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIG
 #define NFWD (sizeof(fwd_signals) / sizeof(fwd_signals[0]))
 
 static volatile sig_atomic_t g_child; /* pid being waited for, 0 when none */
+static volatile sig_atomic_t g_stop;  /* the first stopping signal received, 0 when none */
 
 static void forward(int sig, siginfo_t *si, void *uc)
 {
     pid_t child = (pid_t)g_child;
     int saved = errno;
     (void)uc;
+    /* SIGUSR1 and SIGUSR2 are the command's business (a script that saves
+     * when told); the others ask trainparity-run to stop too */
+    if (g_stop == 0 && sig != SIGUSR1 && sig != SIGUSR2) g_stop = sig;
     /* SI_KERNEL: the terminal signalled the process group, child included.
      * A signal from the child itself is not bounced back. */
     if (child > 0 && si->si_code != SI_KERNEL && si->si_pid != child) kill(child, sig);
@@ -176,6 +181,43 @@ tp_err tpt_launch(char *const argv[], char *const env[], const tpt_tick *tick, t
         out->signal = 0;
     }
     return TP_OK;
+}
+
+int tpt_launch_stopped(void)
+{
+    return (int)g_stop;
+}
+
+const char *tpt_signal_name(int sig)
+{
+    switch (sig) {
+    case SIGINT:
+        return "SIGINT";
+    case SIGTERM:
+        return "SIGTERM";
+    case SIGHUP:
+        return "SIGHUP";
+    case SIGQUIT:
+        return "SIGQUIT";
+    default:
+        return "a signal";
+    }
+}
+
+void tpt_die_of(int sig)
+{
+    struct sigaction dfl;
+    sigset_t one;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    fflush(NULL);
+    sigaction(sig, &dfl, NULL);
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    sigprocmask(SIG_UNBLOCK, &one, NULL);
+    raise(sig);
+    _exit(128 + sig); /* a signal that does not end a process by default */
 }
 
 int tpt_exit_code(const tpt_exit *e)

@@ -7,6 +7,9 @@
  * A signal the kernel sent to the whole foreground process group (^C, ^\,
  * a terminal hangup) already reached the child and is not sent twice; one
  * this process ignored when it started stays ignored (for the child too).
+ * SIGINT, SIGTERM, SIGHUP and SIGQUIT, from anyone, also ask
+ * trainparity-run to stop (tpt_launch_stopped): a check runs no further
+ * execution after the one they reached.
  * Single-threaded use: the handlers share one static child pid. */
 #ifndef TP_TOOLS_BASE_LAUNCH_H
 #define TP_TOOLS_BASE_LAUNCH_H
@@ -39,6 +42,20 @@ typedef struct tpt_exit {
  * *errnum.  Errors: TP_ECHILD, TP_ENOMEM, TP_EINVAL (empty argv). */
 tp_err tpt_launch(char *const argv[], char *const env[], const tpt_tick *tick, tpt_exit *out,
                   int *errnum, char *err);
+
+/* tpt_launch_stopped returns the first of SIGINT, SIGTERM, SIGHUP and
+ * SIGQUIT that reached this process while a command of tpt_launch ran, or
+ * 0 when none did. */
+int tpt_launch_stopped(void);
+
+/* tpt_signal_name returns "SIGTERM" for SIGTERM (the four above), else "a
+ * signal". */
+const char *tpt_signal_name(int sig);
+
+/* tpt_die_of ends this process as killed by sig, after flushing stdio, so
+ * that its parent sees what a signal to the command would have shown
+ * (a shell's loop stops on it): the default action restored, sig raised. */
+void tpt_die_of(int sig) __attribute__((noreturn));
 
 /* tpt_exit_code maps how a command ended to a shell's exit status: its own
  * status, or 128 + the signal that killed it. */

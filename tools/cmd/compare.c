@@ -183,9 +183,13 @@ static int run_one(tpt_session *s, int64_t run, const char *role, char **cmd, ch
         tpt_error("%s", err);
         return -1;
     }
-    if (tpt_exec_one(s, "compare", run, &es, &res) == 0 &&
-        tpt_session_aside(s, "compare", run, role, res.exec, tool, &before) == 0)
-        rc = 0;
+    if (tpt_exec_one(s, "compare", run, &es, &res) == 0) {
+        if (tpt_session_aside(s, "compare", run, role, res.exec, tool, &before) == 0) rc = 0;
+    } else if (res.launched && tpt_launch_stopped() != 0) {
+        /* stopped by a signal: what it saved goes aside all the same, so
+         * that a script which resumes on its own does not find it next time */
+        tpt_session_aside(s, "compare", run, role, res.exec, tool, &before);
+    }
     tpt_snapshot_free(&before);
     return rc;
 }

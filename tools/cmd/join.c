@@ -295,6 +295,13 @@ int tpt_cmd_join(int argc, char **argv)
         if (strcmp(n.state, "exec") == 0) {
             f->after = n.exec;
             run_exec(f, &n);
+            if (tpt_launch_stopped() != 0) { /* the pod is told to end: so does join */
+                tpt_error("join: %s reached %s while %s ran: following no further execution",
+                          tpt_signal_name(tpt_launch_stopped()), TPT_PROG, n.role);
+                f->failed = true;
+                tpt_next_free(&n);
+                break;
+            }
         } else {
             tpt_sleep_ms(TPT_FOLLOW_POLL_MS);
         }

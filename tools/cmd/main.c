@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "tools/base/cli.h"
+#include "tools/base/launch.h"
 #include "tools/client/daemon.h"
 #include "tools/cmd/cmds.h"
 #include "tp_version.h"
@@ -46,7 +47,8 @@ static void usage(FILE *f)
     for (i = 0; i < NSUB; i++) fprintf(f, "  %-10s %s\n", subcmds[i].name, subcmds[i].help);
     fprintf(f,
             "\nexit status: 0 PASS, 1 FAIL, 2 ABSTAIN, 3 ERROR, 64 usage "
-            "(record: the command's own).\n"
+            "(record: the command's own);\n"
+            "a check that SIGINT, SIGTERM, SIGHUP or SIGQUIT stopped ends as killed by it.\n"
             "'%s SUBCOMMAND --help' describes a subcommand's options.\n",
             TPT_PROG);
 }
@@ -67,8 +69,16 @@ int main(int argc, char **argv)
         printf("%s %s\n", TPT_PROG, TP_VERSION);
         return TPT_EXIT_PASS;
     }
-    for (i = 0; i < NSUB; i++)
-        if (strcmp(argv[1], subcmds[i].name) == 0) return subcmds[i].run(argc - 1, argv + 1);
+    for (i = 0; i < NSUB; i++) {
+        if (strcmp(argv[1], subcmds[i].name) == 0) {
+            int st = subcmds[i].run(argc - 1, argv + 1), sig = tpt_launch_stopped();
+            /* A check (or join) told to stop ends as the signal would have
+             * ended it; record exits with its command's status, whatever
+             * the command made of the signal. */
+            if (sig != 0 && subcmds[i].run != tpt_cmd_record) tpt_die_of(sig);
+            return st;
+        }
+    }
     tpt_error("unknown subcommand '%s'", argv[1]);
     fprintf(stderr, "(see '%s --help')\n", TPT_PROG);
     return TPT_EXIT_USAGE;

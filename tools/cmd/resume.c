@@ -127,7 +127,12 @@ static int baseline(tpt_session *s, int64_t run, const char *role, plan *p,
     char *env[6];
     tpt_exec_result res;
     env_of(p, env);
-    if (run_one(s, run, role, p->o.cmd, env, &res) != 0) return -1;
+    if (run_one(s, run, role, p->o.cmd, env, &res) != 0) {
+        /* stopped by a signal: what it saved goes aside all the same, so
+         * that a script which resumes on its own does not find it next time */
+        if (res.launched && tpt_launch_stopped() != 0) aside(s, run, role, res.exec, tool, before);
+        return -1;
+    }
     return aside(s, run, role, res.exec, tool, before);
 }
 

@@ -273,5 +273,13 @@ int tpt_exec_one(tpt_session *s, const char *tag, int64_t run, const tpt_exec_sp
     else
         tpt_progress(tag, "%sexited with status %d after %.1f s%s", who, res->exit.status, secs,
                      stored);
+    if (tpt_launch_stopped() != 0) {
+        /* told to stop: an execution cut short is no evidence, and the
+         * next would run after the user or a time limit said to stop */
+        tpt_error("%s: %s reached %s while %s ran: the check stops without a verdict", tag,
+                  tpt_signal_name(tpt_launch_stopped()), TPT_PROG,
+                  spec->role != NULL ? spec->role : tag);
+        return -1;
+    }
     return failed ? -1 : 0;
 }

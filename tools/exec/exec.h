@@ -91,7 +91,9 @@ tp_err tpt_exec_run(tpt_session *s, int64_t run, const tpt_exec_spec *spec, tpt_
  * progress under tag (what runs, then how it exited; the role is named when
  * it is not the tag), and its error, if any, on stderr.  Returns 0 when the
  * command ran (whatever its status) and was recorded whole, else -1: lost
- * events never make a verdict. */
+ * events never make a verdict.  Also -1, saying so, when a stopping signal
+ * reached trainparity-run while it ran (tpt_launch_stopped): the check
+ * stops, and main ends the process as killed by that signal. */
 int tpt_exec_one(tpt_session *s, const char *tag, int64_t run, const tpt_exec_spec *spec,
                  tpt_exec_result *res);
 

@@ -51,7 +51,19 @@ hosts_up() {
     return 1
 }
 
+# hosts_down ends every process left on either host (a launcher that
+# outlived a failed check holds the test's output open, and ctest would
+# wait for it) and host1 itself.
 hosts_down() {
+    local p ns0 ns1=
+    ns0=$(readlink /proc/self/ns/net)
+    [ -n "$H1" ] && ns1=$(readlink "/proc/$H1/ns/net")
+    for p in /proc/[0-9]*; do
+        case ${p#/proc/} in "$$" | "$BASHPID" | "$H1") continue ;; esac
+        case $(readlink "$p/ns/net" 2>/dev/null) in
+        "$ns0" | "$ns1") kill -KILL "${p#/proc/}" 2>/dev/null ;;
+        esac
+    done
     [ -n "$H1" ] && kill "$H1" 2>/dev/null
     wait "$H1" 2>/dev/null
     H1=
