@@ -13,6 +13,7 @@
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -594,6 +595,26 @@ START_TEST(test_launch_env_sets_replaces_and_removes)
 }
 END_TEST
 
+/* SIGUSR1 to trainparity-run is the command's business; SIGTERM from
+ * anyone (here a process the command started) is forwarded and asks the
+ * check to stop.  No other test here is stopped. */
+START_TEST(test_launch_stop_signals)
+{
+    char *usr1[] = {"sh", "-c", "kill -USR1 $PPID; exit 3", NULL};
+    char *term[] = {"sh", "-c", "sh -c 'kill -TERM \"$1\"' sh $PPID; sleep 1; exec sleep 60", NULL};
+    char err[TPT_ERR_LEN];
+    tpt_exit e;
+    ck_assert_int_eq(tpt_launch_stopped(), 0);
+    ck_assert_int_eq(tpt_launch(usr1, NULL, NULL, &e, NULL, err), TP_OK);
+    ck_assert_int_eq(e.status, 3);
+    ck_assert_int_eq(tpt_launch_stopped(), 0);
+    ck_assert_int_eq(tpt_launch(term, NULL, NULL, &e, NULL, err), TP_OK);
+    ck_assert_int_eq(e.signal, SIGTERM); /* forwarded: it never reached the sleep */
+    ck_assert_int_eq(tpt_launch_stopped(), SIGTERM);
+    ck_assert_str_eq(tpt_signal_name(SIGTERM), "SIGTERM");
+}
+END_TEST
+
 /* Every check variable left in the caller's environment is gone from an
  * execution's, unless the check sets it; the user's knobs stay. */
 START_TEST(test_agent_env_drops_inherited_check_variables)
@@ -763,6 +784,7 @@ static Suite *suite(void)
     tcase_add_test(t, test_plot_breaks_lines_where_values_are_left_out);
     tcase_add_test(t, test_plot_nothing_to_plot);
     tcase_add_test(t, test_launch_env_sets_replaces_and_removes);
+    tcase_add_test(t, test_launch_stop_signals);
     tcase_add_test(t, test_agent_env_drops_inherited_check_variables);
     tcase_add_test(t, test_private_dir);
     tcase_add_test(t, test_tree_walk_and_snapshot);
