@@ -268,9 +268,10 @@ tp_err tpd_follow_cmd_next(tpd_control *c, const tpd_req *q, tpd_reply *r)
     return TP_OK;
 }
 
-/* exec.done exec host pid status signal [unsent] -> (nothing): how the
- * follower's command of exec ended, and how many spool files of it the
- * follower holds that it could not send. */
+/* exec.done exec host pid status signal [unsent] [leaving] -> (nothing):
+ * how the follower's command of exec ended, and how many spool files of it
+ * the follower holds that it could not send; leaving, it is as good as told
+ * the run ended (run.end does not wait for it). */
 tp_err tpd_follow_cmd_done(tpd_control *c, const tpd_req *q, tpd_reply *r)
 {
     int64_t exec, pid, status, sig, unsent = 0;
@@ -294,6 +295,7 @@ tp_err tpd_follow_cmd_done(tpd_control *c, const tpd_req *q, tpd_reply *r)
     h->status = status;
     h->signal = sig;
     h->unsent = unsent;
+    if (tpd_req_flag(q, TPA_exec_done_leaving)) h->told_end = true;
     return TP_OK;
 }
 

@@ -6,7 +6,8 @@
 # further execution and gives no verdict; it ends as killed by that signal
 # (143, 130), its private daemon gone, and what the cut execution saved is
 # moved aside all the same.  A follower (trainparity-run join) told to stop
-# while it runs an execution's command follows no further execution.
+# while it runs an execution's command follows no further execution, and
+# says so: the check does not wait for it at the run's end.
 . "$(dirname "$0")/lib.sh"
 tp_setup daemon agent
 PY=${TP_PYTHON:-$(dirname "$0")/../../.venv/bin/python}
@@ -80,4 +81,7 @@ expect_grep '^trainparity-run: join: SIGTERM reached trainparity-run while A ran
 # 300 s: a bound for liveness only
 timeout 300 tail --pid="$checking" -f /dev/null || fail "the check did not end without its follower"
 wait "$checking"
+# it left saying so: the check did not wait for it at the run's end
+grep -q 'did not ask for its end' "$WORK/check.err" &&
+    fail "the check waited for the follower that left: $(cat "$WORK/check.err")"
 expect_no_daemon

@@ -5,8 +5,8 @@
  * key, command and variables, and one created without is not; the leader
  * sees the follower's command running, then how it failed; the asides and
  * the end of the run reach the follower; a finished execution is marked so;
- * the spool files a follower could not send reach the leader; a wrong token
- * is refused. */
+ * the spool files a follower could not send reach the leader; one that
+ * leaves is not waited for at the run's end; a wrong token is refused. */
 #define _POSIX_C_SOURCE 200809L
 #include <check.h>
 #include <stdio.h>
@@ -281,6 +281,40 @@ START_TEST(test_follow_aside_finished_end)
 }
 END_TEST
 
+/* A follower stopped by a signal says it leaves with exec.done: the run's
+ * end does not wait for it to ask. */
+START_TEST(test_follow_leaving)
+{
+    char key[33];
+    int64_t run, a;
+    run = run_create();
+    a = exec_create(run, "A", true, key);
+    ck_assert_str_eq(next(run, 0, 0), "exec");
+    {
+        tp_buf m;
+        req(&m, "exec.done", 6, TOKEN);
+        pair_str(&m, "host", "host1");
+        pair_int(&m, "pid", 7);
+        pair_int(&m, "exec", a);
+        pair_int(&m, "status", -1);
+        pair_int(&m, "signal", 15);
+        tp_mp_cstr(&m, "leaving");
+        tp_mp_bool(&m, true);
+        ck_assert(ask(&m));
+    }
+    followers(a);
+    ck_assert_int_eq(rint_("running"), 0);
+    ck_assert_int_eq(rint_("signal"), 15);
+    {
+        tp_buf m;
+        req(&m, "run.end", 1, TOKEN);
+        pair_int(&m, "run", run);
+        ck_assert(ask(&m));
+        ck_assert_int_eq(rint_("untold"), 0);
+    }
+}
+END_TEST
+
 /* A follower that holds spool files of an execution it could not send
  * says so with exec.done; the leader reads it from exec.followers, and a
  * next execution starts without it. */
@@ -327,6 +361,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_follow_exec_handed_over);
     tcase_add_test(tc, test_follow_aside_finished_end);
     tcase_add_test(tc, test_follow_unsent_spool);
+    tcase_add_test(tc, test_follow_leaving);
     tcase_add_test(tc, test_follow_wrong_token);
     suite_add_tcase(s, tc);
     return s;

@@ -105,7 +105,7 @@ out:
 }
 
 tp_err tpt_follow_done(tpt_client *c, const char *host, int64_t pid, int64_t exec,
-                       const tpt_exit *e, int unsent, char *err)
+                       const tpt_exit *e, int unsent, bool leaving, char *err)
 {
     tp_buf req, rep;
     tp_err rc;
@@ -117,6 +117,7 @@ tp_err tpt_follow_done(tpt_client *c, const char *host, int64_t pid, int64_t exe
     tpt_arg_int(&req, TPA_exec_done_status, e->status);
     tpt_arg_int(&req, TPA_exec_done_signal, e->signal);
     if (unsent > 0) tpt_arg_int(&req, TPA_exec_done_unsent, unsent);
+    if (leaving) tpt_arg_bool(&req, TPA_exec_done_leaving, true);
     rc = tpt_client_ask(c, &req, &rep, err);
     tp_buf_free(&rep);
     return rc;

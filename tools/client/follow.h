@@ -37,10 +37,12 @@ tp_err tpt_follow_next(tpt_client *c, const char *host, int64_t pid, int64_t run
                        int64_t asided, tpt_next *out, char *err);
 void tpt_next_free(tpt_next *n);
 
-/* tpt_follow_done says how the follower's command of exec ended, and how
- * many spool files of exec its host holds that it could not send. */
+/* tpt_follow_done says how the follower's command of exec ended, how many
+ * spool files of exec its host holds that it could not send, and whether
+ * it is leaving (it follows no further execution: the check's end does not
+ * wait for it). */
 tp_err tpt_follow_done(tpt_client *c, const char *host, int64_t pid, int64_t exec,
-                       const tpt_exit *e, int unsent, char *err);
+                       const tpt_exit *e, int unsent, bool leaving, char *err);
 
 /* tpt_follow_aside tells the followers that the checkpoints exec saved were
  * moved aside, for them to do the same. */

@@ -160,12 +160,15 @@ static void set_aside(follower *f, const tpt_next *n)
 }
 
 /* done says how the command ended, and how many spool files of it this
- * host holds unsent, until the daemon takes it, refuses it or is silent. */
+ * host holds unsent, until the daemon takes it, refuses it or is silent;
+ * when a signal stopped join, that it leaves (the check then does not wait
+ * for it to ask for the run's end). */
 static void done(follower *f, int64_t exec, const tpt_exit *e, int unsent)
 {
     char err[TPT_ERR_LEN];
+    bool leaving = tpt_launch_stopped() != 0;
     tp_err rc;
-    while ((rc = tpt_follow_done(f->c, f->host, f->pid, exec, e, unsent, err)) != TP_OK) {
+    while ((rc = tpt_follow_done(f->c, f->host, f->pid, exec, e, unsent, leaving, err)) != TP_OK) {
         if (rc == TP_EINVAL) { /* refused: asking again gets the same answer */
             tpt_error("join: %s refused how execution %lld ended: %s", f->control, (long long)exec,
                       err);
