@@ -93,7 +93,13 @@ class Runner:
     TRAINPARITY_BIN environment variable, else the one installed with this
     package (the wheel's), else trainparity-run on PATH.
     cwd is where the checks run (their .trainparity/ folder goes there);
-    env adds to the environment."""
+    env adds to the environment; timeout (seconds, None: none) bounds each
+    check: past it the check is sent SIGTERM, which it passes on to the
+    command and stops at (no further execution, no verdict), SIGKILL only
+    if it has not ended STOP_WAIT seconds later, and subprocess.TimeoutExpired
+    is raised."""
+
+    STOP_WAIT = 30
 
     def __init__(self, binary=None, cwd=None, env=None, timeout=None):
         self.binary = (binary or os.environ.get("TRAINPARITY_BIN") or program("trainparity-run") or
@@ -113,9 +119,7 @@ class Runner:
         with tempfile.TemporaryDirectory(prefix="trainparity-") as tmp:
             path = os.path.join(tmp, "report.json")
             argv = [self.binary, check] + _options(opts) + ["--json", path, "--"] + _words(cmd)
-            p = subprocess.run(argv, cwd=self.cwd, env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, universal_newlines=True,
-                               timeout=self.timeout)
+            p = self._run(argv, env)
             if p.returncode == 64:
                 raise TrainParityError("trainparity-run refused the options: %s" % p.stderr.strip())
             try:
@@ -125,6 +129,32 @@ class Runner:
                 raise TrainParityError("%s wrote no report (exit %d: %s): %s" %
                                        (check, p.returncode, e, p.stderr.strip()[-2000:]))
         return Report(p.returncode, report, p.stdout, p.stderr, argv)
+
+    def _run(self, argv, env):
+        """argv run to its end, or stopped past self.timeout; a
+        CompletedProcess.  Killed at once (subprocess.run's way), the tool
+        would leave the training command it runs going on."""
+        p = subprocess.Popen(argv, cwd=self.cwd, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, universal_newlines=True)
+        try:
+            out, err = p.communicate(timeout=self.timeout)
+        except subprocess.TimeoutExpired:
+            out, err = self._stop(p)
+            raise subprocess.TimeoutExpired(argv, self.timeout, output=out, stderr=err)
+        except BaseException:  # ^C in pytest: the check is told to stop, and waited for
+            self._stop(p)
+            raise
+        return subprocess.CompletedProcess(argv, p.returncode, out, err)
+
+    def _stop(self, p):
+        """SIGTERM to p, SIGKILL if it has not ended STOP_WAIT s later;
+        what it printed."""
+        p.terminate()
+        try:
+            return p.communicate(timeout=self.STOP_WAIT)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            return p.communicate()
 
     def resume(self, cmd, **opts):
         """resume parity (at=K, resume_cmd=..., resume_args=..., sample_id=...,

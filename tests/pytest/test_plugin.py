@@ -2,7 +2,8 @@
 """test_plugin.py -- the pytest plugin (python/trainparity_native) against the real
 tool: its checks pass and fail as trainparity-run's do, on fixtures of
 fixtures/, and a test whose check does not have the expected outcome fails
-with the check's text report as its message.  Run by
+with the check's text report as its message; a Runner's timeout stops the
+check and the command it runs.  Run by
 tests/e2e/pytest_plugin.sh (pytest -p pytester --trainparity-bin ...)."""
 import json
 import os
@@ -67,6 +68,31 @@ def test_refused_options_raise(trainparity, tmp_path):
     from trainparity_native import TrainParityError
     with pytest.raises(TrainParityError, match="refused the options"):
         trainparity.coverage([sys.executable, "x.py"], policy="sometimes")
+
+
+def test_timeout_stops_the_check_and_its_command(trainparity, tmp_path):
+    """a Runner's timeout: the check is told to stop, ends the command it
+    runs and runs no other (killed at once, it would leave it running)"""
+    import subprocess
+    import time
+    from trainparity_native import Runner
+    (tmp_path / "slow.py").write_text(
+        "import os, time\n"
+        "open('pids', 'a').write('%d\\n' % os.getpid())\n"
+        "time.sleep(120)\n")
+    runner = Runner(binary=trainparity.binary, cwd=str(tmp_path), timeout=10)
+    with pytest.raises(subprocess.TimeoutExpired):
+        runner.run("resume", [sys.executable, "slow.py"])
+    pids = [int(p) for p in (tmp_path / "pids").read_text().split()]
+    assert len(pids) == 1, ("executions started", pids)  # A only
+    deadline = time.time() + 60  # a bound for liveness only
+    while time.time() < deadline:
+        try:
+            os.kill(pids[0], 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    pytest.fail("the command of the stopped check still runs")
 
 
 def pytester_bin(pytester):
