@@ -178,20 +178,16 @@ static int run_one(tpt_session *s, int64_t run, const char *role, char **cmd, ch
     tpt_snapshot before = {{0, 0}, NULL, 0, false};
     tpt_exec_spec es = {role, cmd, env, 0};
     tpt_exec_result res;
-    int rc = -1;
+    bool ran, asided = false;
     if (tpt_snapshot_take(&before, err) != TP_OK) {
         tpt_error("%s", err);
         return -1;
     }
-    if (tpt_exec_one(s, "compare", run, &es, &res) == 0) {
-        if (tpt_session_aside(s, "compare", run, role, res.exec, tool, &before) == 0) rc = 0;
-    } else if (res.launched && tpt_launch_stopped() != 0) {
-        /* stopped by a signal: what it saved goes aside all the same, so
-         * that a script which resumes on its own does not find it next time */
-        tpt_session_aside(s, "compare", run, role, res.exec, tool, &before);
-    }
+    ran = tpt_exec_one(s, "compare", run, &es, &res) == 0;
+    if (ran || tpt_exec_cut(&res))
+        asided = tpt_session_aside(s, "compare", run, role, res.exec, tool, &before) == 0;
     tpt_snapshot_free(&before);
-    return rc;
+    return ran && asided ? 0 : -1;
 }
 
 /* narrow runs the reruns the verdict v asks for (docs/induction.md): C
@@ -214,13 +210,6 @@ static int narrow(tpt_session *s, int64_t run, const tpt_opts *o, char **env,
     for (int i = 0; i < (v->narrow_b ? 2 : 1); i++)
         if (run_one(s, run, i ? "D2" : "C2", o->cmd, renv, tool) != 0) return -1;
     return 0;
-}
-
-/* once_progress says why D runs (--once). */
-static void once_progress(void)
-{
-    tpt_progress("compare", "C differs from the golden run: running D (--once), to tell a "
-                            "regression from a script that differs from itself");
 }
 
 int tpt_cmd_compare(int argc, char **argv)
@@ -294,7 +283,8 @@ int tpt_cmd_compare(int argc, char **argv)
         if (v.second && !d_ran) {
             d_ran = true;
             tpt_verdict_info_free(&v);
-            once_progress();
+            tpt_progress("compare", "C differs from the golden run: running D (--once), to "
+                                    "tell a regression from a script that differs from itself");
             if (run_one(s, run, "D", o.cmd, narrowed ? denv : env, &tool) != 0) goto done;
             continue;
         }

@@ -126,14 +126,11 @@ static int baseline(tpt_session *s, int64_t run, const char *role, plan *p,
 {
     char *env[6];
     tpt_exec_result res;
+    bool ran;
     env_of(p, env);
-    if (run_one(s, run, role, p->o.cmd, env, &res) != 0) {
-        /* stopped by a signal: what it saved goes aside all the same, so
-         * that a script which resumes on its own does not find it next time */
-        if (res.launched && tpt_launch_stopped() != 0) aside(s, run, role, res.exec, tool, before);
-        return -1;
-    }
-    return aside(s, run, role, res.exec, tool, before);
+    ran = run_one(s, run, role, p->o.cmd, env, &res) == 0;
+    if (!ran && !tpt_exec_cut(&res)) return -1;
+    return aside(s, run, role, res.exec, tool, before) == 0 && ran ? 0 : -1;
 }
 
 static int parse_plan(plan *p, int argc, char **argv)
@@ -260,13 +257,6 @@ out:
     return rc;
 }
 
-/* once_progress says why B runs after R (--once). */
-static void once_progress(void)
-{
-    tpt_progress("resume", "R did not simply match A: running B (--once), to tell a resume that "
-                           "loses state from a script that differs from itself");
-}
-
 int tpt_cmd_resume(int argc, char **argv)
 {
     char err[TPT_ERR_LEN], *params = NULL;
@@ -335,7 +325,9 @@ int tpt_cmd_resume(int argc, char **argv)
         if (v.second && !b_ran) {
             b_ran = true;
             tpt_verdict_info_free(&v);
-            once_progress();
+            tpt_progress("resume", "R did not simply match A: running B (--once), to tell a "
+                                   "resume that loses state from a script that differs from "
+                                   "itself");
             if ((!narrowed && (aside(s, run, "I", iexec, &tool, &before_i) != 0 ||
                                aside(s, run, "R", rexec, &tool, &before_i) != 0)) ||
                 retake(&before_b) != 0 || baseline(s, run, "B", &p, &tool, &before_b) != 0)

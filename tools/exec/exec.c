@@ -248,6 +248,11 @@ finish:
     return rc;
 }
 
+bool tpt_exec_cut(const tpt_exec_result *res)
+{
+    return res->launched && tpt_launch_stopped() != 0;
+}
+
 int tpt_exec_one(tpt_session *s, const char *tag, int64_t run, const tpt_exec_spec *spec,
                  tpt_exec_result *res)
 {

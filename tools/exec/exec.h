@@ -97,4 +97,10 @@ tp_err tpt_exec_run(tpt_session *s, int64_t run, const tpt_exec_spec *spec, tpt_
 int tpt_exec_one(tpt_session *s, const char *tag, int64_t run, const tpt_exec_spec *spec,
                  tpt_exec_result *res);
 
+/* tpt_exec_cut says that the command of res started and a stopping signal
+ * reached trainparity-run while it ran: tpt_exec_one returned -1, yet what
+ * the command saved is moved aside as a finished baseline's is, so that a
+ * script that resumes on its own does not find it next time. */
+bool tpt_exec_cut(const tpt_exec_result *res);
+
 #endif
