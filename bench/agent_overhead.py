@@ -25,6 +25,11 @@
 #   health     under trainparity-run health: "on" plus TRAINPARITY_UPDATE_NORM=1,
 #              a copy of the parameters before each optimizer step and the
 #              norm of the difference after it
+#   hfloor     plain, the "with" arm reading what "read" reads and moving
+#              the bytes an exact update norm must move (every parameter
+#              copied before the step, it and its copy read after): the
+#              least any health with exact update norms at every step could
+#              cost
 #   sparse     the same with --every SPARSE: the update measured once
 # Each round starts one fresh process of each, in an order that rotates; the
 # figures are medians over rounds of each process's ratio.  Two costs the
@@ -72,7 +77,7 @@ def measure(model, build, rounds):
     work = tempfile.mkdtemp(prefix="tp-bench-")
     cmds = {"same": step, "induction": [run, "record", "--digest", "induction", "--"] + step,
             "on": [run, "record", "--"] + step, "read": step + ["--floor"],
-            "health": [run, "health", "--"] + step,
+            "health": [run, "health", "--"] + step, "hfloor": step + ["--floor-health"],
             "sparse": [run, "health", "--every", str(SPARSE), "--"] + step}
     envs = {"induction": dict(os.environ, TRAINPARITY_FULL_EVERY=str(FULL_EVERY))}
     order = list(cmds)
@@ -114,7 +119,9 @@ def main(build, rounds, models):
         print(f"  old design (every tensor every step; record, compare --digest full): "
               f"ratio {spread(on)}; "
               f"its floor, reading the same bytes: {spread(got['read'])}", flush=True)
-        print(f"  health (update norms): ratio {spread(got['health'])}; with --every {SPARSE} "
+        print(f"  health (update norms): ratio {spread(got['health'])}; its floor, reading "
+              f"those bytes and copying and reading the parameters as an exact update norm "
+              f"must: {spread(got['hfloor'])}; with --every {SPARSE} "
               f"(the update measured at step 0 only; skipped steps read from the snapshots): "
               f"{spread(got['sparse'])}", flush=True)
 

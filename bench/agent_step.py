@@ -4,13 +4,15 @@
 # parameters, so that the bench shows how the cost grows with the model) or
 # a small transformer on CPU, Adam.
 #
-#   agent_step.py MODEL CYCLES BLOCK [--floor]    (MODEL: mlp, mlp44, transformer, tiny)
+#   agent_step.py MODEL CYCLES BLOCK [--floor | --floor-health]
+#                                   (MODEL: mlp, mlp44, transformer, tiny)
 #
 # After WARMUP steps it runs CYCLES cycles of four blocks of BLOCK steps
 # that alternate between two arms, in the order with, without, without,
 # with (so that neither arm always comes first, and a drift over the cycle
 # weighs on both alike): "with" is the agent observing (or, with --floor,
-# the loop reading what the agent hashes: see trainer()), "without" the
+# the loop reading what the agent hashes; with --floor-health, that and
+# the memory traffic of an exact update norm too: see trainer()), "without" the
 # agent standing aside, every wrapper of it passing straight through to
 # torch as in a forked child (agent/glue/core.py, S.aside), or no reads.
 # The first step of each block is left out (what the block before left
@@ -65,15 +67,19 @@ def transformer():
     return model, lambda: nn.functional.cross_entropy(model(tokens).flatten(0, 1), tokens.flatten())
 
 
-def trainer(kind, floor=None):
+def trainer(kind, floor=None, update=False):
     """The model and a function that trains n steps, returning their times.
     Where floor (a function called at each step) says so, the step also
     reads what the agent hashes, where it hashes it, with torch's own
     threads (amax: one pass, no copy): the parameters and optimizer state
-    at the backward, the gradients at the step."""
+    at the backward, the gradients at the step.  With update, it also
+    moves the bytes an exact update norm must move, as `health` does: every
+    parameter copied before the optimizer step, then every parameter and
+    its copy read after it (amax again: the reads, not the arithmetic)."""
     model, loss_fn = {"mlp": mlp, "mlp44": mlp44, "transformer": transformer, "tiny": tiny}[kind]()
     opt = torch.optim.Adam(model.parameters(), lr=1e-4)
     params = list(model.parameters())
+    copies = [torch.empty_like(p) for p in params] if update else []
 
     def read(tensors):
         for t in tensors:
@@ -91,7 +97,12 @@ def trainer(kind, floor=None):
             loss.backward()
             if reads:
                 read([p.grad for p in params])
+            if reads and update:
+                for c, p in zip(copies, params):
+                    c.copy_(p)
             opt.step()
+            if reads and update:
+                read(params + copies)
             times.append(time.perf_counter() - t0)
         return times
 
@@ -123,9 +134,10 @@ def pass_through(opt, calls=2000):
 def alternate(kind, ncycles, floor, block):
     """Runs the two arms; returns the model, the arms' median step times
     (with, without), the ratio of each cycle, the pass-through's seconds
-    per step and the steps the "with" arm ran, warm-up included."""
+    per step and the steps the "with" arm ran, warm-up included.  floor:
+    None, "read" or "health"."""
     arm = {"with": True}
-    model, steps = trainer(kind, (lambda: arm["with"]) if floor else None)
+    model, steps = trainer(kind, (lambda: arm["with"]) if floor else None, floor == "health")
     return (model,) + alternate_steps(steps, ncycles, block, arm, "agent_step")
 
 
@@ -169,7 +181,9 @@ def main(kind, ncycles, block, floor):
 
 
 if __name__ == "__main__":
-    args = [a for a in sys.argv[1:] if a != "--floor"]
-    if len(args) != 3:
-        sys.exit("usage: agent_step.py MODEL CYCLES BLOCK [--floor]")
-    main(args[0], int(args[1]), int(args[2]), "--floor" in sys.argv[1:])
+    FLOORS = {"--floor": "read", "--floor-health": "health"}
+    args = [a for a in sys.argv[1:] if a not in FLOORS]
+    if len(args) != 3 or len(sys.argv) - 1 - len(args) > 1:
+        sys.exit("usage: agent_step.py MODEL CYCLES BLOCK [--floor | --floor-health]")
+    main(args[0], int(args[1]), int(args[2]),
+         next((FLOORS[a] for a in sys.argv[1:] if a in FLOORS), None))

@@ -93,13 +93,17 @@ typedef struct row {
     const char *label;
     tp_kernel kernel; /* the kernels it may use */
     tp_dtype dt;      /* TP_DT_OTHER: XXH3-128 alone */
+    tp_prefetch pf;   /* TP_PREFETCH_AUTO: the way the timing chose */
     double best;
     double ratio[REPS]; /* the read's time over the row's, round by round */
 } row;
 
+static tp_prefetch chosen; /* the way the digest chose, by timing (calibrate) */
+
 static void run(const row *r, const float *f32, const uint16_t *bf16, size_t bytes)
 {
     tp_digest_use_kernel(r->kernel);
+    tp_digest_use_prefetch(r->pf == TP_PREFETCH_AUTO ? chosen : r->pf);
     if (r->dt == TP_DT_OTHER)
         xxh_all(f32, bytes);
     else if (r->dt == TP_DT_F32)
@@ -107,6 +111,23 @@ static void run(const row *r, const float *f32, const uint16_t *bf16, size_t byt
     else
         digest_all("torch.bfloat16", TP_DT_BF16, bf16, bytes);
     tp_digest_use_kernel(TP_KERNEL_AVX512);
+    tp_digest_use_prefetch(chosen);
+}
+
+/* calibrate digests pieces of CAL_PIECE bytes of f32 until the digest has
+ * chosen its way of prefetching (digest/prefetch.h), as the agent's first
+ * large tensors make it choose, and fixes that way for every later row. */
+#define CAL_PIECE ((size_t)16 << 20)
+static void calibrate(const float *f32, size_t bytes)
+{
+    size_t at = 0;
+    tp_digest_use_prefetch(TP_PREFETCH_AUTO);
+    while (tp_digest_prefetch() == TP_PREFETCH_AUTO && bytes >= CAL_PIECE) {
+        digest_all("torch.float32", TP_DT_F32, (const char *)f32 + at, CAL_PIECE);
+        at = at + 2 * CAL_PIECE <= bytes ? at + CAL_PIECE : 0;
+    }
+    chosen = tp_digest_prefetch() == TP_PREFETCH_OFF ? TP_PREFETCH_OFF : TP_PREFETCH_ON;
+    tp_digest_use_prefetch(chosen);
 }
 
 /* ---- in cache, and on every core ---- */
@@ -199,13 +220,15 @@ int main(int argc, char **argv)
     tp_kernel best = tp_digest_use_kernel(TP_KERNEL_AVX512);
     float *f32 = malloc(bytes);
     uint16_t *bf16 = malloc(bytes);
-    row rows[4] = {
-        {"XXH3-128", best, TP_DT_OTHER, 1e9, {0}},
-        {"digest + stats", best, TP_DT_F32, 1e9, {0}},
-        {"  bfloat16", best, TP_DT_BF16, 1e9, {0}},
-        {"  AVX2 kernel", TP_KERNEL_AVX2, TP_DT_F32, 1e9, {0}},
+    row rows[6] = {
+        {"XXH3-128", best, TP_DT_OTHER, TP_PREFETCH_AUTO, 1e9, {0}},
+        {"digest + stats", best, TP_DT_F32, TP_PREFETCH_AUTO, 1e9, {0}},
+        {"  bfloat16", best, TP_DT_BF16, TP_PREFETCH_AUTO, 1e9, {0}},
+        {"  AVX2 kernel", TP_KERNEL_AVX2, TP_DT_F32, TP_PREFETCH_AUTO, 1e9, {0}},
+        {"  prefetch on", best, TP_DT_F32, TP_PREFETCH_ON, 1e9, {0}},
+        {"  prefetch off", best, TP_DT_F32, TP_PREFETCH_OFF, 1e9, {0}},
     };
-    int nrows = best == TP_KERNEL_AVX512 ? 4 : 3;
+    int nrows = best == TP_KERNEL_AVX512 ? 6 : 3;
     double read = 1e9;
     if (f32 == NULL || bf16 == NULL || mib == 0) {
         fprintf(stderr, "usage: hash_bench [MiB]\n");
@@ -217,6 +240,7 @@ int main(int argc, char **argv)
         memcpy(&bits, &f32[i / 2], 4);
         bf16[i] = (uint16_t)(bits >> 16);
     }
+    calibrate(f32, bytes);
     for (int rep = 0; rep < REPS; rep++) {
         double t = now_s(), tr;
         read_all((const uint64_t *)f32, bytes / 8);
@@ -230,7 +254,11 @@ int main(int argc, char **argv)
             rows[k].ratio[rep] = tr / t;
         }
     }
-    printf("hash_bench: %zu MiB, %d rounds, kernel %s\n", mib, REPS, kernel_names[best]);
+    printf("hash_bench: %zu MiB, %d rounds, kernel %s, prefetch %s (chosen by timing)\n", mib, REPS,
+           kernel_names[best],
+           best < TP_KERNEL_AVX512     ? "-"
+           : chosen == TP_PREFETCH_OFF ? "off"
+                                       : "on");
     printf("  memory read      %7.2f GB/s\n", (double)bytes / read / 1e9);
     for (int k = 0; k < nrows; k++) {
         qsort(rows[k].ratio, REPS, sizeof(double), by_value);

@@ -11,11 +11,13 @@
  * give equal statistics, whichever kernel computed them. */
 #define _GNU_SOURCE
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include <xxhash.h>
 
 #include "digest/digest.h"
+#include "digest/prefetch.h"
 #include "digest/stats.h"
 #include "digest/stats512.h"
 #include "digest/xxh3_avx2.h"
@@ -140,9 +142,12 @@ static XXH128_hash_t streamed(const char *dtype_name, const int64_t *shape, int 
 
 #define ONE_LOOP_MIN_BYTES ((size_t)16384)
 #define HEAD_MAX           512 /* header bytes: dtype name, ~60 dimensions */
-/* The prefetch distance.  On a 2-core Xeon whose memory reads at 11 GB/s a
- * thread (bench/hash_bench.c, 256 MiB, float32): none 0.67 of a read, 2 KiB
- * 0.94-0.96, 4 KiB 0.96-1.00, 8 KiB 0.84-0.96, 16 KiB 0.86-0.92. */
+/* The prefetch distance, where the pass prefetches at all (prefetch.h).  On
+ * a 2-core Xeon whose memory reads at 11 GB/s a thread (bench/hash_bench.c,
+ * 256 MiB, float32): none 0.67 of a read, 2 KiB 0.94-0.96, 4 KiB 0.96-1.00,
+ * 8 KiB 0.84-0.96, 16 KiB 0.86-0.92.  On a 2-core AMD Zen 4 (a copy of this
+ * pass timed the same way, one run each): none 0.94, 2 KiB 0.58, 3 KiB
+ * 0.67, 4 KiB 0.78-0.80, 6 KiB 0.87, 8 KiB 0.81, 16 KiB 0.79. */
 #define AHEAD_STRIPES (4096 / TP_XXH3_STRIPE)
 
 /* header writes what the digest hashes before the tensor's bytes, the dtype
@@ -180,16 +185,16 @@ INLINE_AVX512 void step512(lanes512 *l, const uint8_t *p, tp_dtype dt)
 }
 
 /* one_loop512 hashes n stripes at in and accumulates n times 64 bytes of
- * elements at p, prefetching AHEAD_STRIPES ahead. */
+ * elements at p, prefetching AHEAD_STRIPES ahead when pf. */
 INLINE_AVX512 void one_loop512(tp_xxh3_long *x, const uint8_t *in, const uint8_t *p, size_t n,
-                               tp_acc *a, tp_dtype dt)
+                               tp_acc *a, tp_dtype dt, bool pf)
 {
     __m512i h = _mm512_load_si512(x->acc);
     unsigned pos = x->pos;
     lanes512 l;
     lanes512_load(&l, a);
     for (size_t i = 0; i < n; i++, in += TP_XXH3_STRIPE, p += TP_XXH3_STRIPE) {
-        if (i + AHEAD_STRIPES < n)
+        if (pf && i + AHEAD_STRIPES < n)
             __builtin_prefetch(in + AHEAD_STRIPES * TP_XXH3_STRIPE, 0, PREFETCH_LOCALITY);
         h = tp_xxh3_accumulate512(h, in, tp_xxh3_key512(pos));
         step512(&l, p, dt);
@@ -203,16 +208,19 @@ INLINE_AVX512 void one_loop512(tp_xxh3_long *x, const uint8_t *in, const uint8_t
     lanes512_store(&l, a);
 }
 
-/* one_loop512_dt is one_loop512 built once per float dtype. */
+/* one_loop512_dt is one_loop512 built once per float dtype and way of
+ * prefetching. */
 TARGET_AVX512 static void one_loop512_dt(tp_xxh3_long *x, const uint8_t *in, const uint8_t *p,
-                                         size_t n, tp_acc *a, tp_dtype dt)
+                                         size_t n, tp_acc *a, tp_dtype dt, bool pf)
 {
-    if (dt == TP_DT_F32)
-        one_loop512(x, in, p, n, a, TP_DT_F32);
+    if (dt == TP_DT_F32 && pf)
+        one_loop512(x, in, p, n, a, TP_DT_F32, true);
+    else if (dt == TP_DT_F32)
+        one_loop512(x, in, p, n, a, TP_DT_F32, false);
     else if (dt == TP_DT_BF16)
-        one_loop512(x, in, p, n, a, TP_DT_BF16);
+        one_loop512(x, in, p, n, a, TP_DT_BF16, pf);
     else
-        one_loop512(x, in, p, n, a, TP_DT_F16);
+        one_loop512(x, in, p, n, a, TP_DT_F16, pf);
 }
 
 /* one_loop digests the header (hlen bytes at head, which has room for a
@@ -223,6 +231,7 @@ static int one_loop(uint8_t *head, size_t hlen, const uint8_t *data, size_t n, t
 {
     size_t body = n - n % tp_elem_size(dt), len = hlen + n, hs, skip, ns, done;
     tp_xxh3_long x;
+    tp_pf_run pf;
 
     if (tp_stats_kernel() != TP_KERNEL_AVX512 || !tp_is_float(dt) || n < ONE_LOOP_MIN_BYTES ||
         hlen > HEAD_MAX)
@@ -234,7 +243,9 @@ static int one_loop(uint8_t *head, size_t hlen, const uint8_t *data, size_t n, t
     memcpy(head + hlen, data, skip);
     tp_xxh3_long_init(&x);
     tp_xxh3_stripes512(&x, head, hs);
-    one_loop512_dt(&x, data + skip, data, ns, a, dt);
+    pf = tp_pf_start(n);
+    one_loop512_dt(&x, data + skip, data, ns, a, dt, pf.prefetch);
+    tp_pf_end(&pf);
     tp_stats_chunk(a, dt, data + done, body - done, 1);
     *h = tp_xxh3_finish512(&x, data + n - TP_XXH3_STRIPE, len);
     tp_stats_recheck(a, dt, data, body);

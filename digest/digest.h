@@ -55,12 +55,32 @@ void tp_digest_bytes(const void *p, size_t n, uint8_t out[TP_DIGEST_LEN]);
 typedef enum tp_kernel {
     TP_KERNEL_PORTABLE = 0, /* C, SSE2 XXH3 */
     TP_KERNEL_AVX2,         /* AVX2 + FMA */
-    TP_KERNEL_AVX512,       /* AVX-512F: hash and statistics in one loop */
+    TP_KERNEL_AVX512,       /* AVX-512F and DQ: hash and statistics in one loop */
 } tp_kernel;
 
 /* tp_digest_use_kernel, for tests and benchmarks only, makes later digests
  * use no kernel above k (TP_KERNEL_AVX512: the best again) and returns the
  * best kernel now in use.  Not thread-safe: call it while nothing digests. */
 tp_kernel tp_digest_use_kernel(tp_kernel k);
+
+/* Whether the AVX-512 pass over a large float tensor asks for memory ahead
+ * of its reads (software prefetch).  Which way keeps one thread nearer the
+ * speed of a memory read depends on the machine, never the digest's bits:
+ * by default (TP_PREFETCH_AUTO) each process times its first large tensors
+ * both ways and keeps the faster (digest/prefetch.h). */
+typedef enum tp_prefetch {
+    TP_PREFETCH_AUTO = 0, /* still timing */
+    TP_PREFETCH_ON,
+    TP_PREFETCH_OFF,
+} tp_prefetch;
+
+/* tp_digest_use_prefetch, for tests and benchmarks only, fixes the way
+ * (ON, OFF), or starts the timing again (AUTO).  Not thread-safe: call it
+ * while nothing digests. */
+void tp_digest_use_prefetch(tp_prefetch m);
+
+/* tp_digest_prefetch is the way decided, or TP_PREFETCH_AUTO while the
+ * process is still timing. */
+tp_prefetch tp_digest_prefetch(void);
 
 #endif

@@ -22,7 +22,9 @@ static tp_kernel cpu_kernel(void)
         __builtin_cpu_init();
         if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) best = TP_KERNEL_AVX2;
 #ifdef TP_HAVE_AVX512
-        if (best == TP_KERNEL_AVX2 && __builtin_cpu_supports("avx512f")) best = TP_KERNEL_AVX512;
+        if (best == TP_KERNEL_AVX2 && __builtin_cpu_supports("avx512f") &&
+            __builtin_cpu_supports("avx512dq"))
+            best = TP_KERNEL_AVX512;
 #endif
 #endif
     }

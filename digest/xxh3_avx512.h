@@ -54,7 +54,7 @@ tp_xxh3_accumulate512(__m512i acc, const void *in, const void *key)
 {
     __m512i d = _mm512_loadu_si512(in);
     __m512i dk = _mm512_xor_si512(d, _mm512_loadu_si512(key));
-    __m512i prod = _mm512_mul_epu32(dk, _mm512_shuffle_epi32(dk, (_MM_PERM_ENUM)0x31));
+    __m512i prod = _mm512_mul_epu32(dk, _mm512_srli_epi64(dk, 32));
     __m512i swapped = _mm512_shuffle_epi32(d, (_MM_PERM_ENUM)0x4e);
     return _mm512_add_epi64(prod, _mm512_add_epi64(acc, swapped));
 }

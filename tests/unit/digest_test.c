@@ -307,15 +307,22 @@ static void same_on_every_kernel(const char *dt, const int64_t *shape, int nd, c
     ck_assert_mem_eq(d, want, 16);
     for (int k = TP_KERNEL_AVX2; k <= (int)best; k++) {
         ck_assert_int_eq(tp_digest_use_kernel((tp_kernel)k), k);
-        digest(dt, shape, nd, p, nbytes, d, &st);
-        ck_assert_msg(memcmp(d, want, 16) == 0, "%s %zu bytes kernel %d: digest", dt, nbytes, k);
-        ck_assert_msg(memcmp(&st.sum, &ref.sum, 8) == 0 && memcmp(&st.l2, &ref.l2, 8) == 0 &&
-                          memcmp(&st.maxabs, &ref.maxabs, 8) == 0 && st.nonfinite == ref.nonfinite,
-                      "%s %zu bytes kernel %d: sum %a/%a l2 %a/%a max %a/%a nf %llu/%llu", dt,
-                      nbytes, k, st.sum, ref.sum, st.l2, ref.l2, st.maxabs, ref.maxabs,
-                      (unsigned long long)st.nonfinite, (unsigned long long)ref.nonfinite);
+        for (int pf = TP_PREFETCH_ON; pf <= TP_PREFETCH_OFF; pf++) { /* both ways of the pass */
+            tp_digest_use_prefetch((tp_prefetch)pf);
+            digest(dt, shape, nd, p, nbytes, d, &st);
+            ck_assert_msg(memcmp(d, want, 16) == 0, "%s %zu bytes kernel %d prefetch %d: digest",
+                          dt, nbytes, k, pf);
+            ck_assert_msg(memcmp(&st.sum, &ref.sum, 8) == 0 && memcmp(&st.l2, &ref.l2, 8) == 0 &&
+                              memcmp(&st.maxabs, &ref.maxabs, 8) == 0 &&
+                              st.nonfinite == ref.nonfinite,
+                          "%s %zu bytes kernel %d prefetch %d: sum %a/%a l2 %a/%a max %a/%a nf "
+                          "%llu/%llu",
+                          dt, nbytes, k, pf, st.sum, ref.sum, st.l2, ref.l2, st.maxabs, ref.maxabs,
+                          (unsigned long long)st.nonfinite, (unsigned long long)ref.nonfinite);
+        }
     }
     tp_digest_use_kernel(TP_KERNEL_AVX512);
+    tp_digest_use_prefetch(TP_PREFETCH_AUTO);
 }
 
 /* kernels_agree checks n random elements of dt, with and without non-finite
@@ -382,6 +389,41 @@ START_TEST(test_digest_kernels_agree_on_every_block_end)
 }
 END_TEST
 
+START_TEST(test_digest_prefetch_chosen_by_timing)
+{
+    /* a tensor over 1 MiB is timed: the first 32 decide the way of
+     * prefetching, each digested the same as with either way fixed, with
+     * and without non-finite elements; a way fixed stays fixed */
+    size_t n = ((size_t)1 << 18) + 5;
+    int64_t len = (int64_t)n;
+    float *buf = malloc(n * 4);
+    uint8_t want[16], d[16];
+    tp_stats ref, st;
+    ck_assert_ptr_nonnull(buf);
+    for (int nonfinite = 0; nonfinite < 2; nonfinite++) {
+        fill(buf, "float32", n, nonfinite, 11);
+        tp_digest_use_prefetch(TP_PREFETCH_OFF);
+        digest("float32", &len, 1, buf, n * 4, want, &ref);
+        for (int i = 0; i < 40; i++) digest("float32", &len, 1, buf, n * 4, d, &st);
+        ck_assert_int_eq(tp_digest_prefetch(), TP_PREFETCH_OFF);
+        tp_digest_use_prefetch(TP_PREFETCH_ON);
+        digest("float32", &len, 1, buf, n * 4, d, &st);
+        ck_assert_mem_eq(d, want, 16);
+        ck_assert(memcmp(&st, &ref, sizeof st) == 0);
+        tp_digest_use_prefetch(TP_PREFETCH_AUTO);
+        ck_assert_int_eq(tp_digest_prefetch(), TP_PREFETCH_AUTO);
+        for (int i = 0; i < 32; i++) {
+            digest("float32", &len, 1, buf, n * 4, d, &st);
+            ck_assert_mem_eq(d, want, 16);
+            ck_assert(memcmp(&st, &ref, sizeof st) == 0);
+        }
+        if (tp_digest_use_kernel(TP_KERNEL_AVX512) == TP_KERNEL_AVX512) /* else no pass timed */
+            ck_assert_int_ne(tp_digest_prefetch(), TP_PREFETCH_AUTO);
+    }
+    free(buf);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("digest");
@@ -394,6 +436,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_digest_bf16_fused_matches_definition);
     tcase_add_test(tc, test_digest_kernels_agree);
     tcase_add_test(tc, test_digest_kernels_agree_on_every_block_end);
+    tcase_add_test(tc, test_digest_prefetch_chosen_by_timing);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: MIT
+ * prefetch.c -- the one-loop pass's prefetch, chosen by timing (see
+ * prefetch.h).
+ *
+ * A round of timing hands out CAL_SAMPLES slots, in order, to passes large
+ * enough to be timed: even slots run with the prefetch, odd ones without, so
+ * the two ways alternate over the same moments of the process.  The pass
+ * that fills the last slot decides.  Every RECAL_PASSES timed-size passes
+ * after that, a new round starts, so that a decision a busy moment got wrong
+ * does not last.  Passes that are not timed run the way decided, with the
+ * prefetch before the first decision, as the digest did before it timed
+ * anything.  The round's state is under a mutex, taken only by passes of
+ * CAL_MIN_BYTES or more (tens of microseconds of work each). */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "digest/prefetch.h"
+
+#define CAL_SAMPLES   32                /* timed passes a round, half of them each way */
+#define CAL_MIN_BYTES ((size_t)1 << 20) /* larger than a core's L2 on the x86 of the last years */
+#define RECAL_PASSES  4096              /* passes of that size between rounds */
+
+static _Atomic int mode = TP_PREFETCH_AUTO; /* the way decided; AUTO: none yet */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    bool forced; /* tp_digest_use_prefetch(ON or OFF): no timing */
+    bool timing; /* a round is on */
+    unsigned round;
+    int taken, done;
+    uint64_t since;           /* passes since the last decision */
+    double rate[CAL_SAMPLES]; /* bytes per second of each slot's pass */
+} cal = {false, true, 0, 0, 0, 0, {0}};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* off_faster: in the median pair of slots (the even one with the prefetch,
+ * the odd one after it without), the pass without ran faster.  Each pair's
+ * two passes ran a moment apart, so a pair's ratio sees the machine's speed
+ * of that moment on both sides.  Lock held. */
+static bool off_faster(void)
+{
+    double v[CAL_SAMPLES / 2];
+    for (int i = 0; i < CAL_SAMPLES / 2; i++) v[i] = cal.rate[2 * i + 1] / cal.rate[2 * i];
+    qsort(v, CAL_SAMPLES / 2, sizeof v[0], by_value);
+    return v[CAL_SAMPLES / 4 - 1] + v[CAL_SAMPLES / 4] > 2;
+}
+
+tp_pf_run tp_pf_start(size_t nbytes)
+{
+    tp_pf_run r = {atomic_load(&mode) != TP_PREFETCH_OFF, -1, 0, nbytes, 0};
+    if (nbytes < CAL_MIN_BYTES) return r;
+    pthread_mutex_lock(&lock);
+    if (!cal.forced && !cal.timing && ++cal.since >= RECAL_PASSES) {
+        cal.timing = true, cal.round++;
+        cal.taken = cal.done = 0;
+    }
+    if (cal.timing && cal.taken < CAL_SAMPLES) {
+        r.slot = cal.taken++;
+        r.round = cal.round;
+        r.prefetch = r.slot % 2 == 0;
+    }
+    pthread_mutex_unlock(&lock);
+    if (r.slot >= 0) r.t0 = now_s();
+    return r;
+}
+
+void tp_pf_end(const tp_pf_run *r)
+{
+    double t;
+    if (r->slot < 0) return;
+    t = now_s() - r->t0;
+    pthread_mutex_lock(&lock);
+    if (cal.timing && r->round == cal.round) {
+        cal.rate[r->slot] = (double)r->bytes / (t > 0 ? t : 1e-9);
+        if (++cal.done == CAL_SAMPLES) {
+            atomic_store(&mode, off_faster() ? TP_PREFETCH_OFF : TP_PREFETCH_ON);
+            cal.timing = false, cal.since = 0;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+void tp_digest_use_prefetch(tp_prefetch m)
+{
+    pthread_mutex_lock(&lock);
+    cal.forced = m != TP_PREFETCH_AUTO;
+    cal.timing = !cal.forced, cal.round++;
+    cal.taken = cal.done = 0, cal.since = 0;
+    atomic_store(&mode, m);
+    pthread_mutex_unlock(&lock);
+}
+
+tp_prefetch tp_digest_prefetch(void)
+{
+    return (tp_prefetch)atomic_load(&mode);
+}
