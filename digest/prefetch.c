@@ -9,10 +9,12 @@
  * after that, a new round starts, so that a decision a busy moment got wrong
  * does not last.  Passes that are not timed run the way decided, with the
  * prefetch before the first decision, as the digest did before it timed
- * anything.  The round's state is under a mutex, taken only by passes of
- * CAL_MIN_BYTES or more (tens of microseconds of work each). */
+ * anything.  The round's state is under a lock that is held for a few
+ * instructions and only by passes of CAL_MIN_BYTES or more; a pass that
+ * finds it held is not timed rather than wait, so that a process forked
+ * while another thread held it (which would hold it for ever there) only
+ * stops timing. */
 #define _GNU_SOURCE
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -26,7 +28,7 @@
 #define RECAL_PASSES  4096              /* passes of that size between rounds */
 
 static _Atomic int mode = TP_PREFETCH_AUTO; /* the way decided; AUTO: none yet */
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_flag held = ATOMIC_FLAG_INIT;
 static struct {
     bool forced; /* tp_digest_use_prefetch(ON or OFF): no timing */
     bool timing; /* a round is on */
@@ -35,6 +37,23 @@ static struct {
     uint64_t since;           /* passes since the last decision */
     double rate[CAL_SAMPLES]; /* bytes per second of each slot's pass */
 } cal = {false, true, 0, 0, 0, 0, {0}};
+
+static bool try_lock(void)
+{
+    return !atomic_flag_test_and_set_explicit(&held, memory_order_acquire);
+}
+
+/* lock waits for the lock: only a thread that took it in this process, for
+ * a few instructions, can be holding it then (see above). */
+static void lock(void)
+{
+    while (!try_lock()) continue;
+}
+
+static void unlock(void)
+{
+    atomic_flag_clear_explicit(&held, memory_order_release);
+}
 
 static double now_s(void)
 {
@@ -64,8 +83,7 @@ static bool off_faster(void)
 tp_pf_run tp_pf_start(size_t nbytes)
 {
     tp_pf_run r = {atomic_load(&mode) != TP_PREFETCH_OFF, -1, 0, nbytes, 0};
-    if (nbytes < CAL_MIN_BYTES) return r;
-    pthread_mutex_lock(&lock);
+    if (nbytes < CAL_MIN_BYTES || !try_lock()) return r;
     if (!cal.forced && !cal.timing && ++cal.since >= RECAL_PASSES) {
         cal.timing = true, cal.round++;
         cal.taken = cal.done = 0;
@@ -75,7 +93,7 @@ tp_pf_run tp_pf_start(size_t nbytes)
         r.round = cal.round;
         r.prefetch = r.slot % 2 == 0;
     }
-    pthread_mutex_unlock(&lock);
+    unlock();
     if (r.slot >= 0) r.t0 = now_s();
     return r;
 }
@@ -85,7 +103,7 @@ void tp_pf_end(const tp_pf_run *r)
     double t;
     if (r->slot < 0) return;
     t = now_s() - r->t0;
-    pthread_mutex_lock(&lock);
+    lock();
     if (cal.timing && r->round == cal.round) {
         cal.rate[r->slot] = (double)r->bytes / (t > 0 ? t : 1e-9);
         if (++cal.done == CAL_SAMPLES) {
@@ -93,17 +111,17 @@ void tp_pf_end(const tp_pf_run *r)
             cal.timing = false, cal.since = 0;
         }
     }
-    pthread_mutex_unlock(&lock);
+    unlock();
 }
 
 void tp_digest_use_prefetch(tp_prefetch m)
 {
-    pthread_mutex_lock(&lock);
+    lock();
     cal.forced = m != TP_PREFETCH_AUTO;
     cal.timing = !cal.forced, cal.round++;
     cal.taken = cal.done = 0, cal.since = 0;
     atomic_store(&mode, m);
-    pthread_mutex_unlock(&lock);
+    unlock();
 }
 
 tp_prefetch tp_digest_prefetch(void)
