@@ -67,7 +67,7 @@ tp_kernel tp_digest_use_kernel(tp_kernel k);
  * of its reads (software prefetch).  Which way keeps one thread nearer the
  * speed of a memory read depends on the machine, never the digest's bits:
  * by default (TP_PREFETCH_AUTO) each process times its first large tensors
- * both ways and keeps the faster (digest/prefetch.h). */
+ * both ways and prefetches only where that was faster (digest/prefetch.h). */
 typedef enum tp_prefetch {
     TP_PREFETCH_AUTO = 0, /* still timing */
     TP_PREFETCH_ON,

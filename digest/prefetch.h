@@ -8,7 +8,8 @@
  * read, where the hardware alone reached 0.86-0.90 (bench/hash_bench.c).
  * The digest's bits are the same either way, so each process times its
  * first CAL_SAMPLES tensors of CAL_MIN_BYTES or more both ways, one of each
- * in turn, keeps the faster (by the median ratio of the pairs' speeds), and
+ * in turn, prefetches from then on only where that was at least 3% faster
+ * (by the median ratio of the pairs' speeds), and
  * times both ways again every RECAL_PASSES such tensors (prefetch.c). */
 #ifndef TP_DIGEST_PREFETCH_H
 #define TP_DIGEST_PREFETCH_H

@@ -391,10 +391,10 @@ END_TEST
 
 START_TEST(test_digest_prefetch_chosen_by_timing)
 {
-    /* a tensor over 1 MiB is timed: the first 32 decide the way of
+    /* a tensor of 4 MiB or more is timed: the first 32 decide the way of
      * prefetching, each digested the same as with either way fixed, with
      * and without non-finite elements; a way fixed stays fixed */
-    size_t n = ((size_t)1 << 18) + 5;
+    size_t n = ((size_t)1 << 20) + 5;
     int64_t len = (int64_t)n;
     float *buf = malloc(n * 4);
     uint8_t want[16], d[16];
