@@ -208,15 +208,13 @@ INLINE_AVX512 void one_loop512(tp_xxh3_long *x, const uint8_t *in, const uint8_t
     lanes512_store(&l, a);
 }
 
-/* one_loop512_dt is one_loop512 built once per float dtype and way of
- * prefetching. */
+/* one_loop512_dt is one_loop512 built once per float dtype (-O3 unswitches
+ * its loop on pf). */
 TARGET_AVX512 static void one_loop512_dt(tp_xxh3_long *x, const uint8_t *in, const uint8_t *p,
                                          size_t n, tp_acc *a, tp_dtype dt, bool pf)
 {
-    if (dt == TP_DT_F32 && pf)
-        one_loop512(x, in, p, n, a, TP_DT_F32, true);
-    else if (dt == TP_DT_F32)
-        one_loop512(x, in, p, n, a, TP_DT_F32, false);
+    if (dt == TP_DT_F32)
+        one_loop512(x, in, p, n, a, TP_DT_F32, pf);
     else if (dt == TP_DT_BF16)
         one_loop512(x, in, p, n, a, TP_DT_BF16, pf);
     else

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "digest/digest.h"
 #include "digest/prefetch.h"
 
 #define CAL_SAMPLES   32                /* timed passes a round, half of them each way */

@@ -17,8 +17,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "digest/digest.h"
-
 /* A one-loop pass about to run: which way, and, when it is timed, the
  * round and slot its time goes to (slot -1: not timed). */
 typedef struct tp_pf_run {
